@@ -1,0 +1,26 @@
+# hedge: `make run` serves with the defaults, `make test` runs every test.
+# Go with cgo (a C compiler) is all that is needed; DuckDB is linked from the Go module.
+
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+export CGO_ENABLED := 1
+
+.PHONY: run build test lint
+
+## run: build hedge and serve on 127.0.0.1:8000 (management) and :8001 (capture), data in ./hedge-data
+run: build
+	./bin/hedge serve
+
+## build: build ./bin/hedge
+build:
+	go build -ldflags "$(LDFLAGS)" -o bin/hedge .
+
+## test: gofmt and go vet, then every test
+test: lint
+	go test -count=1 ./...
+
+## lint: fail on unformatted files and on go vet findings
+lint:
+	@unformatted=$$(gofmt -l .); \
+	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
+	go vet ./...

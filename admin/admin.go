@@ -1,0 +1,98 @@
+// Package admin is hedge's management API: Fiber routes under /api/ over the metadata
+// tables of the warehouse (organizations, users, memberships, projects, personal API
+// keys), with personal-API-key authentication and scopes, PostHog's flat error body
+// and its limit/offset pagination. One file per resource; handlers bind, check and
+// query, with nothing in between.
+//
+// It also owns the bootstrap of an empty database and the index of project API tokens
+// that the capture listener consults.
+package admin
+
+import (
+	"context"
+	"database/sql"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/bytedance/sonic"
+	"github.com/gofiber/fiber/v2"
+)
+
+// Config is what the management API needs.
+type Config struct {
+	DB *sql.DB
+	// PublicURL is the scheme://host[:port] that absolute links (pagination) start
+	// with; empty means the request's own.
+	PublicURL string
+	Logger    *slog.Logger
+}
+
+// API is the management API on its own listener.
+type API struct {
+	app       *fiber.App
+	db        *sql.DB
+	tokens    *ProjectTokens
+	publicURL string
+	log       *slog.Logger
+}
+
+// querier is what *sql.DB and *sql.Tx have in common.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// New builds the API and loads the project token index.
+func New(ctx context.Context, cfg Config) (*API, error) {
+	tokens, err := loadProjectTokens(ctx, cfg.DB)
+	if err != nil {
+		return nil, err
+	}
+	a := &API{
+		db:        cfg.DB,
+		tokens:    tokens,
+		publicURL: strings.TrimSuffix(cfg.PublicURL, "/"),
+		log:       cfg.Logger,
+	}
+	a.app = fiber.New(fiber.Config{
+		AppName:               "hedge",
+		DisableStartupMessage: true,
+		ErrorHandler:          a.handleError,
+		JSONEncoder:           sonic.Marshal,
+		JSONDecoder:           sonic.Unmarshal,
+		// PostHog routes answer with and without the trailing slash.
+		StrictRouting: false,
+		CaseSensitive: true,
+		BodyLimit:     4 << 20,
+		ReadTimeout:   30 * time.Second,
+		WriteTimeout:  60 * time.Second,
+		IdleTimeout:   2 * time.Minute,
+	})
+	a.app.Get("/_health", a.health)
+	api := a.app.Group("/api")
+	a.bindProjects(api)
+	return a, nil
+}
+
+// ProjectTokens is the index of project API tokens, kept current by this API.
+func (a *API) ProjectTokens() *ProjectTokens { return a.tokens }
+
+// Serve answers requests on ln until Shutdown.
+func (a *API) Serve(ln net.Listener) error { return a.app.Listener(ln) }
+
+// Shutdown stops accepting connections and waits for in-flight requests to finish.
+func (a *API) Shutdown(ctx context.Context) error { return a.app.ShutdownWithContext(ctx) }
+
+// GET /_health: 200 {"status":"ok"} while the database answers.
+func (a *API) health(c *fiber.Ctx) error {
+	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+	defer cancel()
+	if err := a.db.PingContext(ctx); err != nil {
+		a.log.Error("health check failed", "err", err)
+		return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "unavailable"})
+	}
+	return c.JSON(fiber.Map{"status": "ok"})
+}

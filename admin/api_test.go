@@ -1,0 +1,182 @@
+package admin
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/hedge-analytics/hedge/warehouse"
+)
+
+// testEnv is a management API on a real DuckDB file and a real loopback listener,
+// bootstrapped like a first start.
+type testEnv struct {
+	url       string
+	dataDir   string
+	warehouse *warehouse.Warehouse
+	boot      *Bootstrap
+}
+
+// testLogger discards logs unless HEDGE_TEST_LOG is set.
+func testLogger() *slog.Logger {
+	if os.Getenv("HEDGE_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func newTestEnv(t *testing.T, publicURL string) *testEnv {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	wh, err := warehouse.Open(ctx, warehouse.Config{Path: dir + "/hedge.duckdb", Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot, err := BootstrapIfEmpty(ctx, wh.DB(), dir, Bootstrap{UserEmail: "owner@example.com"})
+	if err != nil || boot == nil {
+		t.Fatalf("bootstrap: %v %v", boot, err)
+	}
+	api, err := New(ctx, Config{DB: wh.DB(), PublicURL: publicURL, Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go api.Serve(ln)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		api.Shutdown(ctx)
+		wh.Close()
+	})
+	return &testEnv{url: "http://" + ln.Addr().String(), dataDir: dir, warehouse: wh, boot: boot}
+}
+
+// scenario is one request and what must come back. In path and body, {org} stands for
+// the bootstrap organization's id.
+type scenario struct {
+	name    string
+	method  string
+	path    string
+	key     string // sent as Authorization: Bearer, when set
+	headers map[string]string
+	body    string
+	status  int
+	// want is the exact body when it starts with '{' or '[', else fragments that
+	// must all appear in it.
+	want    []string
+	notWant []string
+}
+
+func (env *testEnv) run(t *testing.T, scenarios []scenario) {
+	t.Helper()
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			status, body, _ := env.do(t, sc.method, sc.path, sc.key, sc.headers, sc.body)
+			if status != sc.status {
+				t.Fatalf("%s %s: status %d, want %d; body %s", sc.method, sc.path, status, sc.status, body)
+			}
+			for _, want := range sc.want {
+				want = env.expand(want)
+				if strings.HasPrefix(want, "{") || strings.HasPrefix(want, "[") {
+					if body != want {
+						t.Fatalf("body\n%s\nwant\n%s", body, want)
+					}
+				} else if !strings.Contains(body, want) {
+					t.Fatalf("body %s\ndoes not contain %s", body, want)
+				}
+			}
+			for _, notWant := range sc.notWant {
+				if strings.Contains(body, env.expand(notWant)) {
+					t.Fatalf("body %s\ncontains %s", body, notWant)
+				}
+			}
+		})
+	}
+}
+
+func (env *testEnv) expand(s string) string {
+	return strings.ReplaceAll(s, "{org}", env.boot.OrganizationID)
+}
+
+func (env *testEnv) do(t *testing.T, method, path, key string, headers map[string]string, body string) (int, string, http.Header) {
+	t.Helper()
+	req, err := http.NewRequest(method, env.url+env.expand(path), strings.NewReader(env.expand(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	text, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(text), resp.Header
+}
+
+// addUser makes a user with a key of the given scopes in a new organization, or as a
+// member of organization when it is not uuid.Nil.
+func (env *testEnv) addUser(t *testing.T, email string, organization uuid.UUID, level int, scopes ...string) (uuid.UUID, string) {
+	t.Helper()
+	ctx := context.Background()
+	db := env.warehouse.DB()
+	var err error
+	if organization == uuid.Nil {
+		if organization, err = insertOrganization(ctx, db, "Org of "+email); err != nil {
+			t.Fatal(err)
+		}
+	}
+	userID, err := insertUser(ctx, db, email, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := insertMembership(ctx, db, organization, userID, level); err != nil {
+		t.Fatal(err)
+	}
+	key, err := insertPersonalAPIKey(ctx, db, userID, "test", scopes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return organization, key
+}
+
+func TestUnknownRoutesAndMethods(t *testing.T) {
+	env := newTestEnv(t, "")
+	key := env.boot.PersonalAPIKey
+	env.run(t, []scenario{
+		{name: "unknown api route", method: "GET", path: "/api/nothing/here/", key: key, status: 404,
+			want: []string{`{"type":"invalid_request","code":"not_found","detail":"Not found.","attr":null}`}},
+		{name: "unknown route without key", method: "GET", path: "/nowhere", status: 404,
+			want: []string{`{"type":"invalid_request","code":"not_found","detail":"Not found.","attr":null}`}},
+		{name: "wrong method", method: "PUT", path: "/api/organizations/{org}/projects/", key: key, status: 405,
+			want: []string{`{"type":"invalid_request","code":"method_not_allowed","detail":"Method \"PUT\" not allowed.","attr":null}`}},
+		{name: "wrong method delete", method: "DELETE", path: "/api/organizations/{org}/projects/", key: key, status: 405,
+			want: []string{`"detail":"Method \"DELETE\" not allowed."`}},
+		{name: "health", method: "GET", path: "/_health", status: 200, want: []string{`{"status":"ok"}`}},
+		{name: "without trailing slash", method: "GET", path: "/api/organizations/{org}/projects", key: key, status: 200,
+			want: []string{`"count":1`}},
+	})
+}

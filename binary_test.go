@@ -1,0 +1,239 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/hedge-analytics/hedge/warehouse"
+)
+
+// Tests in this file run the real hedge binary as a child process, as a user would,
+// to check what only a process can show: flags and environment, signals, exit codes,
+// the file lock, and that a SIGKILL loses no acknowledged event.
+
+var binary struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binary.dir != "" {
+		os.RemoveAll(binary.dir)
+	}
+	os.Exit(code)
+}
+
+// hedgeBinary builds the hedge command once per test run.
+func hedgeBinary(t *testing.T) string {
+	t.Helper()
+	binary.once.Do(func() {
+		binary.dir, binary.err = os.MkdirTemp("", "hedge-bin-")
+		if binary.err != nil {
+			return
+		}
+		binary.path = filepath.Join(binary.dir, "hedge")
+		out, err := exec.Command("go", "build", "-o", binary.path, ".").CombinedOutput()
+		if err != nil {
+			binary.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binary.err != nil {
+		t.Fatal(binary.err)
+	}
+	return binary.path
+}
+
+// process is a running `hedge serve`.
+type process struct {
+	cmd        *exec.Cmd
+	adminURL   string
+	captureURL string
+	exited     chan struct{}
+	mu         sync.Mutex
+	logs       strings.Builder
+}
+
+var servingLine = regexp.MustCompile(`msg=serving admin_url=(\S+) capture_url=(\S+)`)
+
+// startProcess starts `hedge serve` with env added to the test's environment and
+// waits until it serves, or returns the process once it has exited.
+func startProcess(t *testing.T, env []string, args ...string) *process {
+	t.Helper()
+	p := &process{exited: make(chan struct{})}
+	p.cmd = exec.Command(hedgeBinary(t), append([]string{"serve"}, args...)...)
+	p.cmd.Env = append(os.Environ(), env...)
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	serving := make(chan struct{})
+	go func() {
+		scanner := bufio.NewScanner(stderr)
+		for scanner.Scan() {
+			line := scanner.Text()
+			p.mu.Lock()
+			p.logs.WriteString(line + "\n")
+			if m := servingLine.FindStringSubmatch(line); m != nil {
+				p.adminURL, p.captureURL = m[1], m[2]
+				close(serving)
+			}
+			p.mu.Unlock()
+		}
+		io.Copy(io.Discard, stderr)
+		p.cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		<-p.exited
+	})
+	select {
+	case <-serving:
+	case <-p.exited:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("hedge did not start serving:\n%s", p.log())
+	}
+	return p
+}
+
+func (p *process) log() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.logs.String()
+}
+
+// stop sends sig and returns the exit code.
+func (p *process) stop(t *testing.T, sig syscall.Signal) int {
+	t.Helper()
+	p.cmd.Process.Signal(sig)
+	select {
+	case <-p.exited:
+	case <-time.After(time.Minute):
+		t.Fatalf("hedge did not exit after %v:\n%s", sig, p.log())
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+func TestBinaryVersion(t *testing.T) {
+	out, err := exec.Command(hedgeBinary(t), "version").Output()
+	if err != nil || !strings.HasPrefix(string(out), "hedge ") || !strings.Contains(string(out), "DuckDB v1.4.5") {
+		t.Fatalf("hedge version: %q %v", out, err)
+	}
+}
+
+// A SIGKILL in the middle of ingestion loses no acknowledged event and leaves a file
+// that opens; SIGTERM shuts down cleanly with everything checkpointed.
+func TestBinaryCrashAndShutdown(t *testing.T) {
+	dataDir := t.TempDir()
+	env := []string{
+		"HEDGE_DATA=" + dataDir,
+		"HEDGE_ADMIN_ADDR=127.0.0.1:0",
+		"HEDGE_CAPTURE_ADDR=127.0.0.1:0",
+		"HEDGE_ADMIN_EMAIL=env@example.com",
+	}
+	first := startProcess(t, env, "--admin-email", "flag@example.com")
+	boot := readBootstrap(t, dataDir)
+	if boot.UserEmail != "flag@example.com" {
+		t.Fatalf("user_email %q: the flag must win over HEDGE_ADMIN_EMAIL", boot.UserEmail)
+	}
+
+	// DuckDB admits one process per file: a second hedge must refuse, not share it.
+	second := startProcess(t, env)
+	if code := second.stop(t, syscall.SIGTERM); code == 0 || !strings.Contains(second.log(), "another hedge") {
+		t.Fatalf("a second hedge on the same data directory exited %d:\n%s", code, second.log())
+	}
+
+	// Ingest from several clients and kill hedge while requests are in flight.
+	var mu sync.Mutex
+	var acknowledged []uuid.UUID
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for client := range 4 {
+		wg.Go(func() {
+			for i := 0; ctx.Err() == nil; i++ {
+				id := uuid.Must(uuid.NewV7())
+				body := fmt.Sprintf(`{"api_key":%q,"event":"crash-test","distinct_id":"client-%d","uuid":%q,"properties":{"i":%d}}`,
+					boot.ProjectAPIKey, client, id, i)
+				resp, err := http.Post(first.captureURL+"/capture/", "application/json", strings.NewReader(body))
+				if err != nil {
+					continue // the connection died with the process
+				}
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					mu.Lock()
+					acknowledged = append(acknowledged, id)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	time.Sleep(time.Second)
+	first.stop(t, syscall.SIGKILL)
+	cancel()
+	wg.Wait()
+	if len(acknowledged) < 10 {
+		t.Fatalf("only %d events acknowledged before the kill", len(acknowledged))
+	}
+
+	restarted := startProcess(t, env)
+	if restarted.adminURL == "" {
+		t.Fatalf("hedge did not restart after SIGKILL:\n%s", restarted.log())
+	}
+	if strings.Contains(restarted.log(), "bootstrapped") {
+		t.Fatal("the restart bootstrapped again")
+	}
+	status, _ := request(t, "GET", restarted.adminURL+"/api/organizations/"+boot.OrganizationID+"/projects/", boot.PersonalAPIKey, "")
+	if status != 200 {
+		t.Fatalf("bootstrap key after restart: %d", status)
+	}
+	if code := restarted.stop(t, syscall.SIGTERM); code != 0 || !strings.Contains(restarted.log(), "database checkpointed") {
+		t.Fatalf("SIGTERM: exit %d:\n%s", code, restarted.log())
+	}
+	if info, err := os.Stat(filepath.Join(dataDir, databaseFile+".wal")); err == nil && info.Size() > 0 {
+		t.Fatalf("a clean shutdown left a %d-byte WAL", info.Size())
+	}
+
+	wh, err := warehouse.Open(context.Background(), warehouse.Config{Path: filepath.Join(dataDir, databaseFile)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wh.Close()
+	counts := map[uuid.UUID]int{}
+	rows, err := wh.DB().Query(`SELECT uuid FROM events WHERE event = 'crash-test'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id uuid.UUID
+		rows.Scan(&id)
+		counts[id]++
+	}
+	rows.Close()
+	for _, id := range acknowledged {
+		if counts[id] != 1 {
+			t.Fatalf("acknowledged event %s is stored %d times after SIGKILL, want exactly once (%d acknowledged)",
+				id, counts[id], len(acknowledged))
+		}
+	}
+	t.Logf("%d events acknowledged before SIGKILL, all present once; %d stored in all", len(acknowledged), len(counts))
+}

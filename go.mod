@@ -1,0 +1,41 @@
+module github.com/hedge-analytics/hedge
+
+go 1.26
+
+require (
+	github.com/bytedance/sonic v1.15.5
+	github.com/duckdb/duckdb-go/v2 v2.5.6
+	github.com/gofiber/fiber/v2 v2.52.15
+	github.com/google/uuid v1.6.0
+)
+
+require (
+	github.com/apache/arrow-go/v18 v18.8.0 // indirect
+	github.com/bytedance/gopkg v0.1.3 // indirect
+	github.com/bytedance/sonic/loader v0.5.3 // indirect
+	github.com/clipperhouse/uax29/v2 v2.7.0 // indirect
+	github.com/cloudwego/base64x v0.1.6 // indirect
+	github.com/duckdb/duckdb-go-bindings v0.3.5 // indirect
+	github.com/duckdb/duckdb-go-bindings/lib/darwin-amd64 v0.3.5 // indirect
+	github.com/duckdb/duckdb-go-bindings/lib/darwin-arm64 v0.3.5 // indirect
+	github.com/duckdb/duckdb-go-bindings/lib/linux-amd64 v0.3.5 // indirect
+	github.com/duckdb/duckdb-go-bindings/lib/linux-arm64 v0.3.5 // indirect
+	github.com/duckdb/duckdb-go-bindings/lib/windows-amd64 v0.3.5 // indirect
+	github.com/go-viper/mapstructure/v2 v2.5.0 // indirect
+	github.com/goccy/go-json v0.10.6 // indirect
+	github.com/google/flatbuffers v25.12.19+incompatible // indirect
+	github.com/klauspost/compress v1.20.3 // indirect
+	github.com/klauspost/cpuid/v2 v2.4.0 // indirect
+	github.com/mattn/go-colorable v0.1.13 // indirect
+	github.com/mattn/go-isatty v0.0.24 // indirect
+	github.com/mattn/go-runewidth v0.0.20 // indirect
+	github.com/molecule-man/go-brrr v1.0.1 // indirect
+	github.com/pierrec/lz4/v4 v4.1.29 // indirect
+	github.com/twitchyliquid64/golang-asm v0.15.1 // indirect
+	github.com/valyala/bytebufferpool v1.0.0 // indirect
+	github.com/valyala/fasthttp v1.74.0 // indirect
+	github.com/zeebo/xxh3 v1.1.0 // indirect
+	golang.org/x/arch v0.0.0-20210923205945-b76863e36670 // indirect
+	golang.org/x/exp v0.0.0-20260112195511-716be5621a96 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+)

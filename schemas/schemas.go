@@ -1,0 +1,20 @@
+// Package schemas holds hedge's contracts as files, embedded in the binary: the SQL
+// migrations that build the DuckDB warehouse (applied in order by the warehouse at
+// start) and the OpenAPI description of every management route.
+//
+// Migrations are append-only: a released file is never edited; a change to the schema
+// is a new file with the next number.
+package schemas
+
+import "embed"
+
+// Migrations holds migrations/NNNN_name.sql; NNNN is the schema version the file
+// brings the database to.
+//
+//go:embed migrations/*.sql
+var Migrations embed.FS
+
+// OpenAPI is the OpenAPI 3 description of the management and capture APIs.
+//
+//go:embed openapi.yaml
+var OpenAPI []byte

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hedge-analytics/hedge/admin"
+	"github.com/hedge-analytics/hedge/edge"
+	"github.com/hedge-analytics/hedge/warehouse"
+)
+
+// databaseFile is the DuckDB file inside the data directory.
+const databaseFile = "hedge.duckdb"
+
+// serveConfig is everything `hedge serve` can be told.
+type serveConfig struct {
+	dataDir         string
+	adminAddr       string
+	captureAddr     string
+	publicURL       string
+	adminEmail      string
+	logLevel        slog.Level
+	shutdownTimeout time.Duration
+	warehouse       warehouse.Config
+}
+
+func serveCommand(args []string, stderr io.Writer) int {
+	var cfg serveConfig
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.dataDir, "data", "./hedge-data", "data directory: the DuckDB file and bootstrap.json")
+	fs.StringVar(&cfg.adminAddr, "admin-addr", "127.0.0.1:8000", "address of the management API listener")
+	fs.StringVar(&cfg.captureAddr, "capture-addr", "127.0.0.1:8001", "address of the capture (ingestion) listener")
+	fs.StringVar(&cfg.publicURL, "public-url", "", "scheme://host[:port] the management API is reached at, for absolute links; empty: the request's host")
+	fs.StringVar(&cfg.adminEmail, "admin-email", "admin@localhost", "e-mail of the user that the first start creates")
+	fs.TextVar(&cfg.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
+	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for in-flight requests")
+	fs.IntVar(&cfg.warehouse.FlushRows, "flush-rows", 10000, "events per group commit, at most")
+	fs.DurationVar(&cfg.warehouse.FlushInterval, "flush-interval", 2*time.Millisecond, "how long a group commit waits for more events; negative: not at all")
+	fs.IntVar(&cfg.warehouse.QueueSize, "write-queue", 1024, "requests waiting for a commit, at most; beyond it capture answers 503")
+	fs.DurationVar(&cfg.warehouse.CheckpointInterval, "checkpoint-interval", 5*time.Minute, "how often DuckDB's WAL is checkpointed into the database file")
+	fs.StringVar(&cfg.warehouse.MemoryLimit, "duckdb-memory-limit", "1GB", "DuckDB's memory_limit")
+	if err := parseFlags(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintln(stderr, "hedge serve:", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+
+	ctx, stopSignals := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stopSignals()
+	s, err := start(ctx, cfg, log)
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return 1
+	}
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err := <-s.failed:
+		log.Error("listener failed", "err", err)
+	}
+	stopSignals() // a second signal kills at once
+	if err := s.stop(); err != nil {
+		log.Error("unclean shutdown", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// server is the running process: the warehouse and the two listeners over it.
+type server struct {
+	cfg        serveConfig
+	log        *slog.Logger
+	warehouse  *warehouse.Warehouse
+	api        *admin.API
+	capture    *edge.Server
+	adminURL   string
+	captureURL string
+	// bootstrap is what this start created on an empty database, or nil.
+	bootstrap *admin.Bootstrap
+	// failed receives the error of a listener that stopped by itself.
+	failed  chan error
+	serving sync.WaitGroup
+}
+
+// start opens the warehouse, bootstraps an empty one, and starts both listeners. The
+// listeners bind before anything answers on them, so their addresses (port 0 in tests)
+// are known to the bootstrap.
+func start(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *server, err error) {
+	if err := os.MkdirAll(cfg.dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("cannot create data directory: %w", err)
+	}
+	cfg.warehouse.Path = filepath.Join(cfg.dataDir, databaseFile)
+	cfg.warehouse.Logger = log
+	s := &server{cfg: cfg, log: log, failed: make(chan error, 2)}
+	begin := time.Now()
+	s.warehouse, err = warehouse.Open(ctx, cfg.warehouse)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("database open", "path", cfg.warehouse.Path, "took", time.Since(begin).Round(time.Millisecond))
+	var adminLn, captureLn net.Listener
+	defer func() {
+		if err != nil {
+			for _, ln := range []net.Listener{adminLn, captureLn} {
+				if ln != nil {
+					ln.Close()
+				}
+			}
+			s.warehouse.Close()
+		}
+	}()
+	if adminLn, err = net.Listen("tcp", cfg.adminAddr); err != nil {
+		return nil, fmt.Errorf("cannot listen for the management API: %w", err)
+	}
+	if captureLn, err = net.Listen("tcp", cfg.captureAddr); err != nil {
+		return nil, fmt.Errorf("cannot listen for capture: %w", err)
+	}
+	s.adminURL = listenerURL(adminLn)
+	if cfg.publicURL != "" {
+		s.adminURL = strings.TrimSuffix(cfg.publicURL, "/")
+	}
+	s.captureURL = listenerURL(captureLn)
+
+	s.bootstrap, err = admin.BootstrapIfEmpty(ctx, s.warehouse.DB(), cfg.dataDir, admin.Bootstrap{
+		UserEmail: cfg.adminEmail, AdminURL: s.adminURL, CaptureURL: s.captureURL,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if s.bootstrap != nil {
+		log.Info("bootstrapped an organization, a project and a personal API key",
+			"credentials", filepath.Join(cfg.dataDir, admin.BootstrapFile))
+	}
+	s.api, err = admin.New(ctx, admin.Config{DB: s.warehouse.DB(), PublicURL: cfg.publicURL, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	s.capture = edge.New(edge.Config{Writer: s.warehouse.Writer(), Teams: s.api.ProjectTokens().Team, Logger: log})
+	s.serve("management API", func() error { return s.api.Serve(adminLn) })
+	s.serve("capture", func() error { return s.capture.Serve(captureLn) })
+	log.Info("serving", "admin_url", s.adminURL, "capture_url", s.captureURL)
+	return s, nil
+}
+
+func (s *server) serve(name string, serve func() error) {
+	s.serving.Add(1)
+	go func() {
+		defer s.serving.Done()
+		if err := serve(); err != nil {
+			s.failed <- fmt.Errorf("%s: %w", name, err)
+		}
+	}()
+}
+
+// stop shuts down in the order that keeps every accepted event: stop accepting and
+// let in-flight requests finish (each waits for its commit), then close the warehouse,
+// which commits anything still queued and checkpoints.
+func (s *server) stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.shutdownTimeout)
+	defer cancel()
+	begin := time.Now()
+	errs := make(chan error, 2)
+	go func() { errs <- s.capture.Shutdown(ctx) }()
+	go func() { errs <- s.api.Shutdown(ctx) }()
+	err := errors.Join(<-errs, <-errs)
+	s.serving.Wait()
+	s.log.Info("listeners stopped", "took", time.Since(begin).Round(time.Millisecond))
+	return errors.Join(err, s.warehouse.Close())
+}
+
+// listenerURL is the http URL of a listener; an unspecified address (0.0.0.0, ::) is
+// reached through loopback.
+func listenerURL(ln net.Listener) string {
+	addr := ln.Addr().(*net.TCPAddr)
+	ip := addr.IP
+	if ip.IsUnspecified() {
+		ip = net.IPv4(127, 0, 0, 1)
+		if addr.IP.To4() == nil {
+			ip = net.IPv6loopback
+		}
+	}
+	u := url.URL{Scheme: "http", Host: net.JoinHostPort(ip.String(), fmt.Sprint(addr.Port))}
+	return u.String()
+}

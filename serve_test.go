@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hedge-analytics/hedge/admin"
+)
+
+func testServeConfig(dataDir string) serveConfig {
+	return serveConfig{
+		dataDir:         dataDir,
+		adminAddr:       "127.0.0.1:0",
+		captureAddr:     "127.0.0.1:0",
+		adminEmail:      "admin@localhost",
+		shutdownTimeout: 10 * time.Second,
+	}
+}
+
+// testLogger discards logs unless HEDGE_TEST_LOG is set.
+func testLogger() *slog.Logger {
+	if os.Getenv("HEDGE_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func startTestServer(t *testing.T, dataDir string) *server {
+	t.Helper()
+	s, err := start(context.Background(), testServeConfig(dataDir), testLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func request(t *testing.T, method, url, key, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	text, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(text)
+}
+
+func readBootstrap(t *testing.T, dataDir string) admin.Bootstrap {
+	t.Helper()
+	text, err := os.ReadFile(filepath.Join(dataDir, admin.BootstrapFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b admin.Bootstrap
+	if err := json.Unmarshal(text, &b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// The first start bootstraps and its credentials work on both listeners; a captured
+// event survives a restart, and the restart bootstraps nothing.
+func TestServeBootstrapAndRestart(t *testing.T) {
+	dataDir := t.TempDir()
+	s := startTestServer(t, dataDir)
+	if s.bootstrap == nil {
+		t.Fatal("the first start did not bootstrap")
+	}
+	boot := readBootstrap(t, dataDir)
+	if boot != *s.bootstrap || boot.AdminURL != s.adminURL || boot.CaptureURL != s.captureURL || boot.UserEmail != "admin@localhost" {
+		t.Fatalf("bootstrap.json %+v, server %+v at %s %s", boot, s.bootstrap, s.adminURL, s.captureURL)
+	}
+
+	projects := fmt.Sprintf("/api/organizations/%s/projects/", boot.OrganizationID)
+	status, body := request(t, "GET", s.adminURL+projects, boot.PersonalAPIKey, "")
+	if status != 200 || !strings.Contains(body, fmt.Sprintf(`"id":%d`, boot.ProjectID)) || !strings.Contains(body, boot.ProjectAPIKey) {
+		t.Fatalf("projects: %d %s", status, body)
+	}
+	capture := fmt.Sprintf(`{"api_key":%q,"event":"signed up","distinct_id":"user-1","uuid":"0192f0c4-64f2-7a4e-9d52-f4a6f2b4b2a1","properties":{"plan":"pro"}}`, boot.ProjectAPIKey)
+	if status, body := request(t, "POST", s.captureURL+"/capture/", "", capture); status != 200 || body != `{"status": 1}` {
+		t.Fatalf("capture: %d %s", status, body)
+	}
+	for _, url := range []string{s.adminURL, s.captureURL} {
+		if status, body := request(t, "GET", url+"/_health", "", ""); status != 200 || body != `{"status":"ok"}` {
+			t.Fatalf("health of %s: %d %s", url, status, body)
+		}
+	}
+	if err := s.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = startTestServer(t, dataDir)
+	defer s.stop()
+	if s.bootstrap != nil {
+		t.Fatal("the second start bootstrapped again")
+	}
+	if again := readBootstrap(t, dataDir); again != boot {
+		t.Fatalf("bootstrap.json changed on restart: %+v", again)
+	}
+	var organizations, events int
+	db := s.warehouse.DB()
+	db.QueryRow(`SELECT count(*) FROM meta.organizations`).Scan(&organizations)
+	err := db.QueryRow(`SELECT count(*) FROM events WHERE uuid = '0192f0c4-64f2-7a4e-9d52-f4a6f2b4b2a1'
+		AND event = 'signed up' AND team_id = ? AND properties = '{"plan":"pro"}'`, boot.ProjectID).Scan(&events)
+	if err != nil || organizations != 1 || events != 1 {
+		t.Fatalf("after restart: %d organizations, %d events (err %v); want 1 and 1", organizations, events, err)
+	}
+	if status, _ := request(t, "GET", s.adminURL+projects, boot.PersonalAPIKey, ""); status != 200 {
+		t.Fatalf("the bootstrap key stopped working after a restart: %d", status)
+	}
+}

@@ -1,0 +1,114 @@
+package warehouse
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/hedge-analytics/hedge/schemas"
+)
+
+// migrationsFS is a migrations directory holding the named files of schemas plus extra.
+func migrationsFS(t *testing.T, extra map[string]string) fstest.MapFS {
+	t.Helper()
+	fsys := fstest.MapFS{}
+	for name, text := range extra {
+		fsys["migrations/"+name] = &fstest.MapFile{Data: []byte(text)}
+	}
+	embedded, err := readMigrations(schemas.Migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range embedded {
+		fsys["migrations/"+m.name+".sql"] = &fstest.MapFile{Data: []byte(m.sql)}
+	}
+	return fsys
+}
+
+func TestMigrateOlderDatabase(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "hedge.duckdb")
+	embedded, err := readMigrations(schemas.Migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	w, err := Open(ctx, Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	version, err := SchemaVersion(ctx, w.DB())
+	if err != nil || version != len(embedded) {
+		t.Fatalf("fresh database: version %d (err %v), want %d", version, err, len(embedded))
+	}
+	w.Close()
+
+	// A newer hedge brings a migration the database has not seen: it is applied once.
+	next := len(embedded) + 1
+	newer := migrationsFS(t, map[string]string{
+		fmt.Sprintf("%04d_probe.sql", next): `CREATE TABLE meta.probe (id INTEGER); INSERT INTO meta.probe VALUES (42);`,
+	})
+	for range 2 {
+		w, err = Open(ctx, Config{Path: path, Migrations: newer})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rows int
+		if err := w.DB().QueryRow(`SELECT count(*) FROM meta.probe`).Scan(&rows); err != nil || rows != 1 {
+			t.Fatalf("meta.probe rows = %d (err %v), want 1: the migration must run exactly once", rows, err)
+		}
+		if version, _ := SchemaVersion(ctx, w.DB()); version != next {
+			t.Fatalf("version %d, want %d", version, next)
+		}
+		w.Close()
+	}
+
+	// The older hedge refuses the newer database instead of running against it.
+	_, err = Open(ctx, Config{Path: path})
+	if err == nil || !strings.Contains(err.Error(), "newer") {
+		t.Fatalf("older binary on newer database: err %v, want a refusal", err)
+	}
+}
+
+func TestMigrateFailureLeavesVersion(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "hedge.duckdb")
+	embedded, _ := readMigrations(schemas.Migrations)
+	broken := migrationsFS(t, map[string]string{
+		fmt.Sprintf("%04d_broken.sql", len(embedded)+1): `CREATE TABLE meta.half (id INTEGER); SELECT * FROM no_such_table;`,
+	})
+	if _, err := Open(ctx, Config{Path: path, Migrations: broken}); err == nil {
+		t.Fatal("a failing migration must fail Open")
+	}
+	w, err := Open(ctx, Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if version, _ := SchemaVersion(ctx, w.DB()); version != len(embedded) {
+		t.Fatalf("version %d after a failed migration, want %d", version, len(embedded))
+	}
+	if _, err := w.DB().Exec(`SELECT * FROM meta.half`); err == nil {
+		t.Fatal("a failed migration left its first statement applied")
+	}
+}
+
+func TestReadMigrationsRejects(t *testing.T) {
+	f := func(files map[string]string) {
+		t.Helper()
+		fsys := fstest.MapFS{}
+		for name, text := range files {
+			fsys["migrations/"+name] = &fstest.MapFile{Data: []byte(text)}
+		}
+		if _, err := readMigrations(fsys); err == nil {
+			t.Fatalf("readMigrations(%v) accepted a broken set", files)
+		}
+	}
+	f(map[string]string{"0002_gap.sql": ""})                     // starts at 2
+	f(map[string]string{"0001_a.sql": "", "0003_c.sql": ""})     // gap
+	f(map[string]string{"0001_a.sql": "", "nonumber.sql": ""})   // no version
+	f(map[string]string{"0001_a.sql": "", "0001_again.sql": ""}) // duplicate
+}

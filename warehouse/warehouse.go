@@ -1,0 +1,179 @@
+// Package warehouse is hedge's storage: one DuckDB file that holds the events and the
+// metadata, the migrations that shape it, and the Writer that commits ingested events
+// in groups.
+//
+// One process owns the file (DuckDB allows one writing process). Inside it, the Writer
+// owns a dedicated connection for appending events; everything else (the management
+// API, queries, migrations) goes through the database/sql pool returned by DB.
+package warehouse
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"time"
+
+	duckdb "github.com/duckdb/duckdb-go/v2"
+
+	"github.com/hedge-analytics/hedge/schemas"
+)
+
+// Config says where the warehouse lives and how it writes. Zero values take the
+// defaults noted on each field.
+type Config struct {
+	// Path of the DuckDB file; its directory must exist.
+	Path string
+	// WALAutocheckpoint is DuckDB's wal_autocheckpoint (default "1GB"). DuckDB's own
+	// default of 16MB makes the event write path 3-4x slower (reference/limits.md B3);
+	// the Writer checkpoints on its own schedule instead.
+	WALAutocheckpoint string
+	// MemoryLimit is DuckDB's memory_limit (default "1GB").
+	MemoryLimit string
+	// Threads is DuckDB's worker thread count (default: DuckDB's, the number of cores).
+	Threads int
+
+	// FlushRows ends a group commit once this many events are gathered (default 10000).
+	FlushRows int
+	// FlushInterval is how long the Writer waits for more submissions after the first
+	// one of a group (default 2ms). Zero in the config means the default; use a
+	// negative value to commit whatever is queued without waiting.
+	FlushInterval time.Duration
+	// QueueSize bounds the submissions waiting for the Writer (default 1024).
+	QueueSize int
+	// QueueTimeout is how long Submit waits for room in a full queue before it gives
+	// up with ErrOverloaded (default 1s).
+	QueueTimeout time.Duration
+	// CheckpointInterval is how often the Writer checkpoints DuckDB when events were
+	// written since the last checkpoint (default 5m). It bounds the WAL that a restart
+	// after a crash must replay.
+	CheckpointInterval time.Duration
+
+	// Migrations replaces the embedded schemas.Migrations; tests use it to build an
+	// older database.
+	Migrations fs.FS
+	Logger     *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.WALAutocheckpoint == "" {
+		c.WALAutocheckpoint = "1GB"
+	}
+	if c.MemoryLimit == "" {
+		c.MemoryLimit = "1GB"
+	}
+	if c.FlushRows <= 0 {
+		c.FlushRows = 10000
+	}
+	if c.FlushInterval == 0 {
+		c.FlushInterval = 2 * time.Millisecond
+	}
+	if c.QueueSize <= 0 {
+		c.QueueSize = 1024
+	}
+	if c.QueueTimeout <= 0 {
+		c.QueueTimeout = time.Second
+	}
+	if c.CheckpointInterval <= 0 {
+		c.CheckpointInterval = 5 * time.Minute
+	}
+	if c.Migrations == nil {
+		c.Migrations = schemas.Migrations
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Warehouse is an open DuckDB file with its schema migrated and its Writer running.
+type Warehouse struct {
+	connector *duckdb.Connector
+	db        *sql.DB
+	writer    *Writer
+	log       *slog.Logger
+}
+
+// Open opens (or creates) the DuckDB file, applies pending migrations and starts the
+// Writer. Close must be called to flush, checkpoint and release the file.
+func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
+	cfg.setDefaults()
+	opts := url.Values{}
+	opts.Set("wal_autocheckpoint", cfg.WALAutocheckpoint)
+	opts.Set("memory_limit", cfg.MemoryLimit)
+	if cfg.Threads > 0 {
+		opts.Set("threads", strconv.Itoa(cfg.Threads))
+	}
+	connector, err := duckdb.NewConnector(cfg.Path+"?"+opts.Encode(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open DuckDB file %s (is another hedge using this data directory?): %w", cfg.Path, err)
+	}
+	db := sql.OpenDB(connector)
+	w := &Warehouse{connector: connector, db: db, log: cfg.Logger}
+	if err := migrate(ctx, db, cfg.Migrations, cfg.Logger); err != nil {
+		w.closeDB()
+		return nil, err
+	}
+	conn, err := connector.Connect(ctx)
+	if err != nil {
+		w.closeDB()
+		return nil, fmt.Errorf("cannot open the writer's connection: %w", err)
+	}
+	writer, err := newWriter(conn, &cfg)
+	if err != nil {
+		conn.Close()
+		w.closeDB()
+		return nil, err
+	}
+	w.writer = writer
+	return w, nil
+}
+
+// DB is the pool for everything but event appends. Its connections share the one
+// DuckDB instance with the Writer.
+func (w *Warehouse) DB() *sql.DB { return w.db }
+
+// Writer is the group-commit writer of events.
+func (w *Warehouse) Writer() *Writer { return w.writer }
+
+// Close stops the Writer after committing everything it accepted, checkpoints the
+// WAL into the database file, and closes the file.
+func (w *Warehouse) Close() error {
+	start := time.Now()
+	w.writer.Close()
+	w.log.Info("writer stopped", "took", time.Since(start).Round(time.Millisecond))
+	start = time.Now()
+	errCheckpoint := w.checkpoint()
+	w.log.Info("database checkpointed", "took", time.Since(start).Round(time.Millisecond))
+	return errors.Join(errCheckpoint, w.closeDB())
+}
+
+func (w *Warehouse) checkpoint() error {
+	if _, err := w.db.Exec("CHECKPOINT"); err != nil {
+		return fmt.Errorf("cannot checkpoint: %w", err)
+	}
+	return nil
+}
+
+func (w *Warehouse) closeDB() error {
+	return errors.Join(w.db.Close(), w.connector.Close())
+}
+
+// DuckDBVersion reports the version of the DuckDB library linked into hedge.
+func DuckDBVersion() (string, error) {
+	connector, err := duckdb.NewConnector("", nil)
+	if err != nil {
+		return "", fmt.Errorf("cannot open an in-memory DuckDB: %w", err)
+	}
+	db := sql.OpenDB(connector)
+	defer connector.Close()
+	defer db.Close()
+	var v string
+	if err := db.QueryRow("SELECT library_version FROM pragma_version()").Scan(&v); err != nil {
+		return "", fmt.Errorf("cannot read the DuckDB version: %w", err)
+	}
+	return v, nil
+}
