@@ -2,7 +2,7 @@
 # Go with cgo (a C compiler) is all that is needed; DuckDB is linked from the Go module.
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X main.version=$(VERSION)
+LDFLAGS := -s -w -X main.version=$(VERSION)
 export CGO_ENABLED := 1
 
 .PHONY: run build test lint
