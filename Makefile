@@ -5,7 +5,10 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 export CGO_ENABLED := 1
 
-.PHONY: run build test lint
+# The Node project whose posthog-node and posthog-js the SDK tests drive.
+SDK_TESTS := edge/testdata/sdk-js
+
+.PHONY: run build test lint sdk-deps
 
 ## run: build hedge and serve on 127.0.0.1:8000 (management) and :8001 (capture), data in ./hedge-data
 run: build
@@ -15,9 +18,13 @@ run: build
 build:
 	go build -ldflags "$(LDFLAGS)" -o bin/hedge .
 
-## test: gofmt and go vet, then every test
-test: lint
-	go test -count=1 ./...
+## test: gofmt and go vet, the SDKs the tests drive, then every test
+test: lint sdk-deps
+	HEDGE_REQUIRE_SDK_TESTS=1 go test -count=1 ./...
+
+## sdk-deps: install the pinned posthog-node, posthog-js and jsdom for the SDK tests
+sdk-deps:
+	npm ci --prefix $(SDK_TESTS) --no-audit --no-fund
 
 ## lint: fail on unformatted files and on go vet findings
 lint:

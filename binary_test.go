@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
@@ -163,25 +165,45 @@ func TestBinaryCrashAndShutdown(t *testing.T) {
 		t.Fatalf("a second hedge on the same data directory exited %d:\n%s", code, second.log())
 	}
 
-	// Ingest from several clients and kill hedge while requests are in flight.
+	// Ingest from several clients, single events and gzip batches, and kill hedge
+	// while requests are in flight.
 	var mu sync.Mutex
 	var acknowledged []uuid.UUID
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	for client := range 4 {
+	for client := range 6 {
 		wg.Go(func() {
 			for i := 0; ctx.Err() == nil; i++ {
-				id := uuid.Must(uuid.NewV7())
-				body := fmt.Sprintf(`{"api_key":%q,"event":"crash-test","distinct_id":"client-%d","uuid":%q,"properties":{"i":%d}}`,
-					boot.ProjectAPIKey, client, id, i)
-				resp, err := http.Post(first.captureURL+"/capture/", "application/json", strings.NewReader(body))
+				size := 1
+				if client%2 == 1 {
+					size = 50
+				}
+				ids := make([]uuid.UUID, size)
+				events := make([]string, size)
+				for j := range ids {
+					ids[j] = uuid.Must(uuid.NewV7())
+					events[j] = fmt.Sprintf(`{"event":"crash-test","distinct_id":"client-%d","uuid":%q,"properties":{"i":%d}}`, client, ids[j], i)
+				}
+				var req *http.Request
+				if size == 1 {
+					body := strings.Replace(events[0], "{", fmt.Sprintf(`{"api_key":%q,`, boot.ProjectAPIKey), 1)
+					req, _ = http.NewRequest("POST", first.captureURL+"/capture/", strings.NewReader(body))
+				} else {
+					var zipped bytes.Buffer
+					zw := gzip.NewWriter(&zipped)
+					fmt.Fprintf(zw, `{"api_key":%q,"batch":[%s]}`, boot.ProjectAPIKey, strings.Join(events, ","))
+					zw.Close()
+					req, _ = http.NewRequest("POST", first.captureURL+"/batch/", &zipped)
+					req.Header.Set("Content-Encoding", "gzip")
+				}
+				resp, err := http.DefaultClient.Do(req)
 				if err != nil {
 					continue // the connection died with the process
 				}
 				resp.Body.Close()
 				if resp.StatusCode == 200 {
 					mu.Lock()
-					acknowledged = append(acknowledged, id)
+					acknowledged = append(acknowledged, ids...)
 					mu.Unlock()
 				}
 			}

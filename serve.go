@@ -32,9 +32,11 @@ type serveConfig struct {
 	captureAddr     string
 	publicURL       string
 	adminEmail      string
+	pprof           bool
 	logLevel        slog.Level
 	shutdownTimeout time.Duration
 	warehouse       warehouse.Config
+	edge            edge.Config
 }
 
 func serveCommand(args []string, stderr io.Writer) int {
@@ -46,13 +48,17 @@ func serveCommand(args []string, stderr io.Writer) int {
 	fs.StringVar(&cfg.captureAddr, "capture-addr", "127.0.0.1:8001", "address of the capture (ingestion) listener")
 	fs.StringVar(&cfg.publicURL, "public-url", "", "scheme://host[:port] the management API is reached at, for absolute links; empty: the request's host")
 	fs.StringVar(&cfg.adminEmail, "admin-email", "admin@localhost", "e-mail of the user that the first start creates")
+	fs.BoolVar(&cfg.pprof, "pprof", false, "serve Go profiles under /debug/pprof/ on the management listener, without authentication")
 	fs.TextVar(&cfg.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for in-flight requests")
 	fs.IntVar(&cfg.warehouse.FlushRows, "flush-rows", 10000, "events per group commit, at most")
-	fs.DurationVar(&cfg.warehouse.FlushInterval, "flush-interval", 2*time.Millisecond, "how long a group commit waits for more events; negative: not at all")
-	fs.IntVar(&cfg.warehouse.QueueSize, "write-queue", 1024, "requests waiting for a commit, at most; beyond it capture answers 503")
+	fs.DurationVar(&cfg.warehouse.FlushInterval, "flush-interval", 0, "how long a group commit waits for more events; 0: commit what is queued at once")
+	fs.IntVar(&cfg.warehouse.MaxQueuedRows, "max-queued-events", 200000, "events (and warnings) waiting for a commit, at most; past it capture answers 503")
 	fs.DurationVar(&cfg.warehouse.CheckpointInterval, "checkpoint-interval", 5*time.Minute, "how often DuckDB's WAL is checkpointed into the database file")
-	fs.StringVar(&cfg.warehouse.MemoryLimit, "duckdb-memory-limit", "1GB", "DuckDB's memory_limit")
+	fs.StringVar(&cfg.warehouse.MemoryLimit, "duckdb-memory-limit", "512MB", "DuckDB's memory_limit")
+	fs.Int64Var(&cfg.edge.MaxInflightBytes, "max-inflight-bytes", 256<<20, "bytes of request bodies and decompressed payloads held at once, at most; past it capture answers 503")
+	fs.Float64Var(&cfg.edge.OverflowRate, "overflow-rate", 100, "events a second one distinct_id of a project may send before its events go to the overflow lane; 0: no overflow lane")
+	fs.Float64Var(&cfg.edge.OverflowBurst, "overflow-burst", 1000, "events one distinct_id may send at once before the overflow rate applies")
 	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -148,11 +154,13 @@ func start(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *server, e
 		log.Info("bootstrapped an organization, a project and a personal API key",
 			"credentials", filepath.Join(cfg.dataDir, admin.BootstrapFile))
 	}
-	s.api, err = admin.New(ctx, admin.Config{DB: s.warehouse.DB(), PublicURL: cfg.publicURL, Logger: log})
+	s.api, err = admin.New(ctx, admin.Config{DB: s.warehouse.DB(), PublicURL: cfg.publicURL, Pprof: cfg.pprof, Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	s.capture = edge.New(edge.Config{Writer: s.warehouse.Writer(), Teams: s.api.ProjectTokens().Team, Logger: log})
+	edgeConfig := cfg.edge
+	edgeConfig.Writer, edgeConfig.Teams, edgeConfig.Logger = s.warehouse.Writer(), s.api.ProjectTokens().Team, log
+	s.capture = edge.New(edgeConfig)
 	s.serve("management API", func() error { return s.api.Serve(adminLn) })
 	s.serve("capture", func() error { return s.capture.Serve(captureLn) })
 	log.Info("serving", "admin_url", s.adminURL, "capture_url", s.captureURL)

@@ -96,6 +96,13 @@ func TestServeBootstrapAndRestart(t *testing.T) {
 	if status, body := request(t, "POST", s.captureURL+"/capture/", "", capture); status != 200 || body != `{"status": 1}` {
 		t.Fatalf("capture: %d %s", status, body)
 	}
+	// The capture counters are on the management listener's /metrics.
+	status, metrics := request(t, "GET", s.adminURL+"/metrics", "", "")
+	if status != 200 || !strings.Contains(metrics, `hedge_capture_requests_total{status="200"} `) ||
+		strings.Contains(metrics, `hedge_capture_requests_total{status="200"} 0`+"\n") ||
+		!strings.Contains(metrics, `hedge_writer_events_total{lane="realtime"} `) || !strings.Contains(metrics, "process_resident_memory_bytes") {
+		t.Fatalf("/metrics: %d\n%s", status, metrics)
+	}
 	for _, url := range []string{s.adminURL, s.captureURL} {
 		if status, body := request(t, "GET", url+"/_health", "", ""); status != 200 || body != `{"status":"ok"}` {
 			t.Fatalf("health of %s: %d %s", url, status, body)

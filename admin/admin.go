@@ -16,8 +16,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/bytedance/sonic"
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/pprof"
 )
 
 // Config is what the management API needs.
@@ -26,7 +28,10 @@ type Config struct {
 	// PublicURL is the scheme://host[:port] that absolute links (pagination) start
 	// with; empty means the request's own.
 	PublicURL string
-	Logger    *slog.Logger
+	// Pprof serves Go's profiles under /debug/pprof/, without authentication: turn it
+	// on only where the management listener is not exposed.
+	Pprof  bool
+	Logger *slog.Logger
 }
 
 // API is the management API on its own listener.
@@ -71,7 +76,11 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 		WriteTimeout:  60 * time.Second,
 		IdleTimeout:   2 * time.Minute,
 	})
+	if cfg.Pprof {
+		a.app.Use(pprof.New())
+	}
 	a.app.Get("/_health", a.health)
+	a.app.Get("/metrics", a.metrics)
 	api := a.app.Group("/api")
 	a.bindProjects(api)
 	return a, nil
@@ -85,6 +94,15 @@ func (a *API) Serve(ln net.Listener) error { return a.app.Listener(ln) }
 
 // Shutdown stops accepting connections and waits for in-flight requests to finish.
 func (a *API) Shutdown(ctx context.Context) error { return a.app.ShutdownWithContext(ctx) }
+
+// GET /metrics: the process's counters in Prometheus text format. The counters are
+// package variables beside the code that bumps them (edge, warehouse), registered in
+// the metrics package's default set.
+func (a *API) metrics(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderContentType, "text/plain; version=0.0.4")
+	metrics.WritePrometheus(c, true)
+	return nil
+}
 
 // GET /_health: 200 {"status":"ok"} while the database answers.
 func (a *API) health(c *fiber.Ctx) error {

@@ -15,7 +15,7 @@ import (
 func documentedOperations(t *testing.T) map[string]bool {
 	t.Helper()
 	pathKey := regexp.MustCompile(`^  (/\S*):\s*$`)
-	methodKey := regexp.MustCompile(`^    (get|put|post|patch|delete|options|head):\s*$`)
+	methodKey := regexp.MustCompile(`^    (get|put|post|patch|delete|options|head):(\s.*)?$`)
 	ops := map[string]bool{}
 	var path string
 	inPaths := false

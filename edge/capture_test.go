@@ -1,14 +1,24 @@
 package edge_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/hedge-analytics/hedge/admin"
 	"github.com/hedge-analytics/hedge/edge"
@@ -24,11 +34,18 @@ type captureEnv struct {
 	warehouse *warehouse.Warehouse
 }
 
-func newCaptureEnv(t *testing.T) *captureEnv {
+func testLogger() *slog.Logger {
+	if os.Getenv("HEDGE_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func newCaptureEnv(t *testing.T, cfg edge.Config) *captureEnv {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	log := slog.New(slog.DiscardHandler)
+	log := testLogger()
 	wh, err := warehouse.Open(ctx, warehouse.Config{Path: dir + "/hedge.duckdb", Logger: log})
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +58,8 @@ func newCaptureEnv(t *testing.T) *captureEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := edge.New(edge.Config{Writer: wh.Writer(), Teams: api.ProjectTokens().Team, Logger: log})
+	cfg.Writer, cfg.Teams, cfg.Logger = wh.Writer(), api.ProjectTokens().Team, log
+	srv := edge.New(cfg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -56,9 +74,15 @@ func newCaptureEnv(t *testing.T) *captureEnv {
 	return &captureEnv{url: "http://" + ln.Addr().String(), token: boot.ProjectAPIKey, team: boot.ProjectID, warehouse: wh}
 }
 
-func (env *captureEnv) post(t *testing.T, method, path, body string, headers map[string]string) (*http.Response, string) {
+type answer struct {
+	status int
+	body   string
+	header http.Header
+}
+
+func (env *captureEnv) send(t *testing.T, method, path string, body []byte, headers map[string]string) answer {
 	t.Helper()
-	req, err := http.NewRequest(method, env.url+path, strings.NewReader(strings.ReplaceAll(body, "{token}", env.token)))
+	req, err := http.NewRequest(method, env.url+path, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,116 +95,507 @@ func (env *captureEnv) post(t *testing.T, method, path, body string, headers map
 	}
 	defer resp.Body.Close()
 	text, _ := io.ReadAll(resp.Body)
-	return resp, string(text)
+	return answer{resp.StatusCode, string(text), resp.Header}
 }
 
-func (env *captureEnv) events(t *testing.T) int {
+func (env *captureEnv) count(t *testing.T, query string, args ...any) int {
 	t.Helper()
 	var n int
-	if err := env.warehouse.DB().QueryRow(`SELECT count(*) FROM events`).Scan(&n); err != nil {
+	if err := env.warehouse.DB().QueryRow(query, args...).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
 }
 
-func TestCaptureStoresEvent(t *testing.T) {
-	env := newCaptureEnv(t)
-	body := `{"api_key":"{token}","event":"$pageview","distinct_id":"user-1",
-		"uuid":"01a20156-1f95-71cb-957f-d58a41919584","timestamp":"2026-11-22T03:39:11.125Z",
-		"properties":{"$current_url":"https://example.com/?a=1&b=2","nested":{"x":[1,"two"]}}}`
-	resp, text := env.post(t, "POST", "/capture/", body, map[string]string{"Content-Type": "application/json"})
-	if resp.StatusCode != 200 || text != `{"status": 1}` {
-		t.Fatalf("capture: %d %s", resp.StatusCode, text)
-	}
-	var team int64
-	var name, distinctID, properties string
-	var ts time.Time
-	err := env.warehouse.DB().QueryRow(`SELECT team_id, event, distinct_id, "timestamp", properties FROM events
-		WHERE uuid = '01a20156-1f95-71cb-957f-d58a41919584'`).Scan(&team, &name, &distinctID, &ts, &properties)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if team != env.team || name != "$pageview" || distinctID != "user-1" ||
-		!ts.Equal(time.Date(2026, 11, 22, 3, 39, 11, 125_000_000, time.UTC)) ||
-		properties != `{"$current_url":"https://example.com/?a=1&b=2","nested":{"x":[1,"two"]}}` {
-		t.Fatalf("stored team=%d event=%q distinct_id=%q ts=%v properties=%s", team, name, distinctID, ts, properties)
-	}
+// storedEvent is an events row.
+type storedEvent struct {
+	name, distinctID, properties, lane string
+	timestamp                          time.Time
 }
 
-func TestCaptureAnswers(t *testing.T) {
-	env := newCaptureEnv(t)
-	type scenario struct {
-		name    string
-		method  string
-		path    string
-		body    string
-		headers map[string]string
-		status  int
-		want    string // exact body, or a fragment when it does not start with '{'
-		stored  int    // events in the table afterwards, cumulative
+func (env *captureEnv) event(t *testing.T, id string) (storedEvent, bool) {
+	t.Helper()
+	var e storedEvent
+	err := env.warehouse.DB().QueryRow(`SELECT event, distinct_id, properties, lane, "timestamp" FROM events WHERE uuid = ?`, id).
+		Scan(&e.name, &e.distinctID, &e.properties, &e.lane, &e.timestamp)
+	return e, err == nil
+}
+
+func gzipped(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(b)
+	zw.Close()
+	return buf.Bytes()
+}
+
+// sample is a request recorded from a real SDK (reference/sdk-wire.md).
+type sample struct {
+	Request struct {
+		Path      string            `json:"path"`
+		Headers   map[string]string `json:"headers"`
+		DecodedAs []string          `json:"decodedAs"`
+	} `json:"request"`
+	Body json.RawMessage `json:"body"`
+}
+
+// TestSDKSamples replays every recorded SDK request, encoded as its SDK encoded it, and
+// checks every event row.
+func TestSDKSamples(t *testing.T) {
+	env := newCaptureEnv(t, edge.Config{})
+	files, _ := filepath.Glob("testdata/sdk-samples/*.json")
+	if len(files) == 0 {
+		t.Fatal("no samples")
 	}
-	huge := `{"api_key":"{token}","event":"big","distinct_id":"u","properties":{"pad":"` + strings.Repeat("x", 2<<20) + `"}}`
-	for _, sc := range []scenario{
-		{name: "token in api_key", method: "POST", path: "/capture/", body: `{"api_key":"{token}","event":"e","distinct_id":"u"}`,
-			status: 200, want: `{"status": 1}`, stored: 1},
-		{name: "token in token, no trailing slash", method: "POST", path: "/capture", body: `{"token":"{token}","event":"e","distinct_id":7}`,
-			status: 200, want: `{"status": 1}`, stored: 2},
-		{name: "no event name: skipped, still 200", method: "POST", path: "/capture/", body: `{"api_key":"{token}","distinct_id":"u"}`,
-			status: 200, want: `{"status": 1}`, stored: 2},
-		{name: "no distinct_id: skipped, still 200", method: "POST", path: "/capture/", body: `{"api_key":"{token}","event":"e"}`,
-			status: 200, want: `{"status": 1}`, stored: 2},
-		{name: "empty distinct_id: skipped, still 200", method: "POST", path: "/capture/", body: `{"api_key":"{token}","event":"e","distinct_id":""}`,
-			status: 200, want: `{"status": 1}`, stored: 2},
-		{name: "missing token", method: "POST", path: "/capture/", body: `{"event":"e","distinct_id":"u"}`, status: 401,
-			want: `{"type":"authentication_error","code":"missing_api_key","detail":"API key not provided. You can find your project API key in PostHog project settings.","attr":null}`, stored: 2},
-		{name: "unknown token", method: "POST", path: "/capture/", body: `{"api_key":"phc_nobody","event":"e","distinct_id":"u"}`, status: 401,
-			want: `{"type":"authentication_error","code":"invalid_api_key","detail":"Project API key invalid. You can find your project API key in PostHog project settings.","attr":null}`, stored: 2},
-		{name: "empty body", method: "POST", path: "/capture/", body: ``, status: 400, want: `"code":"no_data"`, stored: 2},
-		{name: "malformed JSON", method: "POST", path: "/capture/", body: `{"api_key":"{token}","event":`, status: 400,
-			want: `"code":"invalid_payload"`, stored: 2},
-		{name: "properties not an object", method: "POST", path: "/capture/", body: `{"api_key":"{token}","event":"e","distinct_id":"u","properties":[1]}`,
-			status: 400, want: `"code":"invalid_payload"`, stored: 2},
-		{name: "invalid uuid", method: "POST", path: "/capture/", body: `{"api_key":"{token}","event":"e","distinct_id":"u","uuid":"nope"}`,
-			status: 400, want: `"code":"invalid_payload"`, stored: 2},
-		{name: "2 MB body", method: "POST", path: "/capture/", body: huge, status: 413,
-			want: `{"type":"client_error","code":"request_too_large","detail":"Request too large.","attr":null}`, stored: 2},
-		{name: "GET", method: "GET", path: "/capture/", status: 405, want: `"code":"method_not_allowed"`, stored: 2},
-		{name: "unknown path", method: "POST", path: "/nowhere", body: `{}`, status: 404, want: `"code":"not_found"`, stored: 2},
-		{name: "health", method: "GET", path: "/_health", status: 200, want: `{"status":"ok"}`, stored: 2},
-	} {
-		t.Run(sc.name, func(t *testing.T) {
-			resp, text := env.post(t, sc.method, sc.path, sc.body, sc.headers)
-			if resp.StatusCode != sc.status {
-				t.Fatalf("status %d, want %d: %s", resp.StatusCode, sc.status, text)
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			text, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if strings.HasPrefix(sc.want, "{") && text != sc.want || !strings.Contains(text, sc.want) {
-				t.Fatalf("body %s, want %s", text, sc.want)
+			var s sample
+			if err := json.Unmarshal(text, &s); err != nil {
+				t.Fatal(err)
 			}
-			if resp.Header.Get("Access-Control-Allow-Origin") == "" {
-				t.Fatal("answer without Access-Control-Allow-Origin")
+			body := bytes.ReplaceAll(s.Body, []byte("phc_drive"), []byte(env.token))
+			headers := map[string]string{"Content-Type": s.Request.Headers["content-type"]}
+			switch {
+			case s.Request.Headers["content-encoding"] == "gzip": // posthog-node
+				body = gzipped(t, body)
+				headers["Content-Encoding"] = "gzip"
+			case len(s.Request.DecodedAs) > 0: // posthog-js: gzip as text/plain, announced nowhere
+				body = gzipped(t, body)
 			}
-			if got := env.events(t); got != sc.stored {
-				t.Fatalf("%d events stored, want %d", got, sc.stored)
+			a := env.send(t, "POST", s.Request.Path, body, headers)
+			if a.status != 200 || a.body != `{"status": 1}` {
+				t.Fatalf("answered %d %s", a.status, a.body)
+			}
+
+			var envelope struct {
+				Historical bool `json:"historical_migration"`
+				Batch      []struct {
+					UUID       string          `json:"uuid"`
+					Event      string          `json:"event"`
+					DistinctID string          `json:"distinct_id"`
+					Set        json.RawMessage `json:"$set"`
+					Properties struct {
+						DistinctID string          `json:"distinct_id"`
+						Set        json.RawMessage `json:"$set"`
+					} `json:"properties"`
+				} `json:"batch"`
+			}
+			if err := json.Unmarshal(s.Body, &envelope); err != nil {
+				t.Fatal(err)
+			}
+			wantLane := "realtime"
+			if envelope.Historical {
+				wantLane = "historical"
+			}
+			for _, sent := range envelope.Batch {
+				got, ok := env.event(t, sent.UUID)
+				if !ok {
+					t.Fatalf("event %s (%s) not stored", sent.UUID, sent.Event)
+				}
+				wantDistinctID := sent.DistinctID
+				if wantDistinctID == "" {
+					wantDistinctID = sent.Properties.DistinctID
+				}
+				if got.name != sent.Event || got.distinctID != wantDistinctID || got.lane != wantLane {
+					t.Fatalf("event %s stored as %+v, want %s by %s on %s", sent.UUID, got, sent.Event, wantDistinctID, wantLane)
+				}
+				var props map[string]json.RawMessage
+				if err := json.Unmarshal([]byte(got.properties), &props); err != nil {
+					t.Fatalf("stored properties are not JSON: %v", err)
+				}
+				if sent.Set != nil { // a top-level $set ends up in properties.$set
+					var want, have map[string]any
+					json.Unmarshal(sent.Set, &want)
+					json.Unmarshal(props["$set"], &have)
+					for k, v := range want {
+						if fmt.Sprint(have[k]) != fmt.Sprint(v) {
+							t.Fatalf("event %s: properties.$set[%s] = %v, want %v", sent.UUID, k, have[k], v)
+						}
+					}
+				}
 			}
 		})
 	}
 }
 
-func TestCaptureCORS(t *testing.T) {
-	env := newCaptureEnv(t)
-	resp, _ := env.post(t, "OPTIONS", "/capture/", "", map[string]string{
-		"Origin":                         "https://app.example.com",
-		"Access-Control-Request-Method":  "POST",
-		"Access-Control-Request-Headers": "content-type",
-	})
-	h := resp.Header
-	if resp.StatusCode != 200 || h.Get("Access-Control-Allow-Origin") != "https://app.example.com" ||
-		h.Get("Access-Control-Allow-Credentials") != "true" || h.Get("Access-Control-Allow-Methods") != "POST, OPTIONS" ||
-		h.Get("Access-Control-Allow-Headers") != "content-type" {
-		t.Fatalf("preflight answered %d %v", resp.StatusCode, h)
+// TestEncodings sends one event in every encoding PostHog's SDKs use.
+func TestEncodings(t *testing.T) {
+	env := newCaptureEnv(t, edge.Config{})
+	event := func(id string) []byte {
+		return fmt.Appendf(nil, `{"api_key":%q,"batch":[{"event":"enc","uuid":%q,"properties":{"distinct_id":"u","token":%q}}]}`, env.token, id, env.token)
 	}
-	resp, _ = env.post(t, "PUT", "/capture/", "{}", nil)
-	if resp.StatusCode != 405 || resp.Header.Get("Allow") != "POST, OPTIONS" {
-		t.Fatalf("PUT answered %d, Allow %q", resp.StatusCode, resp.Header.Get("Allow"))
+	single := func(id string) []byte {
+		return fmt.Appendf(nil, `{"event":"enc","uuid":%q,"properties":{"distinct_id":"u","token":%q}}`, id, env.token)
+	}
+	form := func(values url.Values) []byte { return []byte(values.Encode()) }
+	b64 := base64.StdEncoding.EncodeToString
+	const formType = "application/x-www-form-urlencoded"
+	lz64 := func(t *testing.T, plain []byte) string {
+		t.Helper()
+		// Made with the lz-string npm package 1.5.0 (see testdata/lz64-vectors.json).
+		var vectors []struct{ Plain, Compressed string }
+		text, _ := os.ReadFile("testdata/lz64-vectors.json")
+		json.Unmarshal(text, &vectors)
+		for _, v := range vectors {
+			if v.Plain == strings.ReplaceAll(string(plain), env.token, "TOKEN") {
+				return v.Compressed
+			}
+		}
+		t.Skip("no lz-string vector")
+		return ""
+	}
+	for _, tc := range []struct {
+		name    string
+		path    string
+		body    func(id string) []byte
+		headers map[string]string
+	}{
+		{"plain JSON", "/batch/", event, map[string]string{"Content-Type": "application/json"}},
+		{"Content-Encoding gzip", "/batch/", func(id string) []byte { return gzipped(t, event(id)) },
+			map[string]string{"Content-Encoding": "gzip"}},
+		{"?compression=gzip", "/batch/?compression=gzip", func(id string) []byte { return gzipped(t, event(id)) }, nil},
+		{"?compression=gzip-js", "/e/?compression=gzip-js", func(id string) []byte { return gzipped(t, event(id)) }, nil},
+		{"gzip sniffed, text/plain", "/e/", func(id string) []byte { return gzipped(t, event(id)) },
+			map[string]string{"Content-Type": "text/plain"}},
+		{"form data= base64, ?compression=base64", "/e/?compression=base64",
+			func(id string) []byte { return form(url.Values{"data": {b64(event(id))}}) }, map[string]string{"Content-Type": formType}},
+		{"form data= base64, compression in the form", "/e/",
+			func(id string) []byte { return form(url.Values{"data": {b64(event(id))}, "compression": {"base64"}}) },
+			map[string]string{"Content-Type": formType}},
+		{"form data= base64 with + sent as spaces", "/e/", func(id string) []byte {
+			return []byte("data=" + strings.ReplaceAll(b64(append(event(id), "   ~~~>>>"[:0]...)), "+", " "))
+		}, map[string]string{"Content-Type": formType}},
+		{"form data= plain JSON", "/e/", func(id string) []byte { return form(url.Values{"data": {string(event(id))}}) },
+			map[string]string{"Content-Type": formType}},
+		{"form data= base64 of gzip", "/e/", func(id string) []byte { return form(url.Values{"data": {b64(gzipped(t, event(id)))}}) },
+			map[string]string{"Content-Type": formType}},
+		{"whole body base64, ?compression=base64", "/e/?compression=base64", func(id string) []byte { return []byte(b64(event(id))) }, nil},
+		{"whole body base64, sniffed", "/e/", func(id string) []byte { return []byte(b64(event(id))) }, nil},
+		{"whole body URL-safe base64 without padding", "/e/", func(id string) []byte {
+			return []byte(base64.RawURLEncoding.EncodeToString(event(id)))
+		}, nil},
+		{"data= in the query string", "/e/", nil, nil},
+		{"bare array", "/e/", func(id string) []byte { return []byte("[" + string(single(id)) + "]") }, nil},
+		{"single event object", "/capture/", single, nil},
+		{"single event, token at the top", "/capture/", func(id string) []byte {
+			return fmt.Appendf(nil, `{"token":%q,"event":"enc","uuid":%q,"distinct_id":"u"}`, env.token, id)
+		}, nil},
+		{"single event, $token", "/i/v0/e/", func(id string) []byte {
+			return fmt.Appendf(nil, `{"$token":%q,"event":"enc","uuid":%q,"distinct_id":"u"}`, env.token, id)
+		}, nil},
+		{"/track without a trailing slash", "/track", single, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := uuid.NewString()
+			path, body := tc.path, []byte(nil)
+			if tc.body == nil {
+				path += "?data=" + url.QueryEscape(b64(event(id)))
+			} else {
+				body = tc.body(id)
+			}
+			a := env.send(t, "POST", path, body, tc.headers)
+			if a.status != 200 || a.body != `{"status": 1}` {
+				t.Fatalf("answered %d %s", a.status, a.body)
+			}
+			if e, ok := env.event(t, id); !ok || e.name != "enc" || e.distinctID != "u" {
+				t.Fatalf("event stored as %+v (found %v)", e, ok)
+			}
+		})
+	}
+	t.Run("form data= lz64", func(t *testing.T) {
+		plain := []byte(`{"event":"$pageview","properties":{"distinct_id":"u1","token":"TOKEN","$current_url":"https://example.com/?a=1&b=2"}}`)
+		compressed := lz64(t, plain)
+		// The vector's token is TOKEN: register nothing, expect the unknown-token answer,
+		// which proves the payload decoded down to its token.
+		a := env.send(t, "POST", "/e/", form(url.Values{"data": {compressed}, "compression": {"lz64"}}), map[string]string{"Content-Type": formType})
+		if a.status != 401 || !strings.Contains(a.body, `"code":"invalid_api_key"`) {
+			t.Fatalf("lz64 payload answered %d %s", a.status, a.body)
+		}
+	})
+}
+
+func TestCaptureAnswers(t *testing.T) {
+	env := newCaptureEnv(t, edge.Config{})
+	tok := env.token
+	for _, sc := range []struct {
+		name   string
+		method string
+		path   string
+		body   string
+		status int
+		want   string // exact body, or a fragment when it does not start with '{'
+	}{
+		{"missing token", "POST", "/capture/", `{"event":"e","distinct_id":"u"}`, 401,
+			`{"type":"authentication_error","code":"missing_api_key","detail":"API key not provided. You can find your project API key in PostHog project settings.","attr":null}`},
+		{"unknown token", "POST", "/batch/", `{"api_key":"phc_nobody","batch":[{"event":"e","distinct_id":"u"}]}`, 401,
+			`{"type":"authentication_error","code":"invalid_api_key","detail":"Project API key invalid. You can find your project API key in PostHog project settings.","attr":null}`},
+		{"personal API key", "POST", "/capture/", `{"api_key":"phx_abc","event":"e","distinct_id":"u"}`, 401, `personal API key`},
+		{"different tokens in one batch", "POST", "/batch/",
+			`{"batch":[{"api_key":"` + tok + `","event":"e","distinct_id":"u"},{"api_key":"phc_other","event":"e","distinct_id":"u"}]}`, 401, `different project API keys`},
+		{"event token against the envelope", "POST", "/batch/",
+			`{"api_key":"` + tok + `","batch":[{"event":"e","distinct_id":"u","properties":{"token":"phc_other"}}]}`, 401, `different project API keys`},
+		{"empty body", "POST", "/batch/", ``, 400, `"code":"no_data"`},
+		{"whitespace body", "POST", "/batch/", "  \n ", 400, `"code":"no_data"`},
+		{"malformed JSON", "POST", "/batch/", `{"api_key":"` + tok + `","batch":[`, 400, `"code":"invalid_payload"`},
+		{"trailing garbage", "POST", "/capture/", `{"api_key":"` + tok + `","event":"e","distinct_id":"u"} x`, 400, `"code":"invalid_payload"`},
+		{"not JSON at all", "POST", "/capture/", `hello there`, 400, `"code":"invalid_payload"`},
+		{"corrupt gzip", "POST", "/batch/?compression=gzip", "\x1f\x8b\x08garbage", 400, `not valid gzip`},
+		{"corrupt base64", "POST", "/e/?compression=base64", `e30=!!`, 400, `not valid base64`},
+		{"batch item not an object", "POST", "/batch/", `{"api_key":"` + tok + `","batch":[1]}`, 400, `event 0 is not a valid event object`},
+		{"event name not a string", "POST", "/batch/", `{"api_key":"` + tok + `","batch":[{"event":5,"distinct_id":"u"}]}`, 400, `"code":"invalid_payload"`},
+		{"properties not an object", "POST", "/capture/", `{"api_key":"` + tok + `","event":"e","distinct_id":"u","properties":[1]}`, 400, `properties of event 0 must be a JSON object`},
+		{"invalid uuid", "POST", "/capture/", `{"api_key":"` + tok + `","event":"e","distinct_id":"u","uuid":"nope"}`, 400, `uuid that is not a valid UUID`},
+		{"GET", "GET", "/capture/", ``, 405, `"code":"method_not_allowed"`},
+		{"PUT on batch", "PUT", "/batch/", `{}`, 405, `"code":"method_not_allowed"`},
+		{"unknown path", "POST", "/nowhere", `{}`, 404, `"code":"not_found"`},
+		{"health", "GET", "/_health", ``, 200, `{"status":"ok"}`},
+		{"empty batch", "POST", "/batch/", `{"api_key":"` + tok + `","batch":[]}`, 200, `{"status": 1}`},
+	} {
+		t.Run(sc.name, func(t *testing.T) {
+			a := env.send(t, sc.method, sc.path, []byte(sc.body), nil)
+			if a.status != sc.status {
+				t.Fatalf("status %d, want %d: %s", a.status, sc.status, a.body)
+			}
+			if strings.HasPrefix(sc.want, "{") && a.body != sc.want || !strings.Contains(a.body, sc.want) {
+				t.Fatalf("body %s, want %s", a.body, sc.want)
+			}
+			if a.header.Get("Access-Control-Allow-Origin") == "" {
+				t.Fatal("answer without Access-Control-Allow-Origin")
+			}
+			if sc.status >= 400 && a.header.Get("Content-Type") != "application/json" {
+				t.Fatalf("error answered as %q", a.header.Get("Content-Type"))
+			}
+			if sc.status == 405 && a.header.Get("Allow") != "POST, OPTIONS" {
+				t.Fatalf("405 with Allow %q", a.header.Get("Allow"))
+			}
+		})
+	}
+	if n := env.count(t, `SELECT count(*) FROM events`); n != 0 {
+		t.Fatalf("refused requests stored %d events", n)
+	}
+}
+
+func TestCORSPreflight(t *testing.T) {
+	env := newCaptureEnv(t, edge.Config{})
+	for _, path := range []string{"/e/", "/batch/", "/i/v0/e/"} {
+		a := env.send(t, "OPTIONS", path, nil, map[string]string{
+			"Origin":                         "https://app.example.com",
+			"Access-Control-Request-Method":  "POST",
+			"Access-Control-Request-Headers": "content-type",
+		})
+		h := a.header
+		if a.status != 200 || h.Get("Access-Control-Allow-Origin") != "https://app.example.com" ||
+			h.Get("Access-Control-Allow-Credentials") != "true" || h.Get("Access-Control-Allow-Methods") != "POST, OPTIONS" ||
+			h.Get("Access-Control-Allow-Headers") != "content-type" {
+			t.Fatalf("preflight of %s answered %d %v", path, a.status, h)
+		}
+	}
+	a := env.send(t, "POST", "/e/", []byte(`{}`), map[string]string{"Origin": "https://app.example.com"})
+	if a.header.Get("Access-Control-Allow-Origin") != "https://app.example.com" {
+		t.Fatalf("POST from an origin answered without it mirrored: %v", a.header)
+	}
+}
+
+// TestSkippedEvents: events without a name, a distinct_id, a survey id, or identity
+// events marked personless are skipped, the request still answers 200, and each skip
+// is an ingestion_warnings row.
+func TestSkippedEvents(t *testing.T) {
+	env := newCaptureEnv(t, edge.Config{})
+	body := fmt.Sprintf(`{"api_key":%q,"batch":[
+		{"event":"kept","distinct_id":"u"},
+		{"distinct_id":"u"},
+		{"event":"","distinct_id":"u"},
+		{"event":"no id"},
+		{"event":"empty id","distinct_id":""},
+		{"event":"null id","distinct_id":null},
+		{"event":"survey sent","distinct_id":"u","properties":{"$survey_response":"yes"}},
+		{"event":"survey shown","distinct_id":"u","properties":{"$survey_id":"s1"}},
+		{"event":"$identify","distinct_id":"u","properties":{"$process_person_profile":false}},
+		{"event":"personless","distinct_id":"u","properties":{"$process_person_profile":false}}
+	]}`, env.token)
+	if a := env.send(t, "POST", "/batch/", []byte(body), nil); a.status != 200 {
+		t.Fatalf("answered %d %s", a.status, a.body)
+	}
+	var kept []string
+	rows, _ := env.warehouse.DB().Query(`SELECT event FROM events ORDER BY rowid`)
+	for rows.Next() {
+		var name string
+		rows.Scan(&name)
+		kept = append(kept, name)
+	}
+	rows.Close()
+	if fmt.Sprint(kept) != "[kept survey shown personless]" {
+		t.Fatalf("kept %v", kept)
+	}
+	var warnings []string
+	rows, _ = env.warehouse.DB().Query(`SELECT type || ':' || event || ':' || distinct_id FROM ingestion_warnings WHERE team_id = ? ORDER BY rowid`, env.team)
+	for rows.Next() {
+		var w string
+		rows.Scan(&w)
+		warnings = append(warnings, w)
+	}
+	rows.Close()
+	want := []string{
+		"missing_event_name::u", "missing_event_name::u", "missing_distinct_id:no id:",
+		"missing_distinct_id:empty id:", "missing_distinct_id:null id:", "missing_survey_id:survey sent:u",
+		"invalid_event_when_process_person_profile_is_false:$identify:u",
+	}
+	if strings.Join(warnings, "|") != strings.Join(want, "|") {
+		t.Fatalf("warnings\n%v\nwant\n%v", warnings, want)
+	}
+	// /engage/ takes an event without a name as $identify.
+	if a := env.send(t, "POST", "/engage/", fmt.Appendf(nil, `{"token":%q,"distinct_id":"e1","$set":{"a":1}}`, env.token), nil); a.status != 200 {
+		t.Fatalf("engage answered %d %s", a.status, a.body)
+	}
+	if n := env.count(t, `SELECT count(*) FROM events WHERE event = '$identify' AND distinct_id = 'e1' AND properties = '{"$set":{"a":1}}'`); n != 1 {
+		t.Fatal("engage without a name was not stored as $identify")
+	}
+}
+
+func TestLanes(t *testing.T) {
+	env := newCaptureEnv(t, edge.Config{OverflowRate: 1, OverflowBurst: 3})
+	var batch []string
+	for i := range 5 {
+		batch = append(batch, fmt.Sprintf(`{"event":"hot","distinct_id":"hot-user","properties":{"i":%d}}`, i))
+	}
+	batch = append(batch, `{"event":"cold","distinct_id":"cold-user"}`)
+	body := fmt.Sprintf(`{"api_key":%q,"batch":[%s]}`, env.token, strings.Join(batch, ","))
+	if a := env.send(t, "POST", "/batch/", []byte(body), nil); a.status != 200 {
+		t.Fatalf("answered %d", a.status)
+	}
+	// The first 3 of the hot user's events fit its burst; 2 overflow; the cold user is untouched.
+	if n := env.count(t, `SELECT count(*) FROM events WHERE distinct_id = 'hot-user' AND lane = 'overflow'`); n != 2 {
+		t.Fatalf("%d overflow events, want 2", n)
+	}
+	if n := env.count(t, `SELECT count(*) FROM events WHERE lane = 'realtime'`); n != 4 {
+		t.Fatalf("%d realtime events, want 4", n)
+	}
+	// Historical batches bypass the overflow rate and keep their order.
+	var hist []string
+	for i := range 20 {
+		hist = append(hist, fmt.Sprintf(`{"event":"h%02d","distinct_id":"hot-user","timestamp":"2023-01-15T10:%02d:00Z"}`, i, i))
+	}
+	// posthog-node sends sent_at with historical batches too; their timestamps stay exact.
+	body = fmt.Sprintf(`{"api_key":%q,"historical_migration":true,"sent_at":%q,"batch":[%s]}`,
+		env.token, time.Now().Add(-time.Hour).UTC().Format(time.RFC3339Nano), strings.Join(hist, ","))
+	if a := env.send(t, "POST", "/batch/", []byte(body), nil); a.status != 200 {
+		t.Fatalf("answered %d", a.status)
+	}
+	var order string
+	env.warehouse.DB().QueryRow(`SELECT string_agg(event, ',' ORDER BY rowid) FROM events WHERE lane = 'historical'`).Scan(&order)
+	var want []string
+	for i := range 20 {
+		want = append(want, fmt.Sprintf("h%02d", i))
+	}
+	if order != strings.Join(want, ",") {
+		t.Fatalf("historical events stored as %s", order)
+	}
+	if n := env.count(t, `SELECT count(*) FROM events WHERE lane = 'historical' AND "timestamp" = '2023-01-15T10:07:00Z' AND event = 'h07'`); n != 1 {
+		t.Fatal("a historical event did not keep its exact timestamp")
+	}
+}
+
+// batchOfSize builds a /batch/ body of exactly size bytes from events of at most 900 KB.
+func batchOfSize(t *testing.T, token string, size int) []byte {
+	t.Helper()
+	head, tail := fmt.Sprintf(`{"api_key":%q,"batch":[`, token), `]}`
+	var events []string
+	total := len(head) + len(tail)
+	for i := 0; total < size; i++ {
+		comma := min(i, 1)
+		event := fmt.Sprintf(`{"event":"big","distinct_id":"u","properties":{"i":%d,"pad":""}}`, i)
+		remaining := size - total - comma - len(event)
+		if remaining < 0 {
+			t.Fatal("cannot reach the size exactly")
+		}
+		pad := min(remaining, 900<<10)
+		events = append(events, strings.Replace(event, `"pad":""`, `"pad":"`+strings.Repeat("x", pad)+`"`, 1))
+		total += comma + len(event) + pad
+	}
+	body := head + strings.Join(events, ",") + tail
+	if len(body) != size {
+		t.Fatalf("built %d bytes, want %d", len(body), size)
+	}
+	return []byte(body)
+}
+
+func TestBodyLimits(t *testing.T) {
+	env := newCaptureEnv(t, edge.Config{})
+	tooLarge := `{"type":"client_error","code":"request_too_large","detail":"Request too large.","attr":null}`
+
+	// /batch/: smaller than 20 MB (20 x 1024 x 1024 bytes) is accepted, 20 MB is not.
+	a := env.send(t, "POST", "/batch/", batchOfSize(t, env.token, 20<<20-1), nil)
+	if a.status != 200 {
+		t.Fatalf("20 MB - 1 byte: %d %s", a.status, a.body)
+	}
+	stored := env.count(t, `SELECT count(*) FROM events WHERE event = 'big'`)
+	a = env.send(t, "POST", "/batch/", batchOfSize(t, env.token, 20<<20), nil)
+	if a.status != 413 || a.body != tooLarge {
+		t.Fatalf("20 MB: %d %s", a.status, a.body)
+	}
+	// Other routes: 2 MB.
+	if a := env.send(t, "POST", "/e/", batchOfSize(t, env.token, 2<<20-1), nil); a.status != 200 {
+		t.Fatalf("/e/ 2 MB - 1: %d %s", a.status, a.body)
+	}
+	if a := env.send(t, "POST", "/e/", batchOfSize(t, env.token, 2<<20), nil); a.status != 413 {
+		t.Fatalf("/e/ 2 MB: %d %s", a.status, a.body)
+	}
+	if n := env.count(t, `SELECT count(*) FROM events WHERE event = 'big'`); n <= stored || n != stored+3 {
+		t.Fatalf("%d big events after the limit tests, want %d", n, stored+3)
+	}
+
+	// Without Content-Length (chunked), the limit holds while reading.
+	req, _ := http.NewRequest("POST", env.url+"/e/", io.MultiReader(bytes.NewReader(batchOfSize(t, env.token, 3<<20))))
+	req.ContentLength = -1
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 413 {
+		t.Fatalf("chunked 3 MB on /e/: %d", resp.StatusCode)
+	}
+
+	// A gzip body that decompresses past 100 MB.
+	bomb := gzipped(t, append([]byte(`{"api_key":"`+env.token+`","batch":[`), bytes.Repeat([]byte(" "), 101<<20)...))
+	if a := env.send(t, "POST", "/batch/", bomb, map[string]string{"Content-Encoding": "gzip"}); a.status != 413 || !strings.Contains(a.body, "100 MB") {
+		t.Fatalf("gzip bomb: %d %s", a.status, a.body)
+	}
+	// One event over 1 MB.
+	big := fmt.Sprintf(`{"api_key":%q,"batch":[{"event":"e","distinct_id":"u","properties":{"pad":"%s"}}]}`, env.token, strings.Repeat("x", 1<<20))
+	if a := env.send(t, "POST", "/batch/", []byte(big), nil); a.status != 413 || !strings.Contains(a.body, "1 MB") {
+		t.Fatalf("event over 1 MB: %d %s", a.status, a.body)
+	}
+}
+
+// TestOverloaded holds the in-flight byte budget with an upload that stalls half-way,
+// and checks that the next request is answered 503 with Retry-After, then that the
+// budget comes back.
+func TestOverloaded(t *testing.T) {
+	env := newCaptureEnv(t, edge.Config{MaxInflightBytes: 300 << 10})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(env.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A chunked upload: its first chunk makes the handler take a 256 KB share.
+	fmt.Fprintf(conn, "POST /batch/ HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+	chunk := strings.Repeat(" ", 70<<10)
+	fmt.Fprintf(conn, "%x\r\n%s\r\n", len(chunk), chunk)
+	time.Sleep(200 * time.Millisecond)
+
+	body := fmt.Appendf(nil, `{"api_key":%q,"batch":[{"event":"e","distinct_id":"u","properties":{"pad":"%s"}}]}`, env.token, strings.Repeat("x", 100<<10))
+	a := env.send(t, "POST", "/batch/", body, nil)
+	if a.status != 503 || a.header.Get("Retry-After") == "" || !strings.Contains(a.body, `"type":"server_error"`) {
+		t.Fatalf("over budget: %d %s %v", a.status, a.body, a.header)
+	}
+	conn.Close() // the stalled upload ends and returns its share
+	time.Sleep(100 * time.Millisecond)
+	if a := env.send(t, "POST", "/batch/", body, nil); a.status != 200 {
+		t.Fatalf("after the budget came back: %d %s", a.status, a.body)
 	}
 }

@@ -2,114 +2,235 @@ package edge
 
 import (
 	"bytes"
+	"cmp"
+	"math"
+	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
 	"github.com/bytedance/sonic"
 	"github.com/google/uuid"
-
-	"github.com/hedge-analytics/hedge/warehouse"
 )
 
-// jsonAPI decodes capture bodies into typed structs (sonic compiles a decoder per type
-// once; nothing is reflected per event). Field names match exactly, as in PostHog's
-// serde structs, and invalid UTF-8 is replaced, because DuckDB refuses it. Decoded
-// strings and raw messages alias the body unless they had to be unescaped or repaired.
+// jsonAPI decodes capture payloads into typed structs (sonic compiles a decoder per
+// type once; nothing is reflected per event). Field names match exactly, as in
+// PostHog's serde structs, and invalid UTF-8 is replaced, because DuckDB refuses it.
+// Decoded strings and raw messages alias the payload unless they had to be unescaped
+// or repaired.
 var jsonAPI = sonic.Config{CaseSensitive: true, ValidateString: true}.Froze()
 
-// rawEvent is one event as an SDK sends it. Its fields alias the request body and die
-// with it.
+// envelope is a JSON object payload: a batch ({api_key, batch: [...], ...}) or, when
+// it has no "batch", a single event, so it carries the event's fields too.
+type envelope struct {
+	rawEvent
+	Batch               []sonic.NoCopyRawMessage `json:"batch"`
+	HistoricalMigration bool                     `json:"historical_migration"`
+	SentAt              sonic.NoCopyRawMessage   `json:"sent_at"`
+}
+
+// rawEvent is one event as SDKs send it (reference/sdk-wire.md). Its fields alias the
+// payload.
 type rawEvent struct {
-	Event      string                 `json:"event"`
-	DistinctID sonic.NoCopyRawMessage `json:"distinct_id"`
-	Properties sonic.NoCopyRawMessage `json:"properties"`
-	Timestamp  sonic.NoCopyRawMessage `json:"timestamp"`
-	UUID       string                 `json:"uuid"`
-	APIKey     string                 `json:"api_key"`
-	Token      string                 `json:"token"`
+	Event            string                 `json:"event"`
+	DistinctID       sonic.NoCopyRawMessage `json:"distinct_id"`
+	DollarDistinctID sonic.NoCopyRawMessage `json:"$distinct_id"`
+	Properties       sonic.NoCopyRawMessage `json:"properties"`
+	Timestamp        sonic.NoCopyRawMessage `json:"timestamp"`
+	Offset           sonic.NoCopyRawMessage `json:"offset"`
+	UUID             string                 `json:"uuid"`
+	APIKey           string                 `json:"api_key"`
+	Token            string                 `json:"token"`
+	DollarToken      string                 `json:"$token"`
+	Set              sonic.NoCopyRawMessage `json:"$set"`
+	SetOnce          sonic.NoCopyRawMessage `json:"$set_once"`
+	Unset            sonic.NoCopyRawMessage `json:"$unset"`
+}
+
+// rawProperties holds the keys of an event's properties that capture acts on. Every
+// field is raw so that no value a client puts in its properties can fail the decode.
+type rawProperties struct {
+	DistinctID           sonic.NoCopyRawMessage `json:"distinct_id"`
+	Token                sonic.NoCopyRawMessage `json:"token"`
+	SurveyID             sonic.NoCopyRawMessage `json:"$survey_id"`
+	IgnoreSentAt         sonic.NoCopyRawMessage `json:"$ignore_sent_at"`
+	ProcessPersonProfile sonic.NoCopyRawMessage `json:"$process_person_profile"`
+	Set                  sonic.NoCopyRawMessage `json:"$set"`
+	SetOnce              sonic.NoCopyRawMessage `json:"$set_once"`
+	Unset                sonic.NoCopyRawMessage `json:"$unset"`
+}
+
+// parsed is a decoded payload. It aliases the payload and is reused across requests.
+type parsed struct {
+	token      string // the envelope's api_key or token
+	historical bool
+	sentAt     time.Time // zero when the payload has none
+	spans      []sonic.NoCopyRawMessage
+	events     []rawEvent
+	props      []rawProperties
+}
+
+func (p *parsed) reset() {
+	clear(p.spans)
+	clear(p.events)
+	clear(p.props)
+	*p = parsed{spans: p.spans[:0], events: p.events[:0], props: p.props[:0]}
+}
+
+// decode reads the three payload shapes PostHog accepts: a batch envelope, a bare
+// array of events (older posthog-js), and a single event object.
+func (p *parsed) decode(payload []byte) *captureError {
+	text := bytesToString(payload)
+	switch payload[0] {
+	case '[':
+		if err := jsonAPI.UnmarshalFromString(text, &p.spans); err != nil {
+			return errInvalidPayload("the body is not a JSON array of events")
+		}
+	case '{':
+		var env envelope
+		if err := jsonAPI.UnmarshalFromString(text, &env); err != nil {
+			return errInvalidPayload("the body is not a JSON event or batch object")
+		}
+		p.token = cmp.Or(env.APIKey, env.Token)
+		p.historical = env.HistoricalMigration
+		p.sentAt, _ = parseTime(env.SentAt)
+		if env.Batch == nil {
+			if len(payload) > maxEventSize {
+				return errEventTooLarge
+			}
+			p.events = append(p.events, env.rawEvent)
+		}
+		p.spans = append(p.spans, env.Batch...)
+	default:
+		return errInvalidPayload("the body is not JSON")
+	}
+	for i, span := range p.spans {
+		if len(span) > maxEventSize {
+			return errEventTooLarge
+		}
+		p.events = append(p.events, rawEvent{})
+		if err := jsonAPI.UnmarshalFromString(bytesToString(span), &p.events[len(p.events)-1]); err != nil {
+			return errInvalidPayload("event " + strconv.Itoa(i) + " is not a valid event object")
+		}
+	}
+	p.props = append(p.props, make([]rawProperties, len(p.events))...)
+	for i := range p.events {
+		props := p.events[i].Properties
+		switch {
+		case len(props) == 0 || string(props) == "null":
+		case props[0] != '{':
+			return errInvalidPayload("properties of event " + strconv.Itoa(i) + " must be a JSON object")
+		default:
+			if err := jsonAPI.UnmarshalFromString(bytesToString(props), &p.props[i]); err != nil {
+				return errInvalidPayload("properties of event " + strconv.Itoa(i) + " are not valid")
+			}
+		}
+	}
+	return nil
+}
+
+// resolveToken finds the project token: the envelope's, else the first an event
+// carries (api_key, token, $token, then properties.token). Every token an event
+// carries must be that one, so that no event lands in a project it does not name.
+func (p *parsed) resolveToken() (string, *captureError) {
+	token := p.token
+	for i := range p.events {
+		e := &p.events[i]
+		own := cmp.Or(e.APIKey, e.Token, e.DollarToken, jsonString(p.props[i].Token))
+		switch {
+		case own == "":
+		case token == "":
+			token = own
+		case own != token:
+			return "", errInconsistentTokens
+		}
+	}
+	switch {
+	case token == "":
+		return "", errMissingAPIKey
+	case strings.HasPrefix(token, "phx_"):
+		return "", errPersonalAPIKey
+	}
+	return token, nil
+}
+
+// Warning types written to ingestion_warnings for events that are skipped.
+const (
+	warnMissingEventName   = "missing_event_name"
+	warnMissingDistinctID  = "missing_distinct_id"
+	warnMissingSurveyID    = "missing_survey_id"
+	warnPersonlessIdentity = "invalid_event_when_process_person_profile_is_false"
+)
+
+// skipReason says why an event must be skipped while the rest of its request is
+// ingested (spec, Errors 3 and rule 9; reference §9.2), or "" to keep it.
+func skipReason(name, distinctID string, props *rawProperties) string {
+	switch {
+	case name == "":
+		return warnMissingEventName
+	case distinctID == "":
+		return warnMissingDistinctID
+	}
+	switch name {
+	case "survey sent", "survey shown", "survey dismissed":
+		if jsonText(props.SurveyID) == "" {
+			return warnMissingSurveyID
+		}
+	case "$identify", "$create_alias", "$merge_dangerously", "$groupidentify":
+		if bytes.Equal(props.ProcessPersonProfile, []byte("false")) {
+			return warnPersonlessIdentity
+		}
+	}
+	return ""
 }
 
 // maxDistinctIDLength is PostHog's cap; longer ids are cut, not refused.
 const maxDistinctIDLength = 200
 
-// maxFutureSkew: a timestamp further ahead of the server clock than this is taken to be
-// wrong and replaced with now (reference §8.7).
-const maxFutureSkew = 23 * time.Hour
-
-// decodeEvent decodes a single-event body into e.
-func decodeEvent(body []byte, e *rawEvent) *captureError {
-	if err := jsonAPI.UnmarshalFromString(bytesToString(body), e); err != nil {
-		return errInvalidPayload("the body is not a JSON event object")
-	}
-	return nil
-}
-
-// normalize turns a decoded event into a warehouse row for team. keep is false for an
-// event that must be skipped while the rest of the request succeeds: no name, or no
-// distinct_id (spec, Errors 3).
-func normalize(raw *rawEvent, team int64, now time.Time, out *warehouse.Event) (keep bool, err *captureError) {
-	if raw.Event == "" {
-		return false, nil
-	}
-	distinctID := distinctIDText(raw.DistinctID)
-	if distinctID == "" {
-		return false, nil
-	}
-	properties := raw.Properties
-	switch {
-	case len(properties) == 0 || string(properties) == "null":
-		properties = emptyObject
-	case properties[0] != '{':
-		return false, errInvalidPayload("properties must be a JSON object")
-	}
-	id := uuid.Nil
-	if raw.UUID != "" {
-		parsed, parseErr := uuid.Parse(raw.UUID)
-		if parseErr != nil {
-			return false, errInvalidPayload("uuid is not a valid UUID")
+// distinctIDOf is the event's distinct_id: the event's own, else $distinct_id, else
+// properties.distinct_id.
+func distinctIDOf(e *rawEvent, props *rawProperties) string {
+	for _, raw := range [...][]byte{e.DistinctID, e.DollarDistinctID, props.DistinctID} {
+		if id := jsonText(raw); id != "" {
+			return truncateChars(replaceNUL(id), maxDistinctIDLength)
 		}
-		id = parsed
 	}
-	if id == uuid.Nil {
-		id = uuid.Must(uuid.NewV7())
-	}
-	*out = warehouse.Event{
-		UUID:       id,
-		TeamID:     team,
-		Name:       raw.Event,
-		DistinctID: distinctID,
-		Timestamp:  eventTime(raw.Timestamp, now),
-		Properties: bytesToString(properties),
-	}
-	return true, nil
+	return ""
 }
 
-var emptyObject = []byte("{}")
-
-// distinctIDText is the distinct_id as text: a JSON string unquoted, a number as
-// written; null, empty, and other JSON values give "". It is cut to
-// maxDistinctIDLength characters.
-func distinctIDText(raw []byte) string {
+// jsonText is a JSON string unquoted, or a number as written; null, "" and other JSON
+// values give "".
+func jsonText(raw []byte) string {
 	if len(raw) == 0 {
 		return ""
 	}
-	var s string
-	switch c := raw[0]; {
-	case c == '"':
-		if bytes.IndexByte(raw, '\\') < 0 {
-			s = bytesToString(raw[1 : len(raw)-1])
-		} else if err := jsonAPI.UnmarshalFromString(bytesToString(raw), &s); err != nil {
-			return ""
-		}
-	case c == '-' || (c >= '0' && c <= '9'):
-		s = bytesToString(raw)
-	default:
+	if c := raw[0]; c == '-' || (c >= '0' && c <= '9') {
+		return bytesToString(raw)
+	}
+	return jsonString(raw)
+}
+
+// jsonString is raw unquoted when it is a JSON string, else "".
+func jsonString(raw []byte) string {
+	if len(raw) < 2 || raw[0] != '"' {
 		return ""
 	}
-	if len(s) > maxDistinctIDLength { // only then can it have more characters
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return bytesToString(raw[1 : len(raw)-1])
+	}
+	var s string
+	if jsonAPI.UnmarshalFromString(bytesToString(raw), &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// truncateChars cuts s to maxChars characters.
+func truncateChars(s string, maxChars int) string {
+	if len(s) > maxChars { // only then can it have more characters
 		n := 0
 		for i := range s {
-			if n == maxDistinctIDLength {
+			if n == maxChars {
 				return s[:i]
 			}
 			n++
@@ -118,17 +239,184 @@ func distinctIDText(raw []byte) string {
 	return s
 }
 
-// eventTime is the event's timestamp, or now when it has none or one that does not
-// parse; a time more than maxFutureSkew ahead of now is replaced with now.
-func eventTime(raw []byte, now time.Time) time.Time {
-	if len(raw) < 2 || raw[0] != '"' {
+// eventUUID is the event's uuid, or a new UUIDv7 when it has none.
+func eventUUID(raw string) (uuid.UUID, bool) {
+	if raw == "" {
+		return uuid.Must(uuid.NewV7()), true
+	}
+	id, err := uuid.Parse(raw)
+	if err != nil || id == uuid.Nil {
+		return uuid.Nil, false
+	}
+	return id, true
+}
+
+// maxFutureSkew: a time further ahead of the server clock than this is taken to be
+// wrong and replaced with now (reference §8.7).
+const maxFutureSkew = 23 * time.Hour
+
+// eventTime applies PostHog's timestamp rules (reference §8.7): offset (milliseconds
+// before now) wins; else the timestamp, shifted by the client's clock skew when the
+// payload says when it was sent (sent_at) and the event does not opt out
+// ($ignore_sent_at); else now. A time more than 23 h ahead becomes now.
+func eventTime(e *rawEvent, props *rawProperties, sentAt, now time.Time) time.Time {
+	t := now
+	if offset, ok := jsonNumber(e.Offset); ok {
+		t = now.Add(-time.Duration(offset * float64(time.Millisecond)))
+	} else if ts, ok := parseTime(e.Timestamp); ok {
+		t = ts
+		if !sentAt.IsZero() && !bytes.Equal(props.IgnoreSentAt, []byte("true")) {
+			t = now.Add(ts.Sub(sentAt))
+		}
+	}
+	if t.Sub(now) > maxFutureSkew {
 		return now
 	}
-	t, err := time.Parse(time.RFC3339Nano, bytesToString(raw[1:len(raw)-1]))
-	if err != nil || t.Sub(now) > maxFutureSkew {
-		return now
+	if y := t.Year(); y < 0 || y > 9999 {
+		return time.Unix(0, 0).UTC()
 	}
 	return t.UTC()
+}
+
+// timeLayouts are the text forms a timestamp may take: ISO 8601 with any precision,
+// with or without a zone (without: UTC), with T or a space, or a date alone.
+var timeLayouts = [...]string{
+	time.RFC3339Nano,
+	"2006-01-02T15:04:05.999999999",
+	"2006-01-02 15:04:05.999999999Z07:00",
+	"2006-01-02 15:04:05.999999999",
+	"2006-01-02",
+}
+
+// parseTime reads a timestamp: a JSON string in one of timeLayouts or holding epoch
+// digits, or a JSON number of epoch seconds or milliseconds.
+func parseTime(raw []byte) (time.Time, bool) {
+	if n, ok := jsonNumber(raw); ok {
+		return epochTime(n), true
+	}
+	s := jsonString(raw)
+	if s == "" {
+		return time.Time{}, false
+	}
+	for _, layout := range timeLayouts {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, true
+		}
+	}
+	if n, err := strconv.ParseFloat(s, 64); err == nil {
+		return epochTime(n), true
+	}
+	return time.Time{}, false
+}
+
+// epochTime reads n as epoch milliseconds when it is too large to be seconds of any
+// plausible date (1e11 s is year 5138), else as epoch seconds.
+func epochTime(n float64) time.Time {
+	if math.IsNaN(n) || math.IsInf(n, 0) {
+		return time.Unix(0, 0)
+	}
+	if math.Abs(n) >= 1e11 {
+		return time.UnixMilli(int64(n))
+	}
+	sec, frac := math.Modf(n)
+	return time.Unix(int64(sec), int64(frac*1e9))
+}
+
+func jsonNumber(raw []byte) (float64, bool) {
+	if len(raw) == 0 || !(raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9')) {
+		return 0, false
+	}
+	n, err := strconv.ParseFloat(bytesToString(raw), 64)
+	return n, err == nil
+}
+
+// queryTime reads a sent_at given in the query string (?_= or ?sent_at=, in epoch
+// milliseconds, as posthog-js sends it); values before 2021 are not milliseconds and
+// are ignored, as PostHog does.
+func queryTime(value []byte) time.Time {
+	ms, err := strconv.ParseInt(bytesToString(value), 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	t := time.UnixMilli(ms)
+	if t.Year() <= 2020 {
+		return time.Time{}
+	}
+	return t
+}
+
+// eventProperties is the event's properties with the top-level $set, $set_once and
+// $unset merged in, the top level winning (reference §9.1): objects key by key, $unset
+// lists one after the other. An event without top-level sets keeps its properties as
+// sent, byte for byte.
+func eventProperties(e *rawEvent, props *rawProperties) []byte {
+	properties := e.Properties
+	if len(properties) == 0 || string(properties) == "null" {
+		properties = emptyObject
+	}
+	if e.Set == nil && e.SetOnce == nil && e.Unset == nil {
+		return properties
+	}
+	type replacement struct {
+		key   string
+		value []byte
+	}
+	var replaced [3]replacement
+	n := 0
+	for _, s := range [...]struct {
+		key       string
+		top, prop []byte
+	}{{"$set", e.Set, props.Set}, {"$set_once", e.SetOnce, props.SetOnce}, {"$unset", e.Unset, props.Unset}} {
+		if s.top == nil || string(s.top) == "null" {
+			continue
+		}
+		value := s.top
+		switch {
+		case isObject(s.top) && isObject(s.prop):
+			value = mergeObjects(nil, s.prop, s.top)
+		case isArray(s.top) && isArray(s.prop):
+			value = concatArrays(nil, s.prop, s.top)
+		}
+		replaced[n] = replacement{s.key, value}
+		n++
+	}
+	if n == 0 {
+		return properties
+	}
+	out := make([]byte, 0, len(properties)+64)
+	out = append(out, '{')
+	first := true
+	member := func(key, value []byte) {
+		if !first {
+			out = append(out, ',')
+		}
+		first = false
+		out = append(out, key...)
+		out = append(out, ':')
+		out = append(out, value...)
+	}
+	members(properties, func(key, value []byte) {
+		for _, r := range replaced[:n] {
+			if keyIs(key, r.key) {
+				return
+			}
+		}
+		member(key, value)
+	})
+	for _, r := range replaced[:n] {
+		member(strconv.AppendQuote(nil, r.key), r.value)
+	}
+	return append(out, '}')
+}
+
+var emptyObject = []byte("{}")
+
+// replaceNUL replaces NUL characters, as PostHog does for ids and names.
+func replaceNUL(s string) string {
+	if strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	return strings.ReplaceAll(s, "\x00", "\uFFFD")
 }
 
 // bytesToString views b as a string without copying; b must not change while the

@@ -1,47 +1,242 @@
 package edge
 
 import (
+	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sync/semaphore"
 )
 
-func TestDistinctIDText(t *testing.T) {
-	f := func(raw, want string) {
+func TestDistinctID(t *testing.T) {
+	f := func(event, props, want string) {
 		t.Helper()
-		if got := distinctIDText([]byte(raw)); got != want {
-			t.Fatalf("distinctIDText(%s) = %q, want %q", raw, got, want)
+		var e rawEvent
+		var p rawProperties
+		if err := jsonAPI.UnmarshalFromString(event, &e); err != nil {
+			t.Fatal(err)
+		}
+		if props != "" {
+			if err := jsonAPI.UnmarshalFromString(props, &p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := distinctIDOf(&e, &p); got != want {
+			t.Fatalf("distinct id of %s %s = %q, want %q", event, props, got, want)
 		}
 	}
-	f(`"user-1"`, "user-1")
-	f(`"a\"b"`, `a"b`)
-	f(`"\u00e9t\u00e9"`, "été")
-	f(`12345`, "12345")
-	f(`-1.5`, "-1.5")
-	f(`""`, "")
-	f(`null`, "")
-	f(``, "")
-	f(`{"a":1}`, "")
-	f(`true`, "")
-	f(`"`+strings.Repeat("x", 250)+`"`, strings.Repeat("x", 200))
-	f(`"`+strings.Repeat("é", 250)+`"`, strings.Repeat("é", 200)) // characters, not bytes
+	f(`{"distinct_id":"user-1"}`, ``, "user-1")
+	f(`{"distinct_id":"a\"b"}`, ``, `a"b`)
+	f(`{"distinct_id":"\u00e9t\u00e9"}`, ``, "été")
+	f(`{"distinct_id":12345}`, ``, "12345")
+	f(`{"distinct_id":-1.5}`, ``, "-1.5")
+	f(`{"distinct_id":"a\u0000b"}`, ``, "a\uFFFDb")
+	f(`{"distinct_id":""}`, `{"distinct_id":"from-props"}`, "from-props")
+	f(`{"distinct_id":null}`, ``, "")
+	f(`{"distinct_id":{"a":1}}`, ``, "")
+	f(`{"distinct_id":true}`, ``, "")
+	f(`{"$distinct_id":"dollar"}`, `{"distinct_id":"props"}`, "dollar")
+	f(`{"distinct_id":"top","$distinct_id":"dollar"}`, `{"distinct_id":"props"}`, "top")
+	f(`{}`, `{"distinct_id":"js-user"}`, "js-user") // posthog-js
+	f(`{}`, `{"distinct_id":7}`, "7")
+	f(`{"distinct_id":"`+strings.Repeat("x", 250)+`"}`, ``, strings.Repeat("x", 200))
+	f(`{"distinct_id":"`+strings.Repeat("é", 250)+`"}`, ``, strings.Repeat("é", 200)) // characters, not bytes
 }
 
 func TestEventTime(t *testing.T) {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	f := func(raw string, want time.Time) {
+	f := func(event, props, sentAt string, want time.Time) {
 		t.Helper()
-		if got := eventTime([]byte(raw), now); !got.Equal(want) {
-			t.Fatalf("eventTime(%s) = %v, want %v", raw, got, want)
+		var e rawEvent
+		var p rawProperties
+		jsonAPI.UnmarshalFromString(event, &e)
+		if props != "" {
+			jsonAPI.UnmarshalFromString(props, &p)
+		}
+		sent, _ := parseTime([]byte(sentAt))
+		if got := eventTime(&e, &p, sent, now); !got.Equal(want) || got.Location() != time.UTC {
+			t.Fatalf("eventTime(%s, %s, sent_at %s) = %v, want %v", event, props, sentAt, got, want)
 		}
 	}
-	f(`"2026-11-22T03:39:11.125Z"`, time.Date(2026, 11, 22, 3, 39, 11, 125_000_000, time.UTC))
-	f(`"2026-11-22T03:39:11.393078295Z"`, time.Date(2026, 11, 22, 3, 39, 11, 393078295, time.UTC)) // posthog-go
-	f(`"2026-11-22T04:39:11+01:00"`, time.Date(2026, 11, 22, 3, 39, 11, 0, time.UTC))
-	f(`"2023-01-15T10:00:00Z"`, time.Date(2023, 1, 15, 10, 0, 0, 0, time.UTC)) // historical
-	f(`"not a time"`, now)
-	f(``, now)
-	f(`null`, now)
-	f(`"2026-11-23T10:59:00Z"`, time.Date(2026, 11, 23, 10, 59, 0, 0, time.UTC)) // 22h59m ahead: kept
-	f(`"2026-11-23T11:01:00Z"`, now)                                             // over 23h ahead: now
+	at := func(s string) time.Time {
+		t.Helper()
+		v, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.UTC()
+	}
+	f(`{"timestamp":"2026-11-22T03:39:11.125Z"}`, ``, ``, at("2026-11-22T03:39:11.125Z"))
+	f(`{"timestamp":"2026-11-22T03:39:11.393078295Z"}`, ``, ``, at("2026-11-22T03:39:11.393078295Z")) // posthog-go
+	f(`{"timestamp":"2026-11-22T04:39:11+01:00"}`, ``, ``, at("2026-11-22T03:39:11Z"))
+	f(`{"timestamp":"2026-11-22T03:39:11"}`, ``, ``, at("2026-11-22T03:39:11Z"))     // no zone: UTC
+	f(`{"timestamp":"2026-11-22 03:39:11.5"}`, ``, ``, at("2026-11-22T03:39:11.5Z")) // space
+	f(`{"timestamp":"2026-11-22"}`, ``, ``, at("2026-11-22T00:00:00Z"))              // date
+	f(`{"timestamp":1795318751}`, ``, ``, at("2026-11-22T03:39:11Z"))                // epoch seconds
+	f(`{"timestamp":1795318751.5}`, ``, ``, at("2026-11-22T03:39:11.5Z"))            // with a fraction
+	f(`{"timestamp":1795318751125}`, ``, ``, at("2026-11-22T03:39:11.125Z"))         // epoch milliseconds
+	f(`{"timestamp":"1795318751125"}`, ``, ``, at("2026-11-22T03:39:11.125Z"))       // as a string
+	f(`{"timestamp":"2023-01-15T10:00:00Z"}`, ``, ``, at("2023-01-15T10:00:00Z"))    // historical
+	f(`{"timestamp":"not a time"}`, ``, ``, now)
+	f(`{}`, ``, ``, now)
+	f(`{"timestamp":null}`, ``, ``, now)
+	// Clock skew: the client's clock is 10 minutes fast; sent_at shows by how much.
+	f(`{"timestamp":"2026-11-22T12:09:00Z"}`, ``, `"2026-11-22T12:10:00Z"`, at("2026-11-22T11:59:00Z"))
+	f(`{"timestamp":"2023-01-15T10:00:00Z"}`, ``, `"2026-11-22T12:00:00Z"`, at("2023-01-15T10:00:00Z"))
+	f(`{"timestamp":"2026-11-22T12:09:00Z"}`, `{"$ignore_sent_at":true}`, `"2026-11-22T12:10:00Z"`, at("2026-11-22T12:09:00Z"))
+	// offset (milliseconds before now) wins over everything.
+	f(`{"timestamp":"2020-01-01T00:00:00Z","offset":1500}`, ``, `"2026-11-22T12:10:00Z"`, at("2026-11-22T11:59:58.5Z"))
+	// More than 23 hours ahead: now.
+	f(`{"timestamp":"2026-11-23T10:59:00Z"}`, ``, ``, at("2026-11-23T10:59:00Z"))
+	f(`{"timestamp":"2026-11-23T11:01:00Z"}`, ``, ``, now)
+	f(`{"timestamp":"2026-11-22T12:00:00Z"}`, ``, `"2026-11-21T00:00:00Z"`, now) // skew pushes it to tomorrow
+}
+
+func TestQueryTime(t *testing.T) {
+	if got := queryTime([]byte("1795318751125")); !got.Equal(time.UnixMilli(1795318751125)) {
+		t.Fatalf("queryTime ms = %v", got)
+	}
+	for _, ignored := range []string{"1795318751", "abc", ""} { // seconds read as ms fall in 1970
+		if got := queryTime([]byte(ignored)); !got.IsZero() {
+			t.Fatalf("queryTime(%q) = %v, want it ignored", ignored, got)
+		}
+	}
+}
+
+func TestEventProperties(t *testing.T) {
+	f := func(event, want string) {
+		t.Helper()
+		var e rawEvent
+		var p rawProperties
+		if err := jsonAPI.UnmarshalFromString(event, &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Properties != nil {
+			jsonAPI.UnmarshalFromString(string(e.Properties), &p)
+		}
+		got := string(eventProperties(&e, &p))
+		if got != want {
+			t.Fatalf("properties of %s\n got %s\nwant %s", event, got, want)
+		}
+		if !json.Valid([]byte(got)) {
+			t.Fatalf("not JSON: %s", got)
+		}
+	}
+	// No top-level sets: the properties as sent, byte for byte.
+	f(`{"properties":{ "b" : 1, "a":[1,{"x":"}"}] }}`, `{ "b" : 1, "a":[1,{"x":"}"}] }`)
+	f(`{}`, `{}`)
+	f(`{"properties":null}`, `{}`)
+	// posthog-go identify: top-level $set only.
+	f(`{"properties":{"$lib":"posthog-go"},"$set":{"email":"a@b.c"}}`, `{"$lib":"posthog-go","$set":{"email":"a@b.c"}}`)
+	f(`{"$set":{"email":"a@b.c"}}`, `{"$set":{"email":"a@b.c"}}`)
+	// Both: merged key by key, the top level winning, order kept.
+	f(`{"properties":{"$set":{"a":1,"b":2},"x":true},"$set":{"b":3,"c":4}}`, `{"x":true,"$set":{"a":1,"b":3,"c":4}}`)
+	f(`{"properties":{"$set_once":{"first":"p"}},"$set_once":{"first":"top","k":"\"q\""}}`, `{"$set_once":{"first":"top","k":"\"q\""}}`)
+	// $unset lists: both kept.
+	f(`{"properties":{"$unset":["a"]},"$unset":["b","c"]}`, `{"$unset":["a","b","c"]}`)
+	f(`{"properties":{"$unset":[]},"$unset":["b"]}`, `{"$unset":["b"]}`)
+	// A top-level null changes nothing; a non-object top level replaces.
+	f(`{"properties":{"$set":{"a":1}},"$set":null}`, `{"$set":{"a":1}}`)
+	f(`{"properties":{"$set":{"a":1}},"$set":"odd"}`, `{"$set":"odd"}`)
+	// All three at once (posthog-js surveys and identify send several).
+	f(`{"properties":{"k":"v"},"$set":{"a":1},"$set_once":{"b":2},"$unset":["c"]}`,
+		`{"k":"v","$set":{"a":1},"$set_once":{"b":2},"$unset":["c"]}`)
+	// An escaped key is still recognised.
+	f(`{"properties":{"\u0024set":{"a":1}},"$set":{"b":2}}`, `{"$set":{"a":1,"b":2}}`)
+}
+
+func TestSkipReason(t *testing.T) {
+	f := func(name, distinctID, props, want string) {
+		t.Helper()
+		var p rawProperties
+		if props != "" {
+			if err := jsonAPI.UnmarshalFromString(props, &p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := skipReason(name, distinctID, &p); got != want {
+			t.Fatalf("skipReason(%q, %q, %s) = %q, want %q", name, distinctID, props, got, want)
+		}
+	}
+	f("e", "u", ``, "")
+	f("", "u", ``, warnMissingEventName)
+	f("e", "", ``, warnMissingDistinctID)
+	f("survey sent", "u", `{"$survey_id":"s1","$survey_response":"yes"}`, "")
+	f("survey shown", "u", `{"$survey_id":42}`, "")
+	f("survey sent", "u", `{}`, warnMissingSurveyID)
+	f("survey shown", "u", `{"$survey_id":""}`, warnMissingSurveyID)
+	f("survey dismissed", "u", `{"$survey_id":null}`, warnMissingSurveyID)
+	f("$identify", "u", `{"$process_person_profile":false}`, warnPersonlessIdentity)
+	f("$create_alias", "u", `{"$process_person_profile":false}`, warnPersonlessIdentity)
+	f("$merge_dangerously", "u", `{"$process_person_profile":false}`, warnPersonlessIdentity)
+	f("$groupidentify", "u", `{"$process_person_profile":false}`, warnPersonlessIdentity)
+	f("$identify", "u", `{"$process_person_profile":true}`, "")
+	f("$pageview", "u", `{"$process_person_profile":false}`, "") // personless events are kept
+}
+
+func TestMembers(t *testing.T) {
+	var got []string
+	members([]byte(` { "a\"b" : "x,}" , "n":[1,{"c":"]"}], "e":{} ,"z": -1.5e3 } `), func(k, v []byte) {
+		got = append(got, string(k)+"="+string(v))
+	})
+	want := []string{`"a\"b"="x,}"`, `"n"=[1,{"c":"]"}]`, `"e"={}`, `"z"=-1.5e3`}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("members = %q, want %q", got, want)
+	}
+	// Broken text ends the walk without a panic.
+	for _, broken := range []string{`{"a"`, `{"a":`, `{"a":[1,`, `{"a":"x`, `{`, ``, `[1]`, `{"a" 1}`} {
+		members([]byte(broken), func(k, v []byte) {})
+	}
+}
+
+func TestLZString(t *testing.T) {
+	text, err := os.ReadFile("testdata/lz64-vectors.json") // made with the lz-string npm package 1.5.0
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vectors []struct{ Plain, Compressed string }
+	if err := json.Unmarshal(text, &vectors); err != nil {
+		t.Fatal(err)
+	}
+	res := &reservation{budget: newBudget(1<<30, time.Second)}
+	var d lzDecoder
+	for _, v := range vectors {
+		got, err := d.decode([]byte(v.Compressed), nil, res)
+		if v.Plain == "" {
+			continue // lz-string's own decoder returns null for some empty inputs
+		}
+		if err != nil || string(got) != v.Plain {
+			t.Fatalf("lz decode %q = %q, %v; want %q", v.Compressed, got, err, v.Plain)
+		}
+	}
+	for _, bad := range []string{"", "!!!!", "N4Ig", "N4IgpgbmB2A"} {
+		if _, err := d.decode([]byte(bad), nil, res); err == nil {
+			t.Fatalf("lz decode %q succeeded", bad)
+		}
+	}
+}
+
+func TestBudget(t *testing.T) {
+	b := &budget{sem: semaphore.NewWeighted(100), max: 100, wait: 10 * time.Millisecond}
+	first := &reservation{budget: b}
+	if err := first.charge(60); err != nil {
+		t.Fatal(err)
+	}
+	second := &reservation{budget: b}
+	if err := second.charge(60); err != errOverBudget {
+		t.Fatalf("charge over the budget: %v", err)
+	}
+	first.release()
+	if err := second.charge(60); err != nil {
+		t.Fatalf("charge after release: %v", err)
+	}
+	// More than the whole budget: takes all of it rather than waiting forever.
+	second.release()
+	huge := &reservation{budget: b}
+	if err := huge.charge(1000); err != nil || huge.held != 100 {
+		t.Fatalf("huge charge: %v, held %d", err, huge.held)
+	}
+	huge.release()
 }

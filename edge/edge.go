@@ -1,18 +1,25 @@
 // Package edge is hedge's ingestion listener: the fasthttp server that PostHog SDKs
-// send events to. It reads each body once, decodes it without building maps, checks
-// the project token, and hands the events to the warehouse Writer; it answers 200 only
-// once the Writer has committed them, so a 200 means the events are durable.
+// send events to. It reads each body once, within its route's limit and a global
+// budget of in-flight bytes, undoes the SDKs' encodings (gzip, form data=, base64,
+// lz-string), decodes the JSON into typed structs without maps, checks the project
+// token, and hands the events to the warehouse Writer. It answers 200 only once the
+// Writer has committed them, so a 200 means the events are durable.
 package edge
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/valyala/fasthttp"
 
 	"github.com/hedge-analytics/hedge/warehouse"
@@ -29,32 +36,54 @@ const (
 type Config struct {
 	Writer *warehouse.Writer
 	// Teams resolves a project API token to the project's id.
-	Teams  func(token string) (team int64, ok bool)
-	Logger *slog.Logger
+	Teams func(token string) (team int64, ok bool)
+	// MaxInflightBytes bounds the bytes that requests hold at once, bodies and
+	// decompressed payloads together; past it capture answers 503 (default 256 MB).
+	MaxInflightBytes int64
+	// OverflowRate is how many events a second one (project, distinct_id) may send
+	// before its realtime events go to the overflow lane, after a burst of
+	// OverflowBurst; 0 turns the overflow lane off.
+	OverflowRate  float64
+	OverflowBurst float64
+	Logger        *slog.Logger
 }
 
 // Server is the capture listener.
 type Server struct {
-	srv    *fasthttp.Server
-	writer *warehouse.Writer
-	teams  func(string) (int64, bool)
-	log    *slog.Logger
+	srv      *fasthttp.Server
+	writer   *warehouse.Writer
+	teams    func(string) (int64, bool)
+	budget   *budget
+	overflow *overflowLimiter
+	log      *slog.Logger
 }
 
 // New builds the capture server.
 func New(cfg Config) *Server {
-	s := &Server{writer: cfg.Writer, teams: cfg.Teams, log: cfg.Logger}
+	if cfg.MaxInflightBytes <= 0 {
+		cfg.MaxInflightBytes = 256 << 20
+	}
+	s := &Server{
+		writer:   cfg.Writer,
+		teams:    cfg.Teams,
+		budget:   newBudget(cfg.MaxInflightBytes, time.Second),
+		overflow: newOverflowLimiter(cfg.OverflowRate, cfg.OverflowBurst),
+		log:      cfg.Logger,
+	}
 	s.srv = &fasthttp.Server{
 		Handler:      s.handle,
 		ErrorHandler: s.handleTransportError,
 		Name:         "hedge",
-		// fasthttp refuses a body over this while reading it, before it is buffered.
-		MaxRequestBodySize: maxBatchBody - 1,
-		ReadTimeout:        time.Minute, // a 20 MB body over a slow link
-		WriteTimeout:       30 * time.Second,
-		IdleTimeout:        2 * time.Minute,
-		CloseOnShutdown:    true,
-		Logger:             fasthttpLogger{cfg.Logger},
+		// The handler reads bodies itself, past the first prefetchSize bytes, so that
+		// each route's limit and the in-flight budget hold while reading.
+		StreamRequestBody:            true,
+		MaxRequestBodySize:           prefetchSize,
+		DisablePreParseMultipartForm: true,
+		ReadTimeout:                  time.Minute, // a 20 MB body over a slow link
+		WriteTimeout:                 30 * time.Second,
+		IdleTimeout:                  2 * time.Minute,
+		CloseOnShutdown:              true,
+		Logger:                       fasthttpLogger{cfg.Logger},
 	}
 	return s
 }
@@ -66,17 +95,319 @@ func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
 // wait for their commits, have been answered.
 func (s *Server) Shutdown(ctx context.Context) error { return s.srv.ShutdownWithContext(ctx) }
 
+// route is a capture path and how its requests are read.
+type route struct {
+	maxBody int
+	// engage: an event without a name is an $identify (the Mixpanel-style /engage/).
+	engage bool
+}
+
+func routeOf(path []byte) (route, bool) {
+	switch strings.TrimSuffix(bytesToString(path), "/") {
+	case "/batch":
+		return route{maxBody: maxBatchBody}, true
+	case "/capture", "/e", "/i/v0/e", "/track":
+		return route{maxBody: maxEventBody}, true
+	case "/engage":
+		return route{maxBody: maxEventBody, engage: true}, true
+	}
+	return route{}, false
+}
+
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	allowCORS(ctx)
-	switch string(ctx.Path()) {
-	case "/capture", "/capture/":
-		s.ingest(ctx, maxEventBody)
-	case "/_health":
+	if string(ctx.Path()) == "/_health" {
 		ctx.SetContentType("application/json")
 		ctx.SetBodyString(`{"status":"ok"}`)
-	default:
-		writeError(ctx, errNotFound)
+		return
 	}
+	rt, ok := routeOf(ctx.Path())
+	switch {
+	case !ok:
+		s.answer(ctx, errNotFound)
+	case ctx.IsOptions():
+		preflight(ctx)
+		countRequest(fasthttp.StatusOK)
+	case !ctx.IsPost():
+		s.answer(ctx, errMethodNotAllowed)
+	default:
+		q := requestPool.Get().(*request)
+		q.res.budget = s.budget
+		err := s.capture(ctx, rt, q)
+		q.release()
+		requestPool.Put(q)
+		s.answer(ctx, err)
+	}
+}
+
+// statusOK is the success body posthog-js and PostHog's docs expect, byte for byte.
+var statusOK = []byte(`{"status": 1}`)
+
+func (s *Server) answer(ctx *fasthttp.RequestCtx, err *captureError) {
+	if err != nil {
+		writeError(ctx, err)
+		countRequest(err.status)
+		return
+	}
+	ctx.SetContentType("application/json")
+	ctx.SetBody(statusOK)
+	countRequest(fasthttp.StatusOK)
+}
+
+// request is the pooled state of one capture request. Its parts alias each other and
+// the connection's buffers; release clears them before reuse.
+type request struct {
+	res     reservation
+	body    []byte
+	scratch [2][]byte
+	args    fasthttp.Args
+	lz      lzDecoder
+	parsed  parsed
+	batches [3]warehouse.Batch // indexed by lane
+}
+
+var requestPool = sync.Pool{New: func() any {
+	q := &request{}
+	for i := range q.batches {
+		q.batches[i].Lane = warehouse.Lane(i)
+	}
+	return q
+}}
+
+// maxPooledBuffer: buffers that grew beyond this for one large request are dropped
+// rather than kept in the pool.
+const maxPooledBuffer = 4 << 20
+
+func (q *request) release() {
+	q.res.release()
+	q.body = pooled(q.body)
+	q.scratch[0], q.scratch[1] = pooled(q.scratch[0]), pooled(q.scratch[1])
+	if cap(q.lz.units) > maxPooledBuffer/2 {
+		q.lz = lzDecoder{}
+	}
+	q.args.Reset()
+	q.parsed.reset()
+	for i := range q.batches {
+		q.batches[i].Reset()
+	}
+}
+
+func pooled(b []byte) []byte {
+	if cap(b) > maxPooledBuffer {
+		return nil
+	}
+	return b[:0]
+}
+
+// capture reads, decodes and commits one request.
+func (s *Server) capture(ctx *fasthttp.RequestCtx, rt route, q *request) *captureError {
+	var err error
+	q.body, err = readBody(ctx, rt.maxBody, &q.res, q.body[:0])
+	if err != nil {
+		// Unread body bytes would be taken for the next request: drain them, or close.
+		// A client that is still sending when the answer comes gets a reset instead of
+		// the answer, so a refused oversized body is drained (not kept) up to a bound,
+		// so that SDKs see the 413 and split their batch instead of retrying it whole.
+		if !errors.Is(err, errBodyTooLarge) || !drain(ctx, maxDrain) {
+			ctx.SetConnectionClose()
+		}
+		return readError(err)
+	}
+	bodyBytesTotal.Add(len(q.body))
+	payload, cerr := q.payload(ctx)
+	if cerr != nil {
+		return cerr
+	}
+	payloadBytesTotal.Add(len(payload))
+	if cerr := q.parsed.decode(payload); cerr != nil {
+		return cerr
+	}
+	token, cerr := q.parsed.resolveToken()
+	if cerr != nil {
+		return cerr
+	}
+	team, ok := s.teams(token)
+	if !ok {
+		return errInvalidAPIKey
+	}
+	sentAt := q.parsed.sentAt
+	if sentAt.IsZero() {
+		args := ctx.QueryArgs()
+		sentAt = queryTime(args.Peek("_"))
+		if sentAt.IsZero() {
+			sentAt = queryTime(args.Peek("sent_at"))
+		}
+	}
+	if q.parsed.historical {
+		// Decision (PostHog applies the rule here too): a historical migration replays
+		// records from a server, whose clock is right; correcting by sent_at would only
+		// shift every imported timestamp by the request's transit time.
+		sentAt = time.Time{}
+	}
+	if cerr := s.sort(q, team, rt, sentAt, time.Now().UTC()); cerr != nil {
+		return cerr
+	}
+	// The events alias q's buffers: Submit returns only once the Writer is done with them.
+	if err := s.writer.Submit(&q.batches[0], &q.batches[1], &q.batches[2]); err != nil {
+		if !errors.Is(err, warehouse.ErrOverloaded) && !errors.Is(err, warehouse.ErrClosed) {
+			s.log.Error("cannot commit events", "team", team, "err", err)
+		}
+		return errUnavailable
+	}
+	countEvents(q.batches[:])
+	return nil
+}
+
+// maxDrain is how much of a refused body is read and thrown away so that the client
+// reads the refusal; past it the connection is closed.
+const maxDrain = 2 * maxBatchBody
+
+// drain reads the rest of the body into nothing and reports whether it ended within max bytes.
+func drain(ctx *fasthttp.RequestCtx, max int64) bool {
+	stream := ctx.RequestBodyStream()
+	if stream == nil {
+		return true
+	}
+	if cl := ctx.Request.Header.ContentLength(); cl > int(max) {
+		return false
+	}
+	_, err := io.CopyN(io.Discard, stream, max)
+	return err == io.EOF
+}
+
+// payload undoes the request's encodings and returns its JSON text: Content-Encoding
+// gzip, a form with data= (and maybe compression=), data= in the query string, the
+// compression named by ?compression= or the form (gzip, gzip-js, lz64, base64), and
+// then whatever the bytes show: gzip magic, or base64 text, up to three layers deep.
+func (q *request) payload(ctx *fasthttp.RequestCtx) ([]byte, *captureError) {
+	data := q.body
+	next := 0 // the scratch buffer the next decoding writes to
+	decoded := func(out []byte, err error) *captureError {
+		q.scratch[next] = out
+		if err != nil {
+			return readError(err)
+		}
+		data = out
+		next = 1 - next
+		return nil
+	}
+	if bytes.EqualFold(ctx.Request.Header.Peek(fasthttp.HeaderContentEncoding), []byte("gzip")) {
+		if err := decoded(gunzip(data, q.scratch[next][:0], &q.res)); err != nil {
+			return nil, err
+		}
+	}
+	compression := ctx.QueryArgs().Peek("compression")
+	if bytes.HasPrefix(ctx.Request.Header.ContentType(), []byte("application/x-www-form-urlencoded")) || bytes.HasPrefix(data, []byte("data=")) {
+		q.args.ParseBytes(data)
+		data = q.args.Peek("data")
+		if c := q.args.Peek("compression"); len(c) > 0 {
+			compression = c
+		}
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		data = ctx.QueryArgs().Peek("data")
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, errNoData
+	}
+	switch strings.ToLower(string(compression)) {
+	case "gzip", "gzip-js":
+		if isGzip(data) {
+			if err := decoded(gunzip(data, q.scratch[next][:0], &q.res)); err != nil {
+				return nil, err
+			}
+		}
+	case "lz64", "lz-string":
+		if err := decoded(q.lz.decode(bytes.TrimSpace(data), q.scratch[next][:0], &q.res)); err != nil {
+			return nil, err
+		}
+	case "base64", "b64":
+		if err := decoded(decodeBase64(bytes.TrimSpace(data), q.scratch[next][:0], &q.res)); err != nil {
+			return nil, err
+		}
+	}
+	for range 3 {
+		data = bytes.TrimSpace(data)
+		switch {
+		case len(data) == 0:
+			return nil, errNoData
+		case data[0] == '{' || data[0] == '[':
+			return data, nil
+		case isGzip(data):
+			if err := decoded(gunzip(data, q.scratch[next][:0], &q.res)); err != nil {
+				return nil, err
+			}
+		case looksBase64(data):
+			if err := decoded(decodeBase64(data, q.scratch[next][:0], &q.res)); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, errInvalidPayload("the body is not JSON, gzip, base64 or lz64 data")
+		}
+	}
+	return nil, errInvalidPayload("the body is encoded more than three layers deep")
+}
+
+// readError maps a failure to read or decode the body to its answer.
+func readError(err error) *captureError {
+	switch {
+	case errors.Is(err, errBodyTooLarge):
+		return errTooLarge
+	case errors.Is(err, errPayloadTooLarge):
+		return errDecompressedTooLarge
+	case errors.Is(err, errOverBudget):
+		return errUnavailable
+	case errors.Is(err, errBadGzip):
+		return errInvalidPayload("the body is not valid gzip")
+	case errors.Is(err, errBadBase64):
+		return errInvalidPayload("the data is not valid base64")
+	case errors.Is(err, errLZString):
+		return errInvalidPayload("the data is not valid lz-string (lz64)")
+	}
+	return errInvalidPayload("the body could not be read")
+}
+
+// sort turns the decoded events into rows of their lanes, and the events to skip into
+// warnings: historical_migration payloads go to the historical lane, realtime events
+// of a distinct_id over its rate to the overflow lane.
+func (s *Server) sort(q *request, team int64, rt route, sentAt, now time.Time) *captureError {
+	p := &q.parsed
+	lane := warehouse.LaneRealtime
+	if p.historical {
+		lane = warehouse.LaneHistorical
+	}
+	nowNanos := now.UnixNano()
+	for i := range p.events {
+		e, props := &p.events[i], &p.props[i]
+		name := replaceNUL(e.Event)
+		if rt.engage && name == "" {
+			name = "$identify"
+		}
+		distinctID := distinctIDOf(e, props)
+		if reason := skipReason(name, distinctID, props); reason != "" {
+			b := &q.batches[lane]
+			b.Warnings = append(b.Warnings, warehouse.Warning{TeamID: team, Time: now, Type: reason, Event: name, DistinctID: distinctID})
+			continue
+		}
+		id, ok := eventUUID(e.UUID)
+		if !ok {
+			return errInvalidPayload("event " + strconv.Itoa(i) + " has a uuid that is not a valid UUID")
+		}
+		target := lane
+		if lane == warehouse.LaneRealtime && !s.overflow.allow(team, distinctID, nowNanos) {
+			target = warehouse.LaneOverflow
+		}
+		b := &q.batches[target]
+		b.Events = append(b.Events, warehouse.Event{
+			UUID:       id,
+			TeamID:     team,
+			Name:       name,
+			DistinctID: distinctID,
+			Timestamp:  eventTime(e, props, sentAt, now),
+			Properties: bytesToString(eventProperties(e, props)),
+		})
+	}
+	return nil
 }
 
 // allowCORS lets browsers send events from any site, as PostHog does: the request's
@@ -90,81 +421,6 @@ func allowCORS(ctx *fasthttp.RequestCtx) {
 	} else {
 		h.Set(fasthttp.HeaderAccessControlAllowOrigin, "*")
 	}
-}
-
-// statusOK is the success body posthog-js and PostHog's docs expect, byte for byte.
-var statusOK = []byte(`{"status": 1}`)
-
-// eventBatch is the pooled slice of rows built from one request.
-type eventBatch struct{ events []warehouse.Event }
-
-var batchPool = sync.Pool{New: func() any { return &eventBatch{events: make([]warehouse.Event, 0, 16)} }}
-
-// ingest handles a capture request: decode, check the token, submit, and answer once
-// the events are committed.
-func (s *Server) ingest(ctx *fasthttp.RequestCtx, maxBody int) {
-	switch {
-	case ctx.IsPost():
-	case ctx.IsOptions():
-		preflight(ctx)
-		return
-	default:
-		writeError(ctx, errMethodNotAllowed)
-		return
-	}
-	body := ctx.PostBody()
-	if len(body) == 0 {
-		writeError(ctx, errNoData)
-		return
-	}
-	if len(body) >= maxBody {
-		writeError(ctx, errTooLarge)
-		return
-	}
-	var raw rawEvent
-	if err := decodeEvent(body, &raw); err != nil {
-		writeError(ctx, err)
-		return
-	}
-	token := raw.APIKey
-	if token == "" {
-		token = raw.Token
-	}
-	if token == "" {
-		writeError(ctx, errMissingAPIKey)
-		return
-	}
-	team, ok := s.teams(token)
-	if !ok {
-		writeError(ctx, errInvalidAPIKey)
-		return
-	}
-
-	batch := batchPool.Get().(*eventBatch)
-	defer func() {
-		clear(batch.events) // drop the views of this request's body
-		batch.events = batch.events[:0]
-		batchPool.Put(batch)
-	}()
-	var row warehouse.Event
-	keep, err := normalize(&raw, team, time.Now().UTC(), &row)
-	if err != nil {
-		writeError(ctx, err)
-		return
-	}
-	if keep {
-		batch.events = append(batch.events, row)
-	}
-	// The events alias the body: Submit returns only once the Writer is done with them.
-	if err := s.writer.Submit(warehouse.LaneRealtime, batch.events); err != nil {
-		if !errors.Is(err, warehouse.ErrOverloaded) && !errors.Is(err, warehouse.ErrClosed) {
-			s.log.Error("cannot commit events", "team", team, "events", len(batch.events), "err", err)
-		}
-		writeError(ctx, errUnavailable)
-		return
-	}
-	ctx.SetContentType("application/json")
-	ctx.SetBody(statusOK)
 }
 
 // preflight answers a CORS preflight: the JSON bodies posthog-js sends uncompressed
@@ -182,11 +438,7 @@ func preflight(ctx *fasthttp.RequestCtx) {
 // handleTransportError answers what fasthttp refuses before a handler runs.
 func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
 	allowCORS(ctx)
-	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
-		writeError(ctx, errTooLarge)
-		return
-	}
-	writeError(ctx, errInvalidPayload("the request could not be read"))
+	s.answer(ctx, errInvalidPayload("the request could not be read"))
 }
 
 // fasthttpLogger sends fasthttp's own messages to the process log at debug level:
@@ -195,4 +447,45 @@ type fasthttpLogger struct{ log *slog.Logger }
 
 func (l fasthttpLogger) Printf(format string, args ...any) {
 	l.log.Debug("capture listener", "msg", fmt.Sprintf(format, args...))
+}
+
+// Counters, exposed at /metrics on the management listener.
+var (
+	bodyBytesTotal    = metrics.NewCounter(`hedge_capture_body_bytes_total`)
+	payloadBytesTotal = metrics.NewCounter(`hedge_capture_payload_bytes_total`)
+	requestsTotal     = func() map[int]*metrics.Counter {
+		m := map[int]*metrics.Counter{}
+		for _, status := range []int{200, 400, 401, 404, 405, 413, 503} {
+			m[status] = metrics.NewCounter(fmt.Sprintf(`hedge_capture_requests_total{status="%d"}`, status))
+		}
+		return m
+	}()
+	acceptedTotal = [3]*metrics.Counter{
+		metrics.NewCounter(`hedge_capture_events_accepted_total{lane="realtime"}`),
+		metrics.NewCounter(`hedge_capture_events_accepted_total{lane="historical"}`),
+		metrics.NewCounter(`hedge_capture_events_accepted_total{lane="overflow"}`),
+	}
+	droppedTotal = func() map[string]*metrics.Counter {
+		m := map[string]*metrics.Counter{}
+		for _, reason := range []string{warnMissingEventName, warnMissingDistinctID, warnMissingSurveyID, warnPersonlessIdentity} {
+			m[reason] = metrics.NewCounter(fmt.Sprintf(`hedge_capture_events_dropped_total{reason=%q}`, reason))
+		}
+		return m
+	}()
+)
+
+func countRequest(status int) {
+	if c := requestsTotal[status]; c != nil {
+		c.Inc()
+	}
+}
+
+// countEvents counts a committed request's events by lane and its skipped events by reason.
+func countEvents(batches []warehouse.Batch) {
+	for i := range batches {
+		acceptedTotal[i].Add(len(batches[i].Events))
+		for _, w := range batches[i].Warnings {
+			droppedTotal[w.Type].Inc()
+		}
+	}
 }

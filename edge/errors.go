@@ -36,10 +36,18 @@ var (
 		"API key not provided. You can find your project API key in PostHog project settings.")
 	errInvalidAPIKey = newCaptureError(http.StatusUnauthorized, "authentication_error", "invalid_api_key",
 		"Project API key invalid. You can find your project API key in PostHog project settings.")
+	errPersonalAPIKey = newCaptureError(http.StatusUnauthorized, "authentication_error", "invalid_api_key",
+		"This is a personal API key (phx_...). Send events with the project API key (phc_...), found in the project's settings.")
+	errInconsistentTokens = newCaptureError(http.StatusUnauthorized, "authentication_error", "invalid_api_key",
+		"The request holds events with different project API keys; send each project's events on their own.")
 	errNoData = newCaptureError(http.StatusBadRequest, "validation_error", "no_data",
 		"No data found. Make sure to use a POST request when sending the payload in the body of the request.")
 	errTooLarge = newCaptureError(http.StatusRequestEntityTooLarge, "client_error", "request_too_large",
 		"Request too large.")
+	errDecompressedTooLarge = newCaptureError(http.StatusRequestEntityTooLarge, "client_error", "request_too_large",
+		"Request too large: it decompresses to more than 100 MB.")
+	errEventTooLarge = newCaptureError(http.StatusRequestEntityTooLarge, "client_error", "request_too_large",
+		"Request too large: an event is larger than 1 MB.")
 	errMethodNotAllowed = newCaptureError(http.StatusMethodNotAllowed, "invalid_request", "method_not_allowed",
 		"Method not allowed: send events with POST.")
 	errNotFound = newCaptureError(http.StatusNotFound, "invalid_request", "not_found", "Not found.")

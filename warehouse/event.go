@@ -8,9 +8,9 @@ import (
 
 // Event is one row of the events table as the edge hands it to the Writer.
 //
-// Its strings may alias the submitter's request buffer: DuckDB copies them while
+// Its strings may alias the submitter's request buffers: DuckDB copies them while
 // appending, and Submit returns only after the Writer is done with the events, so the
-// buffer must stay untouched until Submit returns and is free to reuse afterwards.
+// buffers must stay untouched until Submit returns and are free to reuse afterwards.
 type Event struct {
 	UUID       uuid.UUID
 	TeamID     int64
@@ -21,17 +21,56 @@ type Event struct {
 	Properties string
 }
 
-// Lane is the ingestion lane an event was committed through; it is stored with the
-// event so that lane ordering can be checked after the fact.
+// Warning is one row of ingestion_warnings: an event that was skipped, or kept with a
+// problem, and why. Its strings follow the same aliasing contract as Event's.
+type Warning struct {
+	TeamID     int64
+	Time       time.Time
+	Type       string
+	Event      string
+	DistinctID string
+	// Details is a JSON object with more context, or "" for none.
+	Details string
+}
+
+// Lane is the queue an event goes through to the Writer; it is stored with the event.
+// Each lane is committed in the order it was received.
 type Lane uint8
 
-// LaneRealtime carries the events that SDKs send as they happen.
-const LaneRealtime Lane = iota
+const (
+	// LaneRealtime carries the events that SDKs send as they happen.
+	LaneRealtime Lane = iota
+	// LaneHistorical carries historical_migration batches: replayed strictly in the
+	// order received, never diverted to overflow.
+	LaneHistorical
+	// LaneOverflow carries realtime events of a distinct_id that sends faster than its
+	// rate allows: committed after the realtime events of each group, never dropped.
+	LaneOverflow
+	laneCount
+)
+
+var laneNames = [laneCount]string{"realtime", "historical", "overflow"}
 
 func (l Lane) String() string {
-	switch l {
-	case LaneRealtime:
-		return "realtime"
+	if l < laneCount {
+		return laneNames[l]
 	}
 	return "unknown"
+}
+
+// Batch is what one request submits to one lane: its events and the warnings about the
+// events it skipped, committed together.
+type Batch struct {
+	Lane     Lane
+	Events   []Event
+	Warnings []Warning
+}
+
+func (b *Batch) rows() int { return len(b.Events) + len(b.Warnings) }
+
+// Reset empties b for reuse, dropping its references to request memory.
+func (b *Batch) Reset() {
+	clear(b.Events)
+	clear(b.Warnings)
+	b.Events, b.Warnings = b.Events[:0], b.Warnings[:0]
 }

@@ -32,7 +32,7 @@ type Config struct {
 	// default of 16MB makes the event write path 3-4x slower (reference/limits.md B3);
 	// the Writer checkpoints on its own schedule instead.
 	WALAutocheckpoint string
-	// MemoryLimit is DuckDB's memory_limit (default "1GB").
+	// MemoryLimit is DuckDB's memory_limit (default "512MB").
 	MemoryLimit string
 	// Threads is DuckDB's worker thread count (default: DuckDB's, the number of cores).
 	Threads int
@@ -40,13 +40,16 @@ type Config struct {
 	// FlushRows ends a group commit once this many events are gathered (default 10000).
 	FlushRows int
 	// FlushInterval is how long the Writer waits for more submissions after the first
-	// one of a group (default 2ms). Zero in the config means the default; use a
-	// negative value to commit whatever is queued without waiting.
+	// one of a group. The default, 0, commits whatever is queued at once: under load,
+	// groups form by themselves from what arrives during the previous commit, and a
+	// wait only adds latency (measured: p99 27.9 ms with 2 ms, 18.7 ms without, at a
+	// higher rate, for 128 concurrent /capture/ clients).
 	FlushInterval time.Duration
-	// QueueSize bounds the submissions waiting for the Writer (default 1024).
-	QueueSize int
-	// QueueTimeout is how long Submit waits for room in a full queue before it gives
-	// up with ErrOverloaded (default 1s).
+	// MaxQueuedRows bounds the rows (events and warnings) submitted and not yet
+	// committed (default 200000): the memory the Writer may hold on to.
+	MaxQueuedRows int
+	// QueueTimeout is how long Submit waits for room under MaxQueuedRows before it
+	// gives up with ErrOverloaded (default 1s).
 	QueueTimeout time.Duration
 	// CheckpointInterval is how often the Writer checkpoints DuckDB when events were
 	// written since the last checkpoint (default 5m). It bounds the WAL that a restart
@@ -64,16 +67,13 @@ func (c *Config) setDefaults() {
 		c.WALAutocheckpoint = "1GB"
 	}
 	if c.MemoryLimit == "" {
-		c.MemoryLimit = "1GB"
+		c.MemoryLimit = "512MB"
 	}
 	if c.FlushRows <= 0 {
 		c.FlushRows = 10000
 	}
-	if c.FlushInterval == 0 {
-		c.FlushInterval = 2 * time.Millisecond
-	}
-	if c.QueueSize <= 0 {
-		c.QueueSize = 1024
+	if c.MaxQueuedRows <= 0 {
+		c.MaxQueuedRows = 200000
 	}
 	if c.QueueTimeout <= 0 {
 		c.QueueTimeout = time.Second

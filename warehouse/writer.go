@@ -9,104 +9,150 @@ import (
 	"sync"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	duckdb "github.com/duckdb/duckdb-go/v2"
+	"golang.org/x/sync/semaphore"
 )
 
 var (
-	// ErrOverloaded means the Writer's queue stayed full for the whole QueueTimeout:
-	// the caller should answer 503 and let the client retry.
+	// ErrOverloaded means the Writer could not take the rows within QueueTimeout: the
+	// caller should answer 503 and let the client retry.
 	ErrOverloaded = errors.New("the event writer is overloaded")
 	// ErrClosed means the Writer is shutting down and accepts nothing more.
 	ErrClosed = errors.New("the event writer is closed")
 )
 
+var (
+	commitsTotal       = metrics.NewCounter(`hedge_writer_commits_total`)
+	failedCommitsTotal = metrics.NewCounter(`hedge_writer_failed_commits_total`)
+	commitDuration     = metrics.NewHistogram(`hedge_writer_commit_duration_seconds`)
+	checkpointsTotal   = metrics.NewCounter(`hedge_writer_checkpoints_total`)
+	warningsTotal      = metrics.NewCounter(`hedge_writer_warnings_total`)
+	eventsTotal        = [laneCount]*metrics.Counter{
+		metrics.NewCounter(`hedge_writer_events_total{lane="realtime"}`),
+		metrics.NewCounter(`hedge_writer_events_total{lane="historical"}`),
+		metrics.NewCounter(`hedge_writer_events_total{lane="overflow"}`),
+	}
+)
+
 // Writer is the one goroutine that appends events to DuckDB. Submissions from many
-// requests are gathered for at most FlushInterval or FlushRows events and committed in
+// requests are gathered for at most FlushInterval or FlushRows rows and committed in
 // one transaction (group commit), so the cost of a durable commit is paid once per
-// group rather than once per request. Every submitter is woken with the result of the
-// commit that holds its events: a nil error means they are durable.
+// group, not once per request. Every submitter is woken with the result of the commit
+// that holds its rows: a nil error means they are durable.
+//
+// Each lane is a FIFO queue, committed in the order received. A group takes at least
+// one waiting submission from every lane, so no lane starves, and fills the rest in
+// lane order (realtime, historical, overflow); rows are appended in that order too.
 type Writer struct {
 	conn     driver.Conn
-	appender *duckdb.Appender
-	queue    chan *submission
-	done     chan struct{}
-	cfg      *Config
-	log      *slog.Logger
+	events   *duckdb.Appender
+	warnings *duckdb.Appender
+	lanes    [laneCount]chan *submission
+	// queued bounds the rows (events and warnings) between Submit and their commit.
+	queued *semaphore.Weighted
+	done   chan struct{}
+	cfg    *Config
+	log    *slog.Logger
 
-	// mu orders Submit's send on queue against Close's close of it: senders hold the
-	// read lock while sending, Close takes the write lock to set closing.
+	// mu orders Submit's sends on the lanes against Close closing them: senders hold
+	// the read lock while sending, Close takes the write lock to set closing.
 	mu      sync.RWMutex
 	closing bool
 
 	// Owned by the writer goroutine.
-	group               []*submission
+	open                [laneCount]bool
+	group               [laneCount][]*submission
+	all                 []*submission
 	rowsSinceCheckpoint int
 }
 
-// submission is one Submit call waiting for its commit.
+// submission is one Batch waiting for its commit.
 type submission struct {
-	lane   Lane
-	events []Event
-	done   chan error // buffered: the writer never blocks on a submitter
+	batch *Batch
+	done  chan error // buffered: the writer never blocks on a submitter
 }
 
 var submissionPool = sync.Pool{New: func() any { return &submission{done: make(chan error, 1)} }}
 
 func newWriter(conn driver.Conn, cfg *Config) (*Writer, error) {
 	w := &Writer{
-		conn:  conn,
-		queue: make(chan *submission, cfg.QueueSize),
-		done:  make(chan struct{}),
-		cfg:   cfg,
-		log:   cfg.Logger,
+		conn:   conn,
+		queued: semaphore.NewWeighted(int64(cfg.MaxQueuedRows)),
+		done:   make(chan struct{}),
+		cfg:    cfg,
+		log:    cfg.Logger,
 	}
-	if err := w.openAppender(); err != nil {
+	for i := range w.lanes {
+		// Every submission holds at least one queued row, so a lane never needs more room.
+		w.lanes[i] = make(chan *submission, cfg.MaxQueuedRows)
+		w.open[i] = true
+	}
+	if err := w.openAppenders(); err != nil {
 		return nil, err
 	}
 	go w.run()
 	return w, nil
 }
 
-// Submit hands events to the Writer and returns once they are committed (nil) or once
-// their commit failed. It never returns while the Writer may still read the events,
-// which is what lets them alias the caller's buffers. A full queue is waited on for at
-// most QueueTimeout (then ErrOverloaded); a closing Writer answers ErrClosed.
-func (w *Writer) Submit(lane Lane, events []Event) error {
-	if len(events) == 0 {
+// Submit hands batches (at most one per lane is the usual use) to the Writer and
+// returns once all of them are committed (nil) or one of their commits failed. It never
+// returns while the Writer may still read them, which is what lets their strings alias
+// the caller's buffers. If the rows cannot be queued within QueueTimeout, nothing is
+// queued and it answers ErrOverloaded; a closing Writer answers ErrClosed.
+func (w *Writer) Submit(batches ...*Batch) error {
+	rows := 0
+	for _, b := range batches {
+		rows += b.rows()
+	}
+	if rows == 0 {
 		return nil
 	}
-	s := submissionPool.Get().(*submission)
-	s.lane, s.events = lane, events
-	if err := w.enqueue(s); err != nil {
-		s.events = nil
-		submissionPool.Put(s)
-		return err
+	// A batch larger than the whole budget may still go, alone.
+	reserve := int64(min(rows, w.cfg.MaxQueuedRows))
+	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.QueueTimeout)
+	err := w.queued.Acquire(ctx, reserve)
+	cancel()
+	if err != nil {
+		return ErrOverloaded
 	}
-	err := <-s.done
-	s.events = nil
-	submissionPool.Put(s)
+	defer w.queued.Release(reserve)
+
+	var pending [laneCount]*submission
+	n := 0
+	err = w.enqueue(batches, &pending, &n)
+	for _, s := range pending[:n] {
+		if commitErr := <-s.done; err == nil {
+			err = commitErr
+		}
+		s.batch = nil
+		submissionPool.Put(s)
+	}
 	return err
 }
 
-func (w *Writer) enqueue(s *submission) error {
+// enqueue sends each non-empty batch to its lane, recording the sent submissions in
+// pending[:*n] so that Submit waits for every one of them even when a later send fails.
+func (w *Writer) enqueue(batches []*Batch, pending *[laneCount]*submission, n *int) error {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	if w.closing {
 		return ErrClosed
 	}
-	select {
-	case w.queue <- s:
-		return nil
-	default:
+	for _, b := range batches {
+		if b.rows() == 0 {
+			continue
+		}
+		if b.Lane >= laneCount || *n == len(pending) {
+			return fmt.Errorf("cannot submit to lane %d: %w", b.Lane, ErrClosed)
+		}
+		s := submissionPool.Get().(*submission)
+		s.batch = b
+		w.lanes[b.Lane] <- s // never blocks: the lane has room for every queued row
+		pending[*n] = s
+		*n++
 	}
-	timer := time.NewTimer(w.cfg.QueueTimeout)
-	defer timer.Stop()
-	select {
-	case w.queue <- s:
-		return nil
-	case <-timer.C:
-		return ErrOverloaded
-	}
+	return nil
 }
 
 // Close stops accepting submissions, commits everything already queued, and releases
@@ -115,7 +161,9 @@ func (w *Writer) Close() {
 	w.mu.Lock()
 	if !w.closing {
 		w.closing = true
-		close(w.queue)
+		for _, lane := range w.lanes {
+			close(lane)
+		}
 	}
 	w.mu.Unlock()
 	<-w.done
@@ -129,73 +177,176 @@ func (w *Writer) run() {
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
 	for {
+		first := w.next()
+		if first == nil {
+			var tick <-chan time.Time = ticker.C
+			first = w.wait(tick, nil)
+			if first == nil {
+				if !w.anyOpen() {
+					return
+				}
+				if w.rowsSinceCheckpoint > 0 {
+					w.checkpoint()
+				}
+				continue
+			}
+		}
+		w.gather(first, linger)
+		w.commitGroup()
+		// Under steady load the writer is never idle: checkpoint between groups.
 		select {
-		case s, ok := <-w.queue:
-			if !ok {
-				return
-			}
-			w.commitGroup(w.gather(s, linger))
 		case <-ticker.C:
-			if w.rowsSinceCheckpoint > 0 {
-				w.checkpoint()
-			}
+			w.checkpoint()
+		default:
 		}
 	}
 }
 
-// gather collects submissions after first until the group holds FlushRows events, the
-// linger time has passed, or the queue is closed.
-func (w *Writer) gather(first *submission, linger *time.Timer) []*submission {
-	w.group = append(w.group[:0], first)
-	rows := len(first.events)
+// next takes the first waiting submission in lane order without blocking.
+func (w *Writer) next() *submission {
+	for lane := range w.lanes {
+		if s := w.tryReceive(Lane(lane)); s != nil {
+			return s
+		}
+	}
+	return nil
+}
+
+func (w *Writer) tryReceive(lane Lane) *submission {
+	if !w.open[lane] {
+		return nil
+	}
+	select {
+	case s, ok := <-w.lanes[lane]:
+		if !ok {
+			w.open[lane] = false
+			return nil
+		}
+		return s
+	default:
+		return nil
+	}
+}
+
+// wait blocks until a submission arrives on any open lane (returned), or tick or
+// timeout fires, or every lane is closed (nil).
+func (w *Writer) wait(tick, timeout <-chan time.Time) *submission {
+	for w.anyOpen() {
+		var lanes [laneCount]chan *submission
+		for i := range lanes {
+			if w.open[i] {
+				lanes[i] = w.lanes[i]
+			}
+		}
+		var s *submission
+		var ok bool
+		var lane Lane
+		select {
+		case s, ok = <-lanes[LaneRealtime]:
+			lane = LaneRealtime
+		case s, ok = <-lanes[LaneHistorical]:
+			lane = LaneHistorical
+		case s, ok = <-lanes[LaneOverflow]:
+			lane = LaneOverflow
+		case <-tick:
+			return nil
+		case <-timeout:
+			return nil
+		}
+		if ok {
+			return s
+		}
+		w.open[lane] = false
+	}
+	return nil
+}
+
+func (w *Writer) anyOpen() bool {
+	for _, open := range w.open {
+		if open {
+			return true
+		}
+	}
+	return false
+}
+
+// gather builds the next group around first: one waiting submission from every other
+// lane, then more in lane order until the group holds FlushRows rows or the linger
+// time since first has passed.
+func (w *Writer) gather(first *submission, linger *time.Timer) {
+	for i := range w.group {
+		w.group[i] = w.group[i][:0]
+	}
+	w.add(first)
+	rows := first.batch.rows()
+	for lane := range w.lanes {
+		if Lane(lane) == first.batch.Lane {
+			continue
+		}
+		if s := w.tryReceive(Lane(lane)); s != nil {
+			w.add(s)
+			rows += s.batch.rows()
+		}
+	}
+	var expired <-chan time.Time
 	if w.cfg.FlushInterval > 0 {
 		linger.Reset(w.cfg.FlushInterval)
 		defer linger.Stop()
+		expired = linger.C
 	}
 	for rows < w.cfg.FlushRows {
-		var s *submission
-		var ok bool
-		if w.cfg.FlushInterval > 0 {
-			select {
-			case s, ok = <-w.queue:
-			case <-linger.C:
-				return w.group
+		s := w.next()
+		if s == nil {
+			if expired == nil {
+				return
 			}
-		} else {
-			select {
-			case s, ok = <-w.queue:
-			default:
-				return w.group
+			if s = w.wait(nil, expired); s == nil {
+				return
 			}
 		}
-		if !ok {
-			return w.group
-		}
-		w.group = append(w.group, s)
-		rows += len(s.events)
+		w.add(s)
+		rows += s.batch.rows()
 	}
-	return w.group
+}
+
+func (w *Writer) add(s *submission) {
+	w.group[s.batch.Lane] = append(w.group[s.batch.Lane], s)
 }
 
 // commitGroup commits the group in one transaction. If that fails, each submission is
 // retried in a transaction of its own, so that one bad submission cannot fail the
 // others that happened to share its commit.
-func (w *Writer) commitGroup(group []*submission) {
-	err := w.commit(group)
-	if err != nil && len(group) > 1 {
-		for i := range group {
-			group[i].done <- w.commit(group[i : i+1])
+func (w *Writer) commitGroup() {
+	all := w.all[:0]
+	for _, lane := range w.group {
+		all = append(all, lane...)
+	}
+	defer func() {
+		clear(all)
+		w.all = all[:0]
+	}()
+	err := w.commit(all)
+	if err != nil && len(all) > 1 {
+		for i := range all {
+			all[i].done <- w.commit(all[i : i+1])
 		}
 		return
 	}
-	for _, s := range group {
+	for _, s := range all {
 		s.done <- err
 	}
 }
 
 func (w *Writer) commit(group []*submission) (err error) {
-	if w.appender == nil {
-		if err := w.openAppender(); err != nil {
+	start := time.Now()
+	defer func() {
+		commitDuration.UpdateDuration(start)
+		if err != nil {
+			failedCommitsTotal.Inc()
+		}
+	}()
+	if w.events == nil {
+		if err := w.openAppenders(); err != nil {
 			return err
 		}
 	}
@@ -207,19 +358,20 @@ func (w *Writer) commit(group []*submission) (err error) {
 			if rbErr := w.exec("ROLLBACK"); rbErr != nil {
 				w.log.Error("cannot roll back a failed commit", "err", rbErr)
 			}
-			// A failed append or flush invalidates the appender: the next commit opens
-			// a fresh one.
-			w.appender.Close()
-			w.appender = nil
+			// A failed append or flush invalidates an appender: the next commit opens
+			// fresh ones.
+			w.closeAppenders()
 		}
 	}()
 	insertedAt := time.Now().UTC()
-	rows := 0
+	var events [laneCount]int
+	warnings := 0
 	for _, s := range group {
-		lane := s.lane.String()
-		for i := range s.events {
-			e := &s.events[i]
-			err := w.appender.AppendRow(
+		b := s.batch
+		lane := b.Lane.String()
+		for i := range b.Events {
+			e := &b.Events[i]
+			err := w.events.AppendRow(
 				duckdb.UUID(e.UUID), e.TeamID, e.Name, e.DistinctID, nil,
 				e.Timestamp, insertedAt, e.Properties,
 				nil, nil, nil, nil, nil, lane)
@@ -227,26 +379,54 @@ func (w *Writer) commit(group []*submission) (err error) {
 				return fmt.Errorf("cannot append event %s: %w", e.UUID, err)
 			}
 		}
-		rows += len(s.events)
+		for i := range b.Warnings {
+			if err := w.appendWarning(&b.Warnings[i]); err != nil {
+				return err
+			}
+		}
+		events[b.Lane] += len(b.Events)
+		warnings += len(b.Warnings)
 	}
-	if err := w.appender.Flush(); err != nil {
-		return fmt.Errorf("cannot flush %d events: %w", rows, err)
+	if err := w.events.Flush(); err != nil {
+		return fmt.Errorf("cannot flush events: %w", err)
+	}
+	if err := w.warnings.Flush(); err != nil {
+		return fmt.Errorf("cannot flush ingestion warnings: %w", err)
 	}
 	if err := w.exec("COMMIT"); err != nil {
 		return err
 	}
-	w.rowsSinceCheckpoint += rows
+	commitsTotal.Inc()
+	warningsTotal.Add(warnings)
+	for lane, n := range events {
+		eventsTotal[lane].Add(n)
+		w.rowsSinceCheckpoint += n
+	}
+	w.rowsSinceCheckpoint += warnings
+	return nil
+}
+
+func (w *Writer) appendWarning(warning *Warning) error {
+	var details any
+	if warning.Details != "" {
+		details = warning.Details
+	}
+	err := w.warnings.AppendRow(warning.TeamID, warning.Time, warning.Type, warning.Event, warning.DistinctID, details)
+	if err != nil {
+		return fmt.Errorf("cannot append ingestion warning %s: %w", warning.Type, err)
+	}
 	return nil
 }
 
 // checkpoint writes the WAL into the database file. DuckDB refuses while another write
-// transaction is open (an admin request, say); the next tick tries again.
+// transaction is open (an admin request, say); the next idle tick tries again.
 func (w *Writer) checkpoint() {
 	start := time.Now()
 	if err := w.exec("CHECKPOINT"); err != nil {
 		w.log.Debug("checkpoint postponed", "err", err)
 		return
 	}
+	checkpointsTotal.Inc()
 	w.log.Debug("checkpoint done", "rows", w.rowsSinceCheckpoint, "took", time.Since(start))
 	w.rowsSinceCheckpoint = 0
 }
@@ -258,21 +438,34 @@ func (w *Writer) exec(query string) error {
 	return nil
 }
 
-func (w *Writer) openAppender() error {
-	a, err := duckdb.NewAppenderFromConn(w.conn, "", "events")
+func (w *Writer) openAppenders() error {
+	events, err := duckdb.NewAppenderFromConn(w.conn, "", "events")
 	if err != nil {
 		return fmt.Errorf("cannot open the events appender: %w", err)
 	}
-	w.appender = a
+	warnings, err := duckdb.NewAppenderFromConn(w.conn, "", "ingestion_warnings")
+	if err != nil {
+		events.Close()
+		return fmt.Errorf("cannot open the ingestion warnings appender: %w", err)
+	}
+	w.events, w.warnings = events, warnings
 	return nil
 }
 
-func (w *Writer) release() {
-	if w.appender != nil {
-		if err := w.appender.Close(); err != nil {
-			w.log.Error("cannot close the events appender", "err", err)
+func (w *Writer) closeAppenders() {
+	for _, a := range []*duckdb.Appender{w.events, w.warnings} {
+		if a == nil {
+			continue
+		}
+		if err := a.Close(); err != nil {
+			w.log.Debug("closing an appender", "err", err)
 		}
 	}
+	w.events, w.warnings = nil, nil
+}
+
+func (w *Writer) release() {
+	w.closeAppenders()
 	if err := w.conn.Close(); err != nil {
 		w.log.Error("cannot close the writer's connection", "err", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -67,7 +68,7 @@ func TestWriterGroupCommit(t *testing.T) {
 		for j := range sent[i] {
 			sent[i][j] = testEvent(1, fmt.Sprintf("event-%d", i))
 		}
-		wg.Go(func() { errs[i] = w.Writer().Submit(LaneRealtime, sent[i]) })
+		wg.Go(func() { errs[i] = w.Writer().Submit(&Batch{Events: sent[i]}) })
 	}
 	wg.Wait()
 	for i, err := range errs {
@@ -123,12 +124,12 @@ func TestWriterIsolatesFailedSubmission(t *testing.T) {
 	goodErrs := make([]error, len(good))
 	for i := range good {
 		good[i] = testEvent(1, "good")
-		wg.Go(func() { goodErrs[i] = w.Writer().Submit(LaneRealtime, good[i:i+1]) })
+		wg.Go(func() { goodErrs[i] = w.Writer().Submit(&Batch{Events: good[i : i+1]}) })
 	}
 	poison := testEvent(1, "poison")
 	poison.Properties = "{\"bad\":\"\xff\"}"
 	var poisonErr error
-	wg.Go(func() { poisonErr = w.Writer().Submit(LaneRealtime, []Event{poison}) })
+	wg.Go(func() { poisonErr = w.Writer().Submit(&Batch{Events: []Event{poison}}) })
 	wg.Wait()
 
 	if poisonErr == nil {
@@ -145,7 +146,7 @@ func TestWriterIsolatesFailedSubmission(t *testing.T) {
 	}
 	// The writer goes on working after a failed commit.
 	after := testEvent(1, "after")
-	if err := w.Writer().Submit(LaneRealtime, []Event{after}); err != nil {
+	if err := w.Writer().Submit(&Batch{Events: []Event{after}}); err != nil {
 		t.Fatalf("submit after a failed commit: %v", err)
 	}
 }
@@ -159,7 +160,7 @@ func TestWriterCloseKeepsEverythingAccepted(t *testing.T) {
 	for range 20 {
 		wg.Go(func() {
 			e := testEvent(1, "before-close")
-			if err := w.Writer().Submit(LaneRealtime, []Event{e}); err == nil {
+			if err := w.Writer().Submit(&Batch{Events: []Event{e}}); err == nil {
 				mu.Lock()
 				sent = append(sent, e)
 				mu.Unlock()
@@ -169,11 +170,9 @@ func TestWriterCloseKeepsEverythingAccepted(t *testing.T) {
 		})
 	}
 	time.Sleep(5 * time.Millisecond)
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	w.Close()
 	wg.Wait()
-	if err := w.Writer().Submit(LaneRealtime, []Event{testEvent(1, "late")}); !errors.Is(err, ErrClosed) {
+	if err := w.Writer().Submit(&Batch{Events: []Event{testEvent(1, "late")}}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("submit after close: %v, want ErrClosed", err)
 	}
 
@@ -187,5 +186,150 @@ func TestWriterCloseKeepsEverythingAccepted(t *testing.T) {
 		if seen[e.UUID] != 1 {
 			t.Fatalf("acknowledged event %s stored %d times", e.UUID, seen[e.UUID])
 		}
+	}
+}
+
+func TestWriterCommitsWarningsWithEvents(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hedge.duckdb")
+	w := openTestWarehouse(t, path, Config{})
+	defer w.Close()
+	at := time.Date(2026, 11, 22, 4, 0, 0, 0, time.UTC)
+	batch := &Batch{
+		Events: []Event{testEvent(7, "kept")},
+		Warnings: []Warning{
+			{TeamID: 7, Time: at, Type: "missing_distinct_id", Event: "dropped"},
+			{TeamID: 7, Time: at, Type: "missing_survey_id", Event: "survey sent", DistinctID: "u", Details: `{"uuid":"x"}`},
+		},
+	}
+	if err := w.Writer().Submit(batch); err != nil {
+		t.Fatal(err)
+	}
+	// A batch of warnings alone is committed too.
+	if err := w.Writer().Submit(&Batch{Warnings: []Warning{{TeamID: 7, Time: at, Type: "missing_event_name"}}}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := w.DB().Query(`SELECT type, event, distinct_id, coalesce(details, 'NULL'), "timestamp" FROM ingestion_warnings
+		WHERE team_id = 7 ORDER BY type`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var typ, event, distinctID, details string
+		var ts time.Time
+		rows.Scan(&typ, &event, &distinctID, &details, &ts)
+		if !ts.Equal(at) {
+			t.Fatalf("warning time %v, want %v", ts, at)
+		}
+		got = append(got, typ+"|"+event+"|"+distinctID+"|"+details)
+	}
+	want := []string{"missing_distinct_id|dropped||NULL", "missing_event_name|||NULL", `missing_survey_id|survey sent|u|{"uuid":"x"}`}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("warnings %v, want %v", got, want)
+	}
+}
+
+// Submissions to every lane that wait together share one commit, appended realtime
+// first, and each keeps its lane.
+func TestWriterLanes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hedge.duckdb")
+	w := openTestWarehouse(t, path, Config{FlushInterval: 200 * time.Millisecond})
+	defer w.Close()
+	var wg sync.WaitGroup
+	for _, lane := range []Lane{LaneOverflow, LaneHistorical, LaneRealtime} {
+		e := testEvent(1, lane.String())
+		wg.Go(func() {
+			if err := w.Writer().Submit(&Batch{Lane: lane, Events: []Event{e}}); err != nil {
+				t.Error(err)
+			}
+		})
+		time.Sleep(20 * time.Millisecond) // arrive in this order, within one linger
+	}
+	wg.Wait()
+	rows, err := w.DB().Query(`SELECT event, lane, inserted_at FROM events ORDER BY rowid`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var order []string
+	commits := map[time.Time]bool{}
+	for rows.Next() {
+		var event, lane string
+		var insertedAt time.Time
+		rows.Scan(&event, &lane, &insertedAt)
+		if event != lane {
+			t.Fatalf("event %q stored with lane %q", event, lane)
+		}
+		order = append(order, lane)
+		commits[insertedAt] = true
+	}
+	// The overflow submission came first and opened the group; the others joined it.
+	if len(commits) != 1 {
+		t.Fatalf("%d commits, want the three lanes in one", len(commits))
+	}
+	if fmt.Sprint(order) != "[realtime historical overflow]" {
+		t.Fatalf("append order %v, want realtime, historical, overflow", order)
+	}
+}
+
+// Submissions to one lane are committed in the order they were queued.
+func TestWriterLaneOrder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hedge.duckdb")
+	w := openTestWarehouse(t, path, Config{FlushInterval: 50 * time.Millisecond, FlushRows: 7})
+	defer w.Close()
+	var wg sync.WaitGroup
+	for i := range 30 {
+		e := testEvent(1, fmt.Sprintf("%02d", i))
+		wg.Go(func() {
+			if err := w.Writer().Submit(&Batch{Lane: LaneHistorical, Events: []Event{e}}); err != nil {
+				t.Error(err)
+			}
+		})
+		time.Sleep(2 * time.Millisecond) // queued in this order
+	}
+	wg.Wait()
+	var got string
+	if err := w.DB().QueryRow(`SELECT string_agg(event, ',' ORDER BY rowid) FROM events`).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i := range 30 {
+		want = append(want, fmt.Sprintf("%02d", i))
+	}
+	if got != strings.Join(want, ",") {
+		t.Fatalf("historical lane committed as %s", got)
+	}
+}
+
+func TestWriterOverloaded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hedge.duckdb")
+	w := openTestWarehouse(t, path, Config{MaxQueuedRows: 10, QueueTimeout: 50 * time.Millisecond,
+		FlushInterval: 500 * time.Millisecond, FlushRows: 1000})
+	defer w.Close()
+	full := make([]Event, 10)
+	for i := range full {
+		full[i] = testEvent(1, "fills the queue")
+	}
+	done := make(chan error)
+	go func() { done <- w.Writer().Submit(&Batch{Events: full}) }()
+	time.Sleep(20 * time.Millisecond)
+	if err := w.Writer().Submit(&Batch{Events: []Event{testEvent(1, "one too many")}}); !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("submit over the queue limit: %v, want ErrOverloaded", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// The budget is released after the commit.
+	if err := w.Writer().Submit(&Batch{Events: []Event{testEvent(1, "after")}}); err != nil {
+		t.Fatal(err)
+	}
+	// A batch larger than the whole budget still goes, alone.
+	big := make([]Event, 25)
+	for i := range big {
+		big[i] = testEvent(1, "big")
+	}
+	if err := w.Writer().Submit(&Batch{Events: big}); err != nil {
+		t.Fatal(err)
 	}
 }

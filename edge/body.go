@@ -1,0 +1,208 @@
+package edge
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/valyala/fasthttp"
+	"golang.org/x/sync/semaphore"
+)
+
+// Limits on what one request may make the server hold, as PostHog sets them.
+const (
+	// maxPayload caps a decompressed payload: 5 x the /batch/ body limit.
+	maxPayload = 100 << 20
+	// maxEventSize caps one event's JSON (PostHog's Kafka message limit).
+	maxEventSize = 1 << 20
+	// prefetchSize is how much of a body fasthttp reads before the handler runs;
+	// the handler reads the rest itself, within its route's limit and the budget.
+	prefetchSize = 64 << 10
+	// readStep is how much more budget a growing buffer takes at a time.
+	readStep = 256 << 10
+)
+
+var (
+	errBodyTooLarge    = errors.New("body too large")
+	errPayloadTooLarge = errors.New("payload too large")
+	errOverBudget      = errors.New("in-flight bytes over budget")
+	errBadGzip         = errors.New("corrupt gzip")
+	errBadBase64       = errors.New("corrupt base64")
+)
+
+// budget bounds the bytes that all requests together hold at once: bodies as read and
+// the payloads they decompress to. A request that cannot get its share within wait is
+// answered 503, which every SDK retries.
+type budget struct {
+	sem  *semaphore.Weighted
+	max  int64
+	wait time.Duration
+}
+
+func newBudget(max int64, wait time.Duration) *budget {
+	return &budget{sem: semaphore.NewWeighted(max), max: max, wait: wait}
+}
+
+// reservation is one request's share of the budget, returned by release.
+type reservation struct {
+	budget *budget
+	held   int64
+}
+
+// charge takes n more bytes of the budget for the request. A request that would need
+// more than the whole budget gets all of it, alone, rather than waiting forever.
+func (r *reservation) charge(n int) error {
+	need := min(int64(n), r.budget.max-r.held)
+	if need <= 0 {
+		return nil
+	}
+	if !r.budget.sem.TryAcquire(need) {
+		ctx, cancel := context.WithTimeout(context.Background(), r.budget.wait)
+		err := r.budget.sem.Acquire(ctx, need)
+		cancel()
+		if err != nil {
+			return errOverBudget
+		}
+	}
+	r.held += need
+	return nil
+}
+
+func (r *reservation) release() {
+	if r.held > 0 {
+		r.budget.sem.Release(r.held)
+		r.held = 0
+	}
+}
+
+// readBody reads the request body into dst. A body of limit bytes or more is refused
+// with errBodyTooLarge: at once when Content-Length says so, else while reading.
+func readBody(ctx *fasthttp.RequestCtx, limit int, res *reservation, dst []byte) ([]byte, error) {
+	contentLength := ctx.Request.Header.ContentLength()
+	if contentLength >= limit {
+		return dst, errBodyTooLarge
+	}
+	stream := ctx.RequestBodyStream()
+	if stream == nil {
+		return dst, nil
+	}
+	return readAll(stream, dst, limit, res, contentLength)
+}
+
+// readAll appends r's bytes to dst until EOF, refusing with errBodyTooLarge once
+// limit bytes are read, and charging the growth to res before using it. hint, when
+// positive, is the expected size.
+func readAll(r io.Reader, dst []byte, limit int, res *reservation, hint int) ([]byte, error) {
+	start, charged := len(dst), 0
+	want := readStep
+	if hint > 0 {
+		want = min(hint, limit) + 1 // +1 to see EOF without another round
+	}
+	for {
+		if need := len(dst) - start + want; need > charged {
+			if err := res.charge(need - charged); err != nil {
+				return dst, err
+			}
+			charged = need
+		}
+		dst = slices.Grow(dst, want)
+		n, err := r.Read(dst[len(dst) : len(dst)+want])
+		dst = dst[:len(dst)+n]
+		if len(dst)-start >= limit {
+			return dst, errBodyTooLarge
+		}
+		if err == io.EOF {
+			return dst, nil
+		}
+		if err != nil {
+			return dst, err
+		}
+		if read := len(dst) - start; hint > 0 && read >= hint {
+			want = 1 // all that was announced has come: only EOF is left
+		} else {
+			want = max(readStep, read/2)
+		}
+	}
+}
+
+var gzipReaders sync.Pool
+
+// gunzip appends the decompression of src to dst, at most maxPayload bytes.
+func gunzip(src, dst []byte, res *reservation) ([]byte, error) {
+	zr, _ := gzipReaders.Get().(*gzip.Reader)
+	var err error
+	if zr == nil {
+		zr, err = gzip.NewReader(bytes.NewReader(src))
+	} else {
+		err = zr.Reset(bytes.NewReader(src))
+	}
+	if err != nil {
+		return dst, errBadGzip
+	}
+	defer gzipReaders.Put(zr)
+	dst, err = readAll(zr, dst, maxPayload, res, 4*len(src))
+	switch {
+	case errors.Is(err, errBodyTooLarge):
+		return dst, errPayloadTooLarge
+	case errors.Is(err, errOverBudget):
+		return dst, err
+	case err != nil:
+		return dst, errBadGzip
+	}
+	return dst, nil
+}
+
+// decodeBase64 appends the decoding of src to dst. It takes standard or URL-safe
+// base64, padded or not; spaces are taken for '+' that form decoding turned into ' '.
+func decodeBase64(src, dst []byte, res *reservation) ([]byte, error) {
+	src = bytes.TrimRight(src, "\r\n")
+	enc := base64.StdEncoding
+	if bytes.ContainsAny(src, "-_") {
+		enc = base64.URLEncoding
+	}
+	if len(src)%4 != 0 {
+		enc = enc.WithPadding(base64.NoPadding)
+	}
+	n := enc.DecodedLen(len(src))
+	if n >= maxPayload {
+		return dst, errPayloadTooLarge
+	}
+	if err := res.charge(n); err != nil {
+		return dst, err
+	}
+	if bytes.IndexByte(src, ' ') >= 0 {
+		src = bytes.ReplaceAll(src, []byte(" "), []byte("+"))
+	}
+	start := len(dst)
+	dst = append(dst, make([]byte, n)...)
+	written, err := enc.Decode(dst[start:], src)
+	if err != nil {
+		return dst[:start], errBadBase64
+	}
+	return dst[:start+written], nil
+}
+
+// looksBase64 reports whether b could be base64 text (of any alphabet, with spaces
+// where form decoding put them for '+').
+func looksBase64(b []byte) bool {
+	if len(b) < 4 {
+		return false
+	}
+	for _, c := range b {
+		switch {
+		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+		case c == '+', c == '/', c == '=', c == '-', c == '_', c == ' ', c == '\n', c == '\r':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func isGzip(b []byte) bool { return len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b }

@@ -1,0 +1,152 @@
+package edge
+
+import "bytes"
+
+// The functions here walk JSON text that sonic has already validated. They never
+// allocate; on text that is not valid after all they stop early instead of panicking.
+
+// members calls fn for each member of the JSON object obj, with the key as written
+// (quoted, possibly escaped) and the value's text.
+func members(obj []byte, fn func(key, value []byte)) {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return
+	}
+	i = skipSpace(obj, i+1)
+	for i < len(obj) && obj[i] == '"' {
+		keyEnd := skipString(obj, i)
+		colon := skipSpace(obj, keyEnd)
+		if colon >= len(obj) || obj[colon] != ':' {
+			return
+		}
+		valueStart := skipSpace(obj, colon+1)
+		valueEnd := skipValue(obj, valueStart)
+		if valueEnd <= valueStart || valueEnd > len(obj) {
+			return
+		}
+		fn(obj[i:keyEnd], obj[valueStart:valueEnd])
+		i = skipSpace(obj, valueEnd)
+		if i < len(obj) && obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string that starts at b[i] == '"'.
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// skipValue returns the index after the value that starts at b[i].
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+	}
+	return i
+}
+
+// keyIs reports whether the quoted key is name.
+func keyIs(key []byte, name string) bool {
+	if len(key) < 2 {
+		return false
+	}
+	inner := key[1 : len(key)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return string(inner) == name
+	}
+	var unescaped string
+	return jsonAPI.UnmarshalFromString(bytesToString(key), &unescaped) == nil && unescaped == name
+}
+
+func isObject(value []byte) bool { return len(value) > 0 && value[0] == '{' }
+func isArray(value []byte) bool  { return len(value) > 0 && value[0] == '[' }
+
+// mergeObjects appends to dst the object with the members of base and over, over
+// winning: base's members in base's order (with over's value where over has the key),
+// then over's other members. Keys compare as written. It is linear in the members,
+// whatever their number: a client controls both objects.
+func mergeObjects(dst, base, over []byte) []byte {
+	overValues := map[string][]byte{}
+	members(over, func(key, value []byte) { overValues[string(key)] = value })
+	inBase := map[string]bool{}
+	dst = append(dst, '{')
+	first := true
+	member := func(key, value []byte) {
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = append(dst, key...)
+		dst = append(dst, ':')
+		dst = append(dst, value...)
+	}
+	members(base, func(key, value []byte) {
+		inBase[string(key)] = true
+		if v, ok := overValues[string(key)]; ok {
+			value = v
+		}
+		member(key, value)
+	})
+	members(over, func(key, value []byte) {
+		if !inBase[string(key)] {
+			member(key, value)
+		}
+	})
+	return append(dst, '}')
+}
+
+// concatArrays appends to dst the array with the elements of a, then those of b.
+func concatArrays(dst, a, b []byte) []byte {
+	inner := func(arr []byte) []byte {
+		arr = bytes.TrimSpace(arr)
+		return bytes.TrimSpace(arr[1 : len(arr)-1])
+	}
+	ia, ib := inner(a), inner(b)
+	dst = append(dst, '[')
+	dst = append(dst, ia...)
+	if len(ia) > 0 && len(ib) > 0 {
+		dst = append(dst, ',')
+	}
+	dst = append(dst, ib...)
+	return append(dst, ']')
+}
