@@ -383,30 +383,19 @@ func eventProperties(e *rawEvent, props *rawProperties) []byte {
 	if n == 0 {
 		return properties
 	}
-	out := make([]byte, 0, len(properties)+64)
-	out = append(out, '{')
-	first := true
-	member := func(key, value []byte) {
-		if !first {
-			out = append(out, ',')
-		}
-		first = false
-		out = append(out, key...)
-		out = append(out, ':')
-		out = append(out, value...)
-	}
+	w := objectWriter{buf: make([]byte, 0, len(properties)+64)}
 	members(properties, func(key, value []byte) {
 		for _, r := range replaced[:n] {
 			if keyIs(key, r.key) {
 				return
 			}
 		}
-		member(key, value)
+		w.member(key, value)
 	})
 	for _, r := range replaced[:n] {
-		member(strconv.AppendQuote(nil, r.key), r.value)
+		w.member(strconv.AppendQuote(nil, r.key), r.value)
 	}
-	return append(out, '}')
+	return w.close()
 }
 
 var emptyObject = []byte("{}")

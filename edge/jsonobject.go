@@ -101,6 +101,32 @@ func keyIs(key []byte, name string) bool {
 func isObject(value []byte) bool { return len(value) > 0 && value[0] == '{' }
 func isArray(value []byte) bool  { return len(value) > 0 && value[0] == '[' }
 
+// objectWriter appends a JSON object to buf, one member at a time.
+type objectWriter struct {
+	buf     []byte
+	members int
+}
+
+func (w *objectWriter) member(key, value []byte) {
+	if w.members == 0 {
+		w.buf = append(w.buf, '{')
+	} else {
+		w.buf = append(w.buf, ',')
+	}
+	w.members++
+	w.buf = append(w.buf, key...)
+	w.buf = append(w.buf, ':')
+	w.buf = append(w.buf, value...)
+}
+
+// close ends the object and returns buf.
+func (w *objectWriter) close() []byte {
+	if w.members == 0 {
+		w.buf = append(w.buf, '{')
+	}
+	return append(w.buf, '}')
+}
+
 // mergeObjects appends to dst the object with the members of base and over, over
 // winning: base's members in base's order (with over's value where over has the key),
 // then over's other members. Keys compare as written. It is linear in the members,
@@ -109,30 +135,20 @@ func mergeObjects(dst, base, over []byte) []byte {
 	overValues := map[string][]byte{}
 	members(over, func(key, value []byte) { overValues[string(key)] = value })
 	inBase := map[string]bool{}
-	dst = append(dst, '{')
-	first := true
-	member := func(key, value []byte) {
-		if !first {
-			dst = append(dst, ',')
-		}
-		first = false
-		dst = append(dst, key...)
-		dst = append(dst, ':')
-		dst = append(dst, value...)
-	}
+	w := objectWriter{buf: dst}
 	members(base, func(key, value []byte) {
 		inBase[string(key)] = true
 		if v, ok := overValues[string(key)]; ok {
 			value = v
 		}
-		member(key, value)
+		w.member(key, value)
 	})
 	members(over, func(key, value []byte) {
 		if !inBase[string(key)] {
-			member(key, value)
+			w.member(key, value)
 		}
 	})
-	return append(dst, '}')
+	return w.close()
 }
 
 // concatArrays appends to dst the array with the elements of a, then those of b.
