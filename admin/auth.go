@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/bytedance/sonic"
@@ -140,6 +141,43 @@ func (a *API) organizationOf(c *fiber.Ctx, p *principal) (membership, error) {
 		return membership{}, errPermissionDenied(fmt.Sprintf("API key does not have access to the requested organization: ID %s.", id))
 	}
 	return m, nil
+}
+
+// project is a project the caller may reach, with the caller's place in its organization.
+type project struct {
+	id             int64
+	organizationID uuid.UUID
+	level          int // the caller's membership level in the project's organization
+}
+
+// projectOf resolves the project_id path parameter for the caller, as organizationOf
+// does for organizations: a project id that is not a number, that no project has, or
+// whose organization the caller's user does not belong to all get the same 404. A key
+// scoped to other projects or organizations gets PostHog's 403.
+func (a *API) projectOf(c *fiber.Ctx, p *principal) (project, error) {
+	notFound := errNotFound("Project not found.")
+	id, err := strconv.ParseInt(c.Params("project_id"), 10, 64)
+	if err != nil {
+		return project{}, notFound
+	}
+	pr := project{id: id}
+	err = a.db.QueryRowContext(c.UserContext(), `
+		SELECT p.organization_id, m.level FROM meta.projects p
+		JOIN meta.memberships m ON m.organization_id = p.organization_id AND m.user_id = ?
+		WHERE p.id = ?`, p.userID, id).Scan(&pr.organizationID, &pr.level)
+	if errors.Is(err, sql.ErrNoRows) {
+		return project{}, notFound
+	}
+	if err != nil {
+		return project{}, fmt.Errorf("cannot look up project %d for user %d: %w", id, p.userID, err)
+	}
+	if len(p.scopedTeams) > 0 && !slices.Contains(p.scopedTeams, id) {
+		return project{}, errPermissionDenied(fmt.Sprintf("API key does not have access to the requested project: ID %d.", id))
+	}
+	if len(p.scopedOrganizations) > 0 && !slices.Contains(p.scopedOrganizations, pr.organizationID.String()) {
+		return project{}, errPermissionDenied(fmt.Sprintf("API key does not have access to the requested organization: ID %s.", pr.organizationID))
+	}
+	return pr, nil
 }
 
 // jsonColumn is a JSON text column to decode into target.

@@ -43,6 +43,16 @@ func errMethodNotAllowed(method string) *Error {
 		Detail: fmt.Sprintf("Method %q not allowed.", method)}
 }
 
+// errValidation is a 400 about one field of the request (attr, nested fields joined
+// with "__"), or about the request as a whole when attr is "".
+func errValidation(attr, code, detail string) *Error {
+	e := &Error{Status: http.StatusBadRequest, Type: "validation_error", Code: code, Detail: detail}
+	if attr != "" {
+		e.Attr = &attr
+	}
+	return e
+}
+
 var errServer = &Error{Status: http.StatusInternalServerError, Type: "server_error", Code: "error",
 	Detail: "A server error occurred."}
 

@@ -9,8 +9,8 @@ import (
 	"github.com/google/uuid"
 )
 
-func (a *API) bindProjects(api fiber.Router) {
-	api.Get("/organizations/:organization_id/projects/", a.require("project:read"), a.projectList)
+func (a *API) bindProjects() {
+	a.handle(fiber.MethodGet, "/organizations/:organization_id/projects/", "project:read", a.projectList)
 }
 
 // projectListItem carries exactly the fields the spec lists for project list items.
