@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/bytedance/sonic"
@@ -58,6 +59,12 @@ type rawProperties struct {
 	Set                  sonic.NoCopyRawMessage `json:"$set"`
 	SetOnce              sonic.NoCopyRawMessage `json:"$set_once"`
 	Unset                sonic.NoCopyRawMessage `json:"$unset"`
+	AnonDistinctID       sonic.NoCopyRawMessage `json:"$anon_distinct_id"`
+	Alias                sonic.NoCopyRawMessage `json:"alias"`
+	Groups               sonic.NoCopyRawMessage `json:"$groups"`
+	GroupType            sonic.NoCopyRawMessage `json:"$group_type"`
+	GroupKey             sonic.NoCopyRawMessage `json:"$group_key"`
+	GroupSet             sonic.NoCopyRawMessage `json:"$group_set"`
 }
 
 // parsed is a decoded payload. It aliases the payload and is reused across requests.
@@ -160,7 +167,12 @@ const (
 	warnMissingDistinctID  = "missing_distinct_id"
 	warnMissingSurveyID    = "missing_survey_id"
 	warnPersonlessIdentity = "invalid_event_when_process_person_profile_is_false"
+	warnGroupKeyTooLong    = "group_key_too_long"
+	warnInvalidGroupSet    = "invalid_group_set"
 )
+
+// maxGroupKeyLength is PostHog's limit on a $groupidentify's $group_key, in characters.
+const maxGroupKeyLength = 400
 
 // skipReason says why an event must be skipped while the rest of its request is
 // ingested (spec, Errors 3 and rule 9; reference §9.2), or "" to keep it.
@@ -177,11 +189,25 @@ func skipReason(name, distinctID string, props *rawProperties) string {
 			return warnMissingSurveyID
 		}
 	case "$identify", "$create_alias", "$merge_dangerously", "$groupidentify":
-		if bytes.Equal(props.ProcessPersonProfile, []byte("false")) {
+		if personless(props) {
 			return warnPersonlessIdentity
 		}
 	}
+	if name == "$groupidentify" {
+		switch {
+		case utf8.RuneCountInString(jsonText(props.GroupKey)) > maxGroupKeyLength:
+			return warnGroupKeyTooLong
+		case len(props.GroupSet) > 0 && string(props.GroupSet) != "null" && !isObject(props.GroupSet):
+			return warnInvalidGroupSet
+		}
+	}
 	return ""
+}
+
+// personless reports $process_person_profile: false. Any other value is taken as true,
+// as PostHog does.
+func personless(props *rawProperties) bool {
+	return bytes.Equal(props.ProcessPersonProfile, []byte("false"))
 }
 
 // maxDistinctIDLength is PostHog's cap; longer ids are cut, not refused.
@@ -345,55 +371,64 @@ func queryTime(value []byte) time.Time {
 	return t
 }
 
-// eventProperties is the event's properties with the top-level $set, $set_once and
-// $unset merged in, the top level winning (reference §9.1): objects key by key, $unset
-// lists one after the other. An event without top-level sets keeps its properties as
-// sent, byte for byte.
-func eventProperties(e *rawEvent, props *rawProperties) []byte {
+// personSets holds an event's $set, $set_once and $unset as the identity model must
+// apply them: the properties' ones with the event's top-level ones merged in, the top
+// level winning (reference §9.1): objects key by key, $unset lists one after the other.
+type personSets struct {
+	values [3][]byte // $set, $set_once, $unset; nil when absent
+	// merged marks the values that differ from the properties' own, because the event
+	// had them at its top level too.
+	merged [3]bool
+}
+
+var personSetKeys = [3]string{"$set", "$set_once", "$unset"}
+
+func personSetsOf(e *rawEvent, props *rawProperties) personSets {
+	var s personSets
+	for i, pair := range [3]struct{ top, prop []byte }{{e.Set, props.Set}, {e.SetOnce, props.SetOnce}, {e.Unset, props.Unset}} {
+		s.values[i] = pair.prop
+		if pair.top == nil || string(pair.top) == "null" {
+			continue
+		}
+		value := pair.top
+		switch {
+		case isObject(pair.top) && isObject(pair.prop):
+			value = mergeObjects(nil, pair.prop, pair.top)
+		case isArray(pair.top) && isArray(pair.prop):
+			value = concatArrays(nil, pair.prop, pair.top)
+		}
+		s.values[i], s.merged[i] = value, true
+	}
+	return s
+}
+
+// eventProperties is the event's properties as stored: with the merged person sets in
+// place of the properties' own, or without any of them when strip (events that must not
+// touch a person keep none). An event that needs neither keeps its properties as sent,
+// byte for byte.
+func eventProperties(e *rawEvent, sets *personSets, strip bool) []byte {
 	properties := e.Properties
 	if len(properties) == 0 || string(properties) == "null" {
 		properties = emptyObject
 	}
-	if e.Set == nil && e.SetOnce == nil && e.Unset == nil {
-		return properties
-	}
-	type replacement struct {
-		key   string
-		value []byte
-	}
-	var replaced [3]replacement
-	n := 0
-	for _, s := range [...]struct {
-		key       string
-		top, prop []byte
-	}{{"$set", e.Set, props.Set}, {"$set_once", e.SetOnce, props.SetOnce}, {"$unset", e.Unset, props.Unset}} {
-		if s.top == nil || string(s.top) == "null" {
-			continue
-		}
-		value := s.top
-		switch {
-		case isObject(s.top) && isObject(s.prop):
-			value = mergeObjects(nil, s.prop, s.top)
-		case isArray(s.top) && isArray(s.prop):
-			value = concatArrays(nil, s.prop, s.top)
-		}
-		replaced[n] = replacement{s.key, value}
-		n++
-	}
-	if n == 0 {
+	if !strip && !sets.merged[0] && !sets.merged[1] && !sets.merged[2] {
 		return properties
 	}
 	w := objectWriter{buf: make([]byte, 0, len(properties)+64)}
 	members(properties, func(key, value []byte) {
-		for _, r := range replaced[:n] {
-			if keyIs(key, r.key) {
+		for i, k := range personSetKeys {
+			if (strip || sets.merged[i]) && keyIs(key, k) {
 				return
 			}
 		}
 		w.member(key, value)
 	})
-	for _, r := range replaced[:n] {
-		w.member(strconv.AppendQuote(nil, r.key), r.value)
+	if !strip {
+		for i, k := range personSetKeys {
+			if sets.merged[i] {
+				w.member(strconv.AppendQuote(nil, k), sets.values[i])
+			}
+		}
 	}
 	return w.close()
 }

@@ -116,7 +116,8 @@ func TestEventProperties(t *testing.T) {
 		if e.Properties != nil {
 			jsonAPI.UnmarshalFromString(string(e.Properties), &p)
 		}
-		got := string(eventProperties(&e, &p))
+		sets := personSetsOf(&e, &p)
+		got := string(eventProperties(&e, &sets, false))
 		if got != want {
 			t.Fatalf("properties of %s\n got %s\nwant %s", event, got, want)
 		}

@@ -398,16 +398,40 @@ func (s *Server) sort(q *request, team int64, rt route, sentAt, now time.Time) *
 			target = warehouse.LaneOverflow
 		}
 		b := &q.batches[target]
-		b.Events = append(b.Events, warehouse.Event{
-			UUID:       id,
-			TeamID:     team,
-			Name:       name,
-			DistinctID: distinctID,
-			Timestamp:  eventTime(e, props, sentAt, now),
-			Properties: bytesToString(eventProperties(e, props)),
-		})
+		b.Events = append(b.Events, identityOf(name, e, props))
+		event := &b.Events[len(b.Events)-1]
+		event.UUID, event.TeamID, event.Name, event.DistinctID = id, team, name, distinctID
+		event.Timestamp = eventTime(e, props, sentAt, now)
 	}
 	return nil
+}
+
+// identityOf is an event row with its properties as stored and what it asks of the
+// identity model (reference §9): personless events and $groupidentify never touch a
+// person, so their $set, $set_once and $unset are stripped.
+func identityOf(name string, e *rawEvent, props *rawProperties) warehouse.Event {
+	sets := personSetsOf(e, props)
+	ev := warehouse.Event{Personless: personless(props)}
+	strip := ev.Personless || name == "$groupidentify"
+	ev.Properties = bytesToString(eventProperties(e, &sets, strip))
+	if ev.Personless {
+		return ev
+	}
+	if !strip {
+		ev.Set, ev.SetOnce, ev.Unset = bytesToString(sets.values[0]), bytesToString(sets.values[1]), bytesToString(sets.values[2])
+	}
+	ev.AnonDistinctID = jsonText(props.AnonDistinctID)
+	ev.Alias = jsonText(props.Alias)
+	if isObject(props.Groups) {
+		ev.Groups = bytesToString(props.Groups)
+	}
+	if name == "$groupidentify" {
+		ev.GroupType, ev.GroupKey = jsonText(props.GroupType), jsonText(props.GroupKey)
+		if isObject(props.GroupSet) {
+			ev.GroupSet = bytesToString(props.GroupSet)
+		}
+	}
+	return ev
 }
 
 // allowCORS lets browsers send events from any site, as PostHog does: the request's
@@ -467,7 +491,8 @@ var (
 	}
 	droppedTotal = func() map[string]*metrics.Counter {
 		m := map[string]*metrics.Counter{}
-		for _, reason := range []string{warnMissingEventName, warnMissingDistinctID, warnMissingSurveyID, warnPersonlessIdentity} {
+		for _, reason := range []string{warnMissingEventName, warnMissingDistinctID, warnMissingSurveyID, warnPersonlessIdentity,
+			warnGroupKeyTooLong, warnInvalidGroupSet} {
 			m[reason] = metrics.NewCounter(fmt.Sprintf(`hedge_capture_events_dropped_total{reason=%q}`, reason))
 		}
 		return m

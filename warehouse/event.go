@@ -19,6 +19,22 @@ type Event struct {
 	Timestamp  time.Time
 	// Properties is the JSON object text of the event's properties.
 	Properties string
+
+	// What the event asks of the identity model, taken out of its properties by the
+	// edge (raw JSON text, "" when absent), so that the writer parses nothing else.
+	//
+	// Personless is $process_person_profile: false: no person is created or changed.
+	Personless bool
+	// Set and SetOnce are JSON objects, Unset a JSON array of keys (or an object whose
+	// keys are meant), with the event's top-level ones already merged in.
+	Set, SetOnce, Unset string
+	// AnonDistinctID is the $identify's $anon_distinct_id; Alias the other id of a
+	// $create_alias or $merge_dangerously.
+	AnonDistinctID, Alias string
+	// Groups is the $groups object: group type to group key.
+	Groups string
+	// GroupType, GroupKey and GroupSet (a JSON object) are those of a $groupidentify.
+	GroupType, GroupKey, GroupSet string
 }
 
 // Warning is one row of ingestion_warnings: an event that was skipped, or kept with a

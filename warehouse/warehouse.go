@@ -51,6 +51,10 @@ type Config struct {
 	// QueueTimeout is how long Submit waits for room under MaxQueuedRows before it
 	// gives up with ErrOverloaded (default 1s).
 	QueueTimeout time.Duration
+	// PersonCacheSize is how many persons the Writer keeps in memory beside the whole
+	// distinct-id map (default 20000); the rest are read from the database when an
+	// event changes them.
+	PersonCacheSize int
 	// CheckpointInterval is how often the Writer checkpoints DuckDB when events were
 	// written since the last checkpoint (default 5m). It bounds the WAL that a restart
 	// after a crash must replay.
@@ -77,6 +81,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.QueueTimeout <= 0 {
 		c.QueueTimeout = time.Second
+	}
+	if c.PersonCacheSize <= 0 {
+		c.PersonCacheSize = 20000
 	}
 	if c.CheckpointInterval <= 0 {
 		c.CheckpointInterval = 5 * time.Minute
@@ -117,12 +124,17 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 		w.closeDB()
 		return nil, err
 	}
+	identity, err := loadIdentity(ctx, db, cfg.PersonCacheSize)
+	if err != nil {
+		w.closeDB()
+		return nil, err
+	}
 	conn, err := connector.Connect(ctx)
 	if err != nil {
 		w.closeDB()
 		return nil, fmt.Errorf("cannot open the writer's connection: %w", err)
 	}
-	writer, err := newWriter(conn, &cfg)
+	writer, err := newWriter(conn, identity, &cfg)
 	if err != nil {
 		conn.Close()
 		w.closeDB()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,10 +46,10 @@ var (
 // one waiting submission from every lane, so no lane starves, and fills the rest in
 // lane order (realtime, historical, overflow); rows are appended in that order too.
 type Writer struct {
-	conn     driver.Conn
-	events   *duckdb.Appender
-	warnings *duckdb.Appender
-	lanes    [laneCount]chan *submission
+	conn      driver.Conn
+	appenders *appenders // nil after a failed commit, until the next opens them again
+	identity  *identity
+	lanes     [laneCount]chan *submission
 	// queued bounds the rows (events and warnings) between Submit and their commit.
 	queued *semaphore.Weighted
 	done   chan struct{}
@@ -75,13 +76,25 @@ type submission struct {
 
 var submissionPool = sync.Pool{New: func() any { return &submission{done: make(chan error, 1)} }}
 
-func newWriter(conn driver.Conn, cfg *Config) (*Writer, error) {
+// appenders are the Writer's bulk inserts, all on its connection and inside its
+// transaction: a failed append or flush invalidates them, and the next commit opens
+// new ones.
+type appenders struct {
+	events, warnings, persons, distinctIDs *duckdb.Appender
+}
+
+func (a *appenders) all() []*duckdb.Appender {
+	return []*duckdb.Appender{a.events, a.warnings, a.persons, a.distinctIDs}
+}
+
+func newWriter(conn driver.Conn, identity *identity, cfg *Config) (*Writer, error) {
 	w := &Writer{
-		conn:   conn,
-		queued: semaphore.NewWeighted(int64(cfg.MaxQueuedRows)),
-		done:   make(chan struct{}),
-		cfg:    cfg,
-		log:    cfg.Logger,
+		conn:     conn,
+		identity: identity,
+		queued:   semaphore.NewWeighted(int64(cfg.MaxQueuedRows)),
+		done:     make(chan struct{}),
+		cfg:      cfg,
+		log:      cfg.Logger,
 	}
 	for i := range w.lanes {
 		// Every submission holds at least one queued row, so a lane never needs more room.
@@ -345,7 +358,7 @@ func (w *Writer) commit(group []*submission) (err error) {
 			failedCommitsTotal.Inc()
 		}
 	}()
-	if w.events == nil {
+	if w.appenders == nil {
 		if err := w.openAppenders(); err != nil {
 			return err
 		}
@@ -355,14 +368,17 @@ func (w *Writer) commit(group []*submission) (err error) {
 	}
 	defer func() {
 		if err != nil {
+			// Closing an appender flushes the rows it still holds, so close them while
+			// the failed transaction is open, for ROLLBACK to discard those rows too.
+			w.closeAppenders()
 			if rbErr := w.exec("ROLLBACK"); rbErr != nil {
 				w.log.Error("cannot roll back a failed commit", "err", rbErr)
 			}
-			// A failed append or flush invalidates an appender: the next commit opens
-			// fresh ones.
-			w.closeAppenders()
+			w.identity.delta.reset()
 		}
 	}()
+	ctx := context.Background()
+	a := w.appenders
 	insertedAt := time.Now().UTC()
 	var events [laneCount]int
 	warnings := 0
@@ -371,12 +387,24 @@ func (w *Writer) commit(group []*submission) (err error) {
 		lane := b.Lane.String()
 		for i := range b.Events {
 			e := &b.Events[i]
-			err := w.events.AppendRow(
-				duckdb.UUID(e.UUID), e.TeamID, e.Name, e.DistinctID, nil,
+			p, err := w.identity.process(ctx, e)
+			if err != nil {
+				return err
+			}
+			err = a.events.AppendRow(
+				duckdb.UUID(e.UUID), e.TeamID, e.Name, e.DistinctID, duckdb.UUID(p.personID),
 				e.Timestamp, insertedAt, e.Properties,
-				nil, nil, nil, nil, nil, lane)
+				groupColumn(p.groups[0]), groupColumn(p.groups[1]), groupColumn(p.groups[2]), groupColumn(p.groups[3]), groupColumn(p.groups[4]),
+				lane)
 			if err != nil {
 				return fmt.Errorf("cannot append event %s: %w", e.UUID, err)
+			}
+			if p.warning != "" {
+				warning := Warning{TeamID: e.TeamID, Time: insertedAt, Type: p.warning, Event: e.Name, DistinctID: e.DistinctID}
+				if err := w.appendWarning(&warning); err != nil {
+					return err
+				}
+				warnings++
 			}
 		}
 		for i := range b.Warnings {
@@ -387,15 +415,18 @@ func (w *Writer) commit(group []*submission) (err error) {
 		events[b.Lane] += len(b.Events)
 		warnings += len(b.Warnings)
 	}
-	if err := w.events.Flush(); err != nil {
-		return fmt.Errorf("cannot flush events: %w", err)
+	if err := w.identity.flush(a, w.exec); err != nil {
+		return err
 	}
-	if err := w.warnings.Flush(); err != nil {
-		return fmt.Errorf("cannot flush ingestion warnings: %w", err)
+	for _, appender := range a.all() {
+		if err := appender.Flush(); err != nil {
+			return fmt.Errorf("cannot flush appended rows: %w", err)
+		}
 	}
 	if err := w.exec("COMMIT"); err != nil {
 		return err
 	}
+	w.identity.apply()
 	commitsTotal.Inc()
 	warningsTotal.Add(warnings)
 	for lane, n := range events {
@@ -406,12 +437,20 @@ func (w *Writer) commit(group []*submission) (err error) {
 	return nil
 }
 
+// groupColumn is a $group_N column value: NULL when the event has no group of that type.
+func groupColumn(key string) any {
+	if key == "" {
+		return nil
+	}
+	return key
+}
+
 func (w *Writer) appendWarning(warning *Warning) error {
 	var details any
 	if warning.Details != "" {
 		details = warning.Details
 	}
-	err := w.warnings.AppendRow(warning.TeamID, warning.Time, warning.Type, warning.Event, warning.DistinctID, details)
+	err := w.appenders.warnings.AppendRow(warning.TeamID, warning.Time, warning.Type, warning.Event, warning.DistinctID, details)
 	if err != nil {
 		return fmt.Errorf("cannot append ingestion warning %s: %w", warning.Type, err)
 	}
@@ -431,29 +470,41 @@ func (w *Writer) checkpoint() {
 	w.rowsSinceCheckpoint = 0
 }
 
-func (w *Writer) exec(query string) error {
-	if _, err := w.conn.(driver.ExecerContext).ExecContext(context.Background(), query, nil); err != nil {
-		return fmt.Errorf("cannot %s: %w", query, err)
+// exec runs a statement on the Writer's connection, inside its transaction.
+func (w *Writer) exec(query string, args ...any) error {
+	named := make([]driver.NamedValue, len(args))
+	for i, arg := range args {
+		named[i] = driver.NamedValue{Ordinal: i + 1, Value: arg}
+	}
+	if _, err := w.conn.(driver.ExecerContext).ExecContext(context.Background(), query, named); err != nil {
+		return fmt.Errorf("cannot run %q: %w", strings.Fields(query)[0], err)
 	}
 	return nil
 }
 
 func (w *Writer) openAppenders() error {
-	events, err := duckdb.NewAppenderFromConn(w.conn, "", "events")
-	if err != nil {
-		return fmt.Errorf("cannot open the events appender: %w", err)
+	var a appenders
+	for _, t := range []struct {
+		table  string
+		target **duckdb.Appender
+	}{{"events", &a.events}, {"ingestion_warnings", &a.warnings}, {"persons", &a.persons}, {"person_distinct_ids", &a.distinctIDs}} {
+		appender, err := duckdb.NewAppenderFromConn(w.conn, "", t.table)
+		if err != nil {
+			w.appenders = &a
+			w.closeAppenders()
+			return fmt.Errorf("cannot open the %s appender: %w", t.table, err)
+		}
+		*t.target = appender
 	}
-	warnings, err := duckdb.NewAppenderFromConn(w.conn, "", "ingestion_warnings")
-	if err != nil {
-		events.Close()
-		return fmt.Errorf("cannot open the ingestion warnings appender: %w", err)
-	}
-	w.events, w.warnings = events, warnings
+	w.appenders = &a
 	return nil
 }
 
 func (w *Writer) closeAppenders() {
-	for _, a := range []*duckdb.Appender{w.events, w.warnings} {
+	if w.appenders == nil {
+		return
+	}
+	for _, a := range w.appenders.all() {
 		if a == nil {
 			continue
 		}
@@ -461,7 +512,7 @@ func (w *Writer) closeAppenders() {
 			w.log.Debug("closing an appender", "err", err)
 		}
 	}
-	w.events, w.warnings = nil, nil
+	w.appenders = nil
 }
 
 func (w *Writer) release() {

@@ -129,7 +129,8 @@ func TestWriterIsolatesFailedSubmission(t *testing.T) {
 	poison := testEvent(1, "poison")
 	poison.Properties = "{\"bad\":\"\xff\"}"
 	var poisonErr error
-	wg.Go(func() { poisonErr = w.Writer().Submit(&Batch{Events: []Event{poison}}) })
+	poisonWarning := Warning{TeamID: 1, Time: time.Now(), Type: "missing_distinct_id", Event: "with the poison"}
+	wg.Go(func() { poisonErr = w.Writer().Submit(&Batch{Events: []Event{poison}, Warnings: []Warning{poisonWarning}}) })
 	wg.Wait()
 
 	if poisonErr == nil {
@@ -143,6 +144,13 @@ func TestWriterIsolatesFailedSubmission(t *testing.T) {
 	seen := storedUUIDs(t, w)
 	if len(seen) != len(good) || seen[poison.UUID] != 0 {
 		t.Fatalf("stored %d events (poison %d), want %d good ones only", len(seen), seen[poison.UUID], len(good))
+	}
+	// Nothing of the failed submission is stored: not its warning, not its person.
+	var warnings, persons int
+	w.DB().QueryRow(`SELECT count(*) FROM ingestion_warnings`).Scan(&warnings)
+	w.DB().QueryRow(`SELECT count(*) FROM persons`).Scan(&persons)
+	if warnings != 0 || persons != 1 {
+		t.Fatalf("after the failed commits: %d warnings, %d persons; want 0 and the good events' 1", warnings, persons)
 	}
 	// The writer goes on working after a failed commit.
 	after := testEvent(1, "after")

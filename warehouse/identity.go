@@ -1,0 +1,599 @@
+package warehouse
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/bytedance/sonic"
+	duckdb "github.com/duckdb/duckdb-go/v2"
+	"github.com/google/uuid"
+	lru "github.com/hashicorp/golang-lru/v2/simplelru"
+)
+
+// Warning types written by the identity model; the events they are about are kept.
+const (
+	warnIllegalDistinctID = "cannot_merge_with_illegal_distinct_id"
+	warnAlreadyIdentified = "cannot_merge_already_identified"
+)
+
+// maxGroupTypes is PostHog's limit per project; a sixth type gets no index.
+const maxGroupTypes = 5
+
+// identity is the writer's view of persons, distinct ids and groups (reference §9):
+// the distinct-id map and the group types of every project are in memory whole, persons
+// and groups in LRU caches, and the database is the truth behind them; a restart
+// rebuilds the maps. It belongs to the writer goroutine.
+//
+// A commit's changes go to a delta, which the maps take on only once the commit has
+// succeeded (apply), so a failed commit leaves them as the database is.
+type identity struct {
+	// db reads what is committed. Reads never need this commit's own changes: those are
+	// in the delta, and reach the transaction only in flush.
+	db         *sql.DB
+	distinct   map[distinctKey]uuid.UUID
+	groupTypes map[int64]*[maxGroupTypes]string
+	persons    *lru.LRU[uuid.UUID, *person]
+	groups     *lru.LRU[groupKey, *group]
+	delta      identityDelta
+}
+
+type distinctKey struct {
+	team int64
+	id   string
+}
+
+type groupKey struct {
+	team  int64
+	index int
+	key   string
+}
+
+// group is one row of the groups table as the writer holds it.
+type group struct {
+	key       groupKey
+	props     map[string]json.RawMessage
+	createdAt time.Time
+	version   int64
+	stored    bool
+}
+
+type identityDelta struct {
+	distinct   map[distinctKey]uuid.UUID
+	persons    map[uuid.UUID]*person // changed or new, in their final state
+	deleted    map[uuid.UUID]bool    // stored persons merged away
+	groupTypes map[int64]*[maxGroupTypes]string
+	newTypes   []groupTypeRow
+	groups     map[groupKey]*group
+}
+
+type groupTypeRow struct {
+	team  int64
+	name  string
+	index int
+}
+
+func (d *identityDelta) reset() {
+	clear(d.distinct)
+	clear(d.persons)
+	clear(d.deleted)
+	clear(d.groupTypes)
+	clear(d.groups)
+	d.newTypes = d.newTypes[:0]
+}
+
+// loadIdentity reads the distinct-id map and the group types from the database.
+func loadIdentity(ctx context.Context, db *sql.DB, cacheSize int) (*identity, error) {
+	persons, _ := lru.NewLRU[uuid.UUID, *person](cacheSize, nil)
+	groups, _ := lru.NewLRU[groupKey, *group](cacheSize/10+1, nil)
+	x := &identity{
+		db:         db,
+		distinct:   map[distinctKey]uuid.UUID{},
+		groupTypes: map[int64]*[maxGroupTypes]string{},
+		persons:    persons,
+		groups:     groups,
+		delta: identityDelta{
+			distinct: map[distinctKey]uuid.UUID{}, persons: map[uuid.UUID]*person{}, deleted: map[uuid.UUID]bool{},
+			groupTypes: map[int64]*[maxGroupTypes]string{}, groups: map[groupKey]*group{},
+		},
+	}
+	rows, err := db.QueryContext(ctx, `SELECT team_id, distinct_id, person_id FROM person_distinct_ids`)
+	if err != nil {
+		return nil, fmt.Errorf("cannot load distinct ids: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k distinctKey
+		var id uuid.UUID
+		if err := rows.Scan(&k.team, &k.id, &id); err != nil {
+			return nil, fmt.Errorf("cannot load distinct ids: %w", err)
+		}
+		x.distinct[k] = id
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("cannot load distinct ids: %w", err)
+	}
+	types, err := db.QueryContext(ctx, `SELECT team_id, group_type, group_type_index FROM group_type_mappings`)
+	if err != nil {
+		return nil, fmt.Errorf("cannot load group types: %w", err)
+	}
+	defer types.Close()
+	for types.Next() {
+		var r groupTypeRow
+		if err := types.Scan(&r.team, &r.name, &r.index); err != nil {
+			return nil, fmt.Errorf("cannot load group types: %w", err)
+		}
+		if x.groupTypes[r.team] == nil {
+			x.groupTypes[r.team] = new([maxGroupTypes]string)
+		}
+		x.groupTypes[r.team][r.index] = r.name
+	}
+	return x, types.Err()
+}
+
+// processed is what identity processing decides for one event.
+type processed struct {
+	personID uuid.UUID
+	groups   [maxGroupTypes]string // the event's $group_0..4 ("" for none)
+	warning  string                // an ingestion warning about the event, or ""
+}
+
+// process applies one event to the identity model (reference §9) and returns its
+// person and groups. Events are processed in the order they are committed.
+func (x *identity) process(ctx context.Context, e *Event) (processed, error) {
+	var out processed
+	key := distinctKey{e.TeamID, e.DistinctID}
+	if e.Personless {
+		// No person is created or changed; an existing one is still named.
+		if id, ok := x.lookupDistinct(key); ok {
+			out.personID = id
+		} else {
+			out.personID = personIDFor(e.TeamID, e.DistinctID)
+		}
+		return out, nil
+	}
+	if e.Groups != "" {
+		if err := x.eventGroups(e, &out.groups); err != nil {
+			return out, err
+		}
+	}
+	if e.Name == "$groupidentify" {
+		if err := x.groupIdentify(ctx, e); err != nil {
+			return out, err
+		}
+	}
+	switch {
+	case e.Name == "$identify" && e.AnonDistinctID != "":
+		w, err := x.merge(ctx, e, e.AnonDistinctID, e.DistinctID, false)
+		if err != nil {
+			return out, err
+		}
+		out.warning = w
+	case e.Name == "$create_alias" && e.Alias != "":
+		// Spec, rule 5: the event's distinct_id is merged into the alias, which becomes
+		// the person's main id (PostHog's code merges the other way).
+		w, err := x.merge(ctx, e, e.DistinctID, e.Alias, false)
+		if err != nil {
+			return out, err
+		}
+		out.warning = w
+	case e.Name == "$merge_dangerously" && e.Alias != "":
+		w, err := x.merge(ctx, e, e.Alias, e.DistinctID, true)
+		if err != nil {
+			return out, err
+		}
+		out.warning = w
+	}
+	update := parsePersonUpdate(e)
+	if e.Name == "$groupidentify" {
+		update = personUpdate{} // it never touches the person
+	}
+	id, err := x.personFor(ctx, key, e.Timestamp, &update)
+	out.personID = id
+	return out, err
+}
+
+// personFor returns the person of key, created with the update's properties when the
+// distinct id has none, or changed by it when it has one.
+func (x *identity) personFor(ctx context.Context, key distinctKey, at time.Time, update *personUpdate) (uuid.UUID, error) {
+	id, ok := x.lookupDistinct(key)
+	if !ok {
+		p := x.newPerson(key, at)
+		update.apply(p)
+		x.delta.distinct[key] = p.id
+		return p.id, nil
+	}
+	if update.empty() {
+		return id, nil
+	}
+	p, err := x.person(ctx, id)
+	if err != nil || p == nil || !update.changes(p) { // nothing would change: no write
+		return id, err
+	}
+	p, err = x.mutable(ctx, id)
+	if err != nil {
+		return id, err
+	}
+	update.apply(p)
+	p.version++
+	return id, nil
+}
+
+// merge makes other and into one person (reference §9.3), into's person surviving.
+// It returns the warning to record when the merge is refused.
+func (x *identity) merge(ctx context.Context, e *Event, other, into string, dangerous bool) (string, error) {
+	if other == into {
+		return "", nil
+	}
+	if illegalDistinctID(other) || illegalDistinctID(into) {
+		return warnIllegalDistinctID, nil
+	}
+	otherKey, intoKey := distinctKey{e.TeamID, other}, distinctKey{e.TeamID, into}
+	otherID, otherOK := x.lookupDistinct(otherKey)
+	intoID, intoOK := x.lookupDistinct(intoKey)
+	switch {
+	case !otherOK && !intoOK:
+		// One person for both; its id is the one other's personless events carry.
+		p := x.newPersonWithID(personIDFor(e.TeamID, other), e.TeamID, e.Timestamp)
+		p.identified = true
+		x.delta.distinct[otherKey] = p.id
+		x.delta.distinct[intoKey] = p.id
+		return "", nil
+	case otherOK && !intoOK:
+		x.delta.distinct[intoKey] = otherID
+		return "", x.markIdentified(ctx, otherID)
+	case !otherOK && intoOK:
+		x.delta.distinct[otherKey] = intoID
+		return "", x.markIdentified(ctx, intoID)
+	case otherID == intoID:
+		return "", x.markIdentified(ctx, intoID)
+	}
+	source, err := x.person(ctx, otherID)
+	if err != nil || source == nil {
+		return "", err
+	}
+	if source.identified && !dangerous {
+		return warnAlreadyIdentified, nil
+	}
+	target, err := x.mutable(ctx, intoID)
+	if err != nil || target == nil {
+		return "", err
+	}
+	for k, v := range source.props {
+		if _, ok := target.props[k]; !ok {
+			target.props[k] = v
+		}
+	}
+	if source.createdAt.Before(target.createdAt) {
+		target.createdAt = source.createdAt
+	}
+	target.version = max(source.version, target.version) + 1
+	target.identified = true
+	if err := x.moveDistinctIDs(ctx, e.TeamID, otherID, intoID); err != nil {
+		return "", err
+	}
+	delete(x.delta.persons, otherID)
+	if source.stored {
+		x.delta.deleted[otherID] = true
+	}
+	return "", nil
+}
+
+// moveDistinctIDs points every distinct id of person from at person to: those in the
+// database and those given to it in this commit.
+func (x *identity) moveDistinctIDs(ctx context.Context, team int64, from, to uuid.UUID) error {
+	rows, err := x.db.QueryContext(ctx, `SELECT distinct_id FROM person_distinct_ids WHERE team_id = ? AND person_id = ?`, team, from)
+	if err != nil {
+		return fmt.Errorf("cannot list the distinct ids of person %s: %w", from, err)
+	}
+	defer rows.Close()
+	var keys []distinctKey
+	for rows.Next() {
+		k := distinctKey{team: team}
+		if err := rows.Scan(&k.id); err != nil {
+			return fmt.Errorf("cannot list the distinct ids of person %s: %w", from, err)
+		}
+		keys = append(keys, k)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("cannot list the distinct ids of person %s: %w", from, err)
+	}
+	for k, id := range x.delta.distinct {
+		if id == from {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range keys {
+		if id, _ := x.lookupDistinct(k); id == from {
+			x.delta.distinct[k] = to
+		}
+	}
+	return nil
+}
+
+func (x *identity) markIdentified(ctx context.Context, id uuid.UUID) error {
+	p, err := x.person(ctx, id)
+	if err != nil || p == nil || p.identified {
+		return err
+	}
+	if p, err = x.mutable(ctx, id); err != nil {
+		return err
+	}
+	p.identified = true
+	p.version++
+	return nil
+}
+
+func (x *identity) newPerson(key distinctKey, at time.Time) *person {
+	return x.newPersonWithID(personIDFor(key.team, key.id), key.team, at)
+}
+
+func (x *identity) newPersonWithID(id uuid.UUID, team int64, at time.Time) *person {
+	p := &person{id: id, team: team, props: map[string]json.RawMessage{}, createdAt: at}
+	x.delta.persons[id] = p
+	return p
+}
+
+func (x *identity) lookupDistinct(k distinctKey) (uuid.UUID, bool) {
+	if id, ok := x.delta.distinct[k]; ok {
+		return id, true
+	}
+	id, ok := x.distinct[k]
+	return id, ok
+}
+
+// person returns the person with id as it is in this commit so far; it must not be
+// changed (see mutable). nil when there is none.
+func (x *identity) person(ctx context.Context, id uuid.UUID) (*person, error) {
+	if p, ok := x.delta.persons[id]; ok {
+		return p, nil
+	}
+	if x.delta.deleted[id] {
+		return nil, nil
+	}
+	if p, ok := x.persons.Get(id); ok {
+		return p, nil
+	}
+	p := &person{id: id, stored: true}
+	var props string
+	err := x.db.QueryRowContext(ctx, `SELECT team_id, properties, created_at, is_identified, version FROM persons WHERE id = ?`, id).
+		Scan(&p.team, &props, &p.createdAt, &p.identified, &p.version)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot read person %s: %w", id, err)
+	}
+	if err := json.Unmarshal([]byte(props), &p.props); err != nil {
+		return nil, fmt.Errorf("cannot read the properties of person %s: %w", id, err)
+	}
+	x.persons.Add(id, p)
+	return p, nil
+}
+
+// mutable returns the person with id to be changed in this commit: the delta's copy.
+func (x *identity) mutable(ctx context.Context, id uuid.UUID) (*person, error) {
+	if p, ok := x.delta.persons[id]; ok {
+		return p, nil
+	}
+	p, err := x.person(ctx, id)
+	if err != nil || p == nil {
+		return nil, err
+	}
+	c := p.clone()
+	x.delta.persons[id] = c
+	return c, nil
+}
+
+// eventGroups fills the event's $group_N columns from its $groups, giving new group
+// types an index while the project has fewer than five; it never creates a group
+// (spec, rule 7).
+func (x *identity) eventGroups(e *Event, columns *[maxGroupTypes]string) error {
+	var groups map[string]sonic.NoCopyRawMessage
+	if err := jsonAPI.UnmarshalFromString(e.Groups, &groups); err != nil {
+		return nil // not an object: no groups, as PostHog
+	}
+	for typ, raw := range groups {
+		key := jsonText(raw)
+		if key == "" {
+			continue
+		}
+		if index, ok := x.groupTypeIndex(e.TeamID, typ); ok {
+			columns[index] = key
+		}
+	}
+	return nil
+}
+
+// groupIdentify creates the group of a $groupidentify or merges its $group_set into the
+// group's properties, key by key (spec, rule 6).
+func (x *identity) groupIdentify(ctx context.Context, e *Event) error {
+	if e.GroupType == "" || e.GroupKey == "" {
+		return nil
+	}
+	index, ok := x.groupTypeIndex(e.TeamID, e.GroupType)
+	if !ok {
+		return nil // a sixth type: no index, no group
+	}
+	var set map[string]sonic.NoCopyRawMessage
+	if e.GroupSet != "" {
+		jsonAPI.UnmarshalFromString(e.GroupSet, &set)
+	}
+	g, err := x.mutableGroup(ctx, groupKey{e.TeamID, index, e.GroupKey}, e.Timestamp)
+	if err != nil {
+		return err
+	}
+	for k, v := range set {
+		g.props[k] = []byte(string(v))
+	}
+	g.version++
+	return nil
+}
+
+// groupTypeIndex is the index of the project's group type, given one if the type is
+// new and the project has fewer than five.
+func (x *identity) groupTypeIndex(team int64, name string) (int, bool) {
+	types := x.delta.groupTypes[team]
+	if types == nil {
+		types = x.groupTypes[team]
+	}
+	free := -1
+	if types != nil {
+		for i, t := range types {
+			switch {
+			case t == name:
+				return i, true
+			case t == "" && free < 0:
+				free = i
+			}
+		}
+	} else {
+		free = 0
+	}
+	if free < 0 {
+		return 0, false
+	}
+	changed := new([maxGroupTypes]string)
+	if types != nil {
+		*changed = *types
+	}
+	changed[free] = strings.Clone(name)
+	x.delta.groupTypes[team] = changed
+	x.delta.newTypes = append(x.delta.newTypes, groupTypeRow{team: team, name: changed[free], index: free})
+	return free, true
+}
+
+func (x *identity) mutableGroup(ctx context.Context, k groupKey, at time.Time) (*group, error) {
+	if g, ok := x.delta.groups[k]; ok {
+		return g, nil
+	}
+	g, ok := x.groups.Get(k)
+	if !ok {
+		g = &group{key: k, props: map[string]json.RawMessage{}, createdAt: at}
+		var props string
+		err := x.db.QueryRowContext(ctx, `SELECT group_properties, created_at, version FROM groups
+			WHERE team_id = ? AND group_type_index = ? AND group_key = ?`, k.team, k.index, k.key).Scan(&props, &g.createdAt, &g.version)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return nil, fmt.Errorf("cannot read group %s: %w", k.key, err)
+		default:
+			g.stored = true
+			if err := json.Unmarshal([]byte(props), &g.props); err != nil {
+				return nil, fmt.Errorf("cannot read the properties of group %s: %w", k.key, err)
+			}
+		}
+	}
+	c := *g
+	c.key.key = strings.Clone(k.key)
+	c.props = make(map[string]json.RawMessage, len(g.props))
+	for k, v := range g.props {
+		c.props[k] = v
+	}
+	x.delta.groups[k] = &c
+	return &c, nil
+}
+
+// flush writes the commit's identity changes into the open transaction: new rows
+// through the appenders, changes and merges as statements run by exec on the
+// transaction's connection (UUIDs go as text, cast in SQL).
+func (x *identity) flush(a *appenders, exec func(query string, args ...any) error) error {
+	for _, p := range x.delta.persons {
+		if !p.stored {
+			if err := a.persons.AppendRow(duckdb.UUID(p.id), p.team, p.propertiesJSON(), p.createdAt, p.identified, p.version); err != nil {
+				return fmt.Errorf("cannot append person %s: %w", p.id, err)
+			}
+			continue
+		}
+		if err := exec(`UPDATE persons SET properties = ?, created_at = ?, is_identified = ?, version = ? WHERE id = ?::UUID`,
+			p.propertiesJSON(), p.createdAt, p.identified, p.version, p.id.String()); err != nil {
+			return fmt.Errorf("cannot update person %s: %w", p.id, err)
+		}
+	}
+	for id := range x.delta.deleted {
+		if err := exec(`DELETE FROM persons WHERE id = ?::UUID`, id.String()); err != nil {
+			return fmt.Errorf("cannot delete merged person %s: %w", id, err)
+		}
+	}
+	for k, id := range x.delta.distinct {
+		if _, stored := x.distinct[k]; !stored {
+			if err := a.distinctIDs.AppendRow(k.team, k.id, duckdb.UUID(id), int64(0)); err != nil {
+				return fmt.Errorf("cannot append distinct id %q: %w", k.id, err)
+			}
+			continue
+		}
+		if err := exec(`UPDATE person_distinct_ids SET person_id = ?::UUID, version = version + 1
+			WHERE team_id = ? AND distinct_id = ?`, id.String(), k.team, k.id); err != nil {
+			return fmt.Errorf("cannot move distinct id %q: %w", k.id, err)
+		}
+	}
+	for _, r := range x.delta.newTypes {
+		if err := exec(`INSERT INTO group_type_mappings VALUES (?, ?, ?)`, r.team, r.name, int64(r.index)); err != nil {
+			return fmt.Errorf("cannot add group type %q: %w", r.name, err)
+		}
+	}
+	for _, g := range x.delta.groups {
+		props, err := json.Marshal(g.props)
+		if err != nil {
+			return fmt.Errorf("cannot encode group %s: %w", g.key.key, err)
+		}
+		if g.stored {
+			err = exec(`UPDATE groups SET group_properties = ?, version = ?
+				WHERE team_id = ? AND group_type_index = ? AND group_key = ?`, string(props), g.version, g.key.team, int64(g.key.index), g.key.key)
+		} else {
+			err = exec(`INSERT INTO groups VALUES (?, ?, ?, ?, ?, ?)`,
+				g.key.team, int64(g.key.index), g.key.key, string(props), g.createdAt, g.version)
+		}
+		if err != nil {
+			return fmt.Errorf("cannot write group %s: %w", g.key.key, err)
+		}
+	}
+	return nil
+}
+
+// apply takes on the delta of a commit that succeeded, and empties it.
+func (x *identity) apply() {
+	for k, id := range x.delta.distinct {
+		if _, ok := x.distinct[k]; !ok {
+			k.id = strings.Clone(k.id) // the key may alias a request that is gone now
+		}
+		x.distinct[k] = id
+	}
+	for id := range x.delta.deleted {
+		x.persons.Remove(id)
+	}
+	for id, p := range x.delta.persons {
+		p.stored = true
+		x.persons.Add(id, p)
+	}
+	for team, types := range x.delta.groupTypes {
+		x.groupTypes[team] = types
+	}
+	for _, g := range x.delta.groups {
+		g.stored = true
+		x.groups.Add(g.key, g)
+	}
+	x.delta.reset()
+}
+
+// jsonText is a JSON string unquoted, or a number as written; other values give "".
+func jsonText(raw []byte) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	if raw[0] == '"' {
+		var s string
+		if jsonAPI.Unmarshal(raw, &s) != nil {
+			return ""
+		}
+		return s
+	}
+	if c := raw[0]; c == '-' || (c >= '0' && c <= '9') {
+		return string(raw)
+	}
+	return ""
+}
