@@ -98,6 +98,8 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 	a.app.Get("/metrics", a.metrics)
 	a.api = a.app.Group("/api")
 	a.bindProjects()
+	a.bindPersons()
+	a.bindGroups()
 	return a, nil
 }
 

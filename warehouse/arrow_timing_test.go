@@ -26,7 +26,7 @@ import (
 // BenchmarkArrowInsert10k builds a record batch of 10,000 events and inserts it through
 // duckdb-go's Arrow view in one transaction, the same work per row as the Writer.
 func BenchmarkArrowInsert10k(b *testing.B) {
-	events, size := benchEvents(b, 10000)
+	events, size := benchEvents(b, 10000, true)
 	w, err := Open(context.Background(), Config{Path: filepath.Join(b.TempDir(), "hedge.duckdb")})
 	if err != nil {
 		b.Fatal(err)

@@ -1,11 +1,13 @@
 package warehouse
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -397,16 +399,64 @@ func (x *identity) eventGroups(e *Event, columns *[maxGroupTypes]string) error {
 	if err := jsonAPI.UnmarshalFromString(e.Groups, &groups); err != nil {
 		return nil // not an object: no groups, as PostHog
 	}
-	for typ, raw := range groups {
-		key := jsonText(raw)
-		if key == "" {
-			continue
+	known := true
+	for typ := range groups {
+		if _, ok := x.knownGroupType(e.TeamID, typ); !ok {
+			known = false
 		}
-		if index, ok := x.groupTypeIndex(e.TeamID, typ); ok {
+	}
+	if !known {
+		// New types get indexes in the order they appear in the event, which a map
+		// does not keep: walk the object in order.
+		return x.orderedEventGroups(e, columns)
+	}
+	for typ, raw := range groups {
+		if key := jsonText(raw); key != "" {
+			index, _ := x.knownGroupType(e.TeamID, typ)
 			columns[index] = key
 		}
 	}
 	return nil
+}
+
+func (x *identity) orderedEventGroups(e *Event, columns *[maxGroupTypes]string) error {
+	dec := json.NewDecoder(strings.NewReader(e.Groups))
+	if _, err := dec.Token(); err != nil {
+		return nil
+	}
+	for dec.More() {
+		typ, err := dec.Token()
+		var raw json.RawMessage
+		if err != nil || dec.Decode(&raw) != nil {
+			return nil
+		}
+		key := jsonText(raw)
+		if name, ok := typ.(string); ok && key != "" {
+			if index, ok := x.groupTypeIndex(e.TeamID, name); ok {
+				columns[index] = key
+			}
+		}
+	}
+	return nil
+}
+
+// knownGroupType is the index of a group type the project already has.
+func (x *identity) knownGroupType(team int64, name string) (int, bool) {
+	if name == "" { // unused slots hold ""; no type is named so
+		return 0, false
+	}
+	types := x.delta.groupTypes[team]
+	if types == nil {
+		types = x.groupTypes[team]
+	}
+	if types != nil {
+		for i, t := range types {
+			if t == name {
+				return i, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // groupIdentify creates the group of a $groupidentify or merges its $group_set into the
@@ -423,12 +473,23 @@ func (x *identity) groupIdentify(ctx context.Context, e *Event) error {
 	if e.GroupSet != "" {
 		jsonAPI.UnmarshalFromString(e.GroupSet, &set)
 	}
-	g, err := x.mutableGroup(ctx, groupKey{e.TeamID, index, e.GroupKey}, e.Timestamp)
+	k := groupKey{e.TeamID, index, e.GroupKey}
+	g, err := x.group(ctx, k, e.Timestamp)
 	if err != nil {
 		return err
 	}
-	for k, v := range set {
-		g.props[k] = []byte(string(v))
+	changed := !g.stored && x.delta.groups[k] == nil // a new group is written even if empty
+	for key, v := range set {
+		if old, ok := g.props[key]; !ok || !bytes.Equal(old, v) {
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	g = x.mutableGroup(k, g)
+	for key, v := range set { // copied: they alias the request, and groups outlive it
+		g.props[strings.Clone(key)] = bytes.Clone(v)
 	}
 	g.version++
 	return nil
@@ -437,29 +498,18 @@ func (x *identity) groupIdentify(ctx context.Context, e *Event) error {
 // groupTypeIndex is the index of the project's group type, given one if the type is
 // new and the project has fewer than five.
 func (x *identity) groupTypeIndex(team int64, name string) (int, bool) {
-	types := x.delta.groupTypes[team]
-	if types == nil {
-		types = x.groupTypes[team]
-	}
-	free := -1
-	if types != nil {
-		for i, t := range types {
-			switch {
-			case t == name:
-				return i, true
-			case t == "" && free < 0:
-				free = i
-			}
-		}
-	} else {
-		free = 0
-	}
-	if free < 0 {
-		return 0, false
+	if index, ok := x.knownGroupType(team, name); ok || name == "" {
+		return index, ok
 	}
 	changed := new([maxGroupTypes]string)
-	if types != nil {
+	if types := x.delta.groupTypes[team]; types != nil {
 		*changed = *types
+	} else if types := x.groupTypes[team]; types != nil {
+		*changed = *types
+	}
+	free := slices.Index(changed[:], "")
+	if free < 0 {
+		return 0, false
 	}
 	changed[free] = strings.Clone(name)
 	x.delta.groupTypes[team] = changed
@@ -467,68 +517,109 @@ func (x *identity) groupTypeIndex(team int64, name string) (int, bool) {
 	return free, true
 }
 
-func (x *identity) mutableGroup(ctx context.Context, k groupKey, at time.Time) (*group, error) {
+// group returns the group as it is in this commit so far, or a new, unstored one
+// created at at; it must not be changed (see mutableGroup).
+func (x *identity) group(ctx context.Context, k groupKey, at time.Time) (*group, error) {
 	if g, ok := x.delta.groups[k]; ok {
 		return g, nil
 	}
-	g, ok := x.groups.Get(k)
-	if !ok {
-		g = &group{key: k, props: map[string]json.RawMessage{}, createdAt: at}
-		var props string
-		err := x.db.QueryRowContext(ctx, `SELECT group_properties, created_at, version FROM groups
-			WHERE team_id = ? AND group_type_index = ? AND group_key = ?`, k.team, k.index, k.key).Scan(&props, &g.createdAt, &g.version)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-		case err != nil:
-			return nil, fmt.Errorf("cannot read group %s: %w", k.key, err)
-		default:
-			g.stored = true
-			if err := json.Unmarshal([]byte(props), &g.props); err != nil {
-				return nil, fmt.Errorf("cannot read the properties of group %s: %w", k.key, err)
-			}
-		}
+	if g, ok := x.groups.Get(k); ok {
+		return g, nil
+	}
+	g := &group{key: k, props: map[string]json.RawMessage{}, createdAt: at}
+	var props string
+	err := x.db.QueryRowContext(ctx, `SELECT group_properties, created_at, version FROM groups
+		WHERE team_id = ? AND group_type_index = ? AND group_key = ?`, k.team, k.index, k.key).Scan(&props, &g.createdAt, &g.version)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return g, nil
+	case err != nil:
+		return nil, fmt.Errorf("cannot read group %s: %w", k.key, err)
+	}
+	g.stored = true
+	if err := json.Unmarshal([]byte(props), &g.props); err != nil {
+		return nil, fmt.Errorf("cannot read the properties of group %s: %w", k.key, err)
+	}
+	g.key.key = strings.Clone(k.key)
+	x.groups.Add(g.key, g)
+	return g, nil
+}
+
+// mutableGroup returns the delta's copy of g, to be changed in this commit.
+func (x *identity) mutableGroup(k groupKey, g *group) *group {
+	if d, ok := x.delta.groups[k]; ok {
+		return d
 	}
 	c := *g
 	c.key.key = strings.Clone(k.key)
 	c.props = make(map[string]json.RawMessage, len(g.props))
-	for k, v := range g.props {
-		c.props[k] = v
+	for key, v := range g.props {
+		c.props[key] = v
 	}
 	x.delta.groups[k] = &c
-	return &c, nil
+	return &c
 }
 
 // flush writes the commit's identity changes into the open transaction: new rows
-// through the appenders, changes and merges as statements run by exec on the
+// through the appenders; changed persons and moved distinct ids staged and applied by
+// one UPDATE each; the rare deletes and group writes as statements run by exec on the
 // transaction's connection (UUIDs go as text, cast in SQL).
 func (x *identity) flush(a *appenders, exec func(query string, args ...any) error) error {
+	var stagedPersons, stagedDistinctIDs int
 	for _, p := range x.delta.persons {
-		if !p.stored {
-			if err := a.persons.AppendRow(duckdb.UUID(p.id), p.team, p.propertiesJSON(), p.createdAt, p.identified, p.version); err != nil {
-				return fmt.Errorf("cannot append person %s: %w", p.id, err)
-			}
+		appender := a.persons
+		if p.stored {
+			appender, stagedPersons = a.stagedPersons, stagedPersons+1
+		}
+		var err error
+		if p.stored {
+			err = appender.AppendRow(duckdb.UUID(p.id), p.propertiesJSON(), p.createdAt, p.identified, p.version)
+		} else {
+			err = appender.AppendRow(duckdb.UUID(p.id), p.team, p.propertiesJSON(), p.createdAt, p.identified, p.version)
+		}
+		if err != nil {
+			return fmt.Errorf("cannot append person %s: %w", p.id, err)
+		}
+	}
+	for k, id := range x.delta.distinct {
+		var err error
+		if _, stored := x.distinct[k]; stored {
+			err = a.stagedDistinctIDs.AppendRow(k.team, k.id, duckdb.UUID(id))
+			stagedDistinctIDs++
+		} else {
+			err = a.distinctIDs.AppendRow(k.team, k.id, duckdb.UUID(id), int64(0))
+		}
+		if err != nil {
+			return fmt.Errorf("cannot append distinct id %q: %w", k.id, err)
+		}
+	}
+	for _, staged := range []struct {
+		rows     int
+		appender *duckdb.Appender
+		update   string
+		table    string
+	}{
+		{stagedPersons, a.stagedPersons, `UPDATE persons SET properties = s.properties, created_at = s.created_at,
+			is_identified = s.is_identified, version = s.version FROM temp.staged_persons s WHERE persons.id = s.id`, "staged_persons"},
+		{stagedDistinctIDs, a.stagedDistinctIDs, `UPDATE person_distinct_ids SET person_id = s.person_id, version = version + 1
+			FROM temp.staged_distinct_ids s WHERE person_distinct_ids.team_id = s.team_id AND person_distinct_ids.distinct_id = s.distinct_id`, "staged_distinct_ids"},
+	} {
+		if staged.rows == 0 {
 			continue
 		}
-		if err := exec(`UPDATE persons SET properties = ?, created_at = ?, is_identified = ?, version = ? WHERE id = ?::UUID`,
-			p.propertiesJSON(), p.createdAt, p.identified, p.version, p.id.String()); err != nil {
-			return fmt.Errorf("cannot update person %s: %w", p.id, err)
+		if err := staged.appender.Flush(); err != nil {
+			return fmt.Errorf("cannot stage %s: %w", staged.table, err)
+		}
+		if err := exec(staged.update); err != nil {
+			return err
+		}
+		if err := exec(`DELETE FROM temp.` + staged.table); err != nil {
+			return err
 		}
 	}
 	for id := range x.delta.deleted {
 		if err := exec(`DELETE FROM persons WHERE id = ?::UUID`, id.String()); err != nil {
 			return fmt.Errorf("cannot delete merged person %s: %w", id, err)
-		}
-	}
-	for k, id := range x.delta.distinct {
-		if _, stored := x.distinct[k]; !stored {
-			if err := a.distinctIDs.AppendRow(k.team, k.id, duckdb.UUID(id), int64(0)); err != nil {
-				return fmt.Errorf("cannot append distinct id %q: %w", k.id, err)
-			}
-			continue
-		}
-		if err := exec(`UPDATE person_distinct_ids SET person_id = ?::UUID, version = version + 1
-			WHERE team_id = ? AND distinct_id = ?`, id.String(), k.team, k.id); err != nil {
-			return fmt.Errorf("cannot move distinct id %q: %w", k.id, err)
 		}
 	}
 	for _, r := range x.delta.newTypes {

@@ -131,15 +131,16 @@ func (u *personUpdate) apply(p *person) bool {
 		existedBefore = append(existedBefore, ok)
 	}
 	changed := false
+	// Keys and values are copied: they alias the request, and persons outlive it.
 	for k, v := range u.setOnce {
 		if _, ok := p.props[k]; !ok {
-			p.props[k] = bytes.Clone(v)
+			p.props[strings.Clone(k)] = bytes.Clone(v)
 			changed = true
 		}
 	}
 	for k, v := range u.set {
 		if old, ok := p.props[k]; !ok || !bytes.Equal(old, v) {
-			p.props[k] = bytes.Clone(v)
+			p.props[strings.Clone(k)] = bytes.Clone(v)
 			changed = true
 		}
 	}

@@ -46,10 +46,11 @@ var (
 // one waiting submission from every lane, so no lane starves, and fills the rest in
 // lane order (realtime, historical, overflow); rows are appended in that order too.
 type Writer struct {
-	conn      driver.Conn
-	appenders *appenders // nil after a failed commit, until the next opens them again
-	identity  *identity
-	lanes     [laneCount]chan *submission
+	conn       driver.Conn
+	statements map[string]driver.Stmt // prepared on conn, by query text
+	appenders  *appenders             // nil after a failed commit, until the next opens them again
+	identity   *identity
+	lanes      [laneCount]chan *submission
 	// queued bounds the rows (events and warnings) between Submit and their commit.
 	queued *semaphore.Weighted
 	done   chan struct{}
@@ -81,25 +82,38 @@ var submissionPool = sync.Pool{New: func() any { return &submission{done: make(c
 // new ones.
 type appenders struct {
 	events, warnings, persons, distinctIDs *duckdb.Appender
+	// stagedPersons and stagedDistinctIDs fill the connection's TEMP staging tables
+	// from which one UPDATE applies all the changed persons, and one all the moved
+	// distinct ids, of a commit: one statement instead of one per row.
+	stagedPersons, stagedDistinctIDs *duckdb.Appender
 }
 
 func (a *appenders) all() []*duckdb.Appender {
-	return []*duckdb.Appender{a.events, a.warnings, a.persons, a.distinctIDs}
+	return []*duckdb.Appender{a.events, a.warnings, a.persons, a.distinctIDs, a.stagedPersons, a.stagedDistinctIDs}
 }
+
+// stagingTables are the Writer connection's TEMP tables for bulk updates (see appenders).
+const stagingTables = `
+	CREATE TEMP TABLE staged_persons (id UUID, properties VARCHAR, created_at TIMESTAMPTZ, is_identified BOOLEAN, version BIGINT);
+	CREATE TEMP TABLE staged_distinct_ids (team_id BIGINT, distinct_id VARCHAR, person_id UUID)`
 
 func newWriter(conn driver.Conn, identity *identity, cfg *Config) (*Writer, error) {
 	w := &Writer{
-		conn:     conn,
-		identity: identity,
-		queued:   semaphore.NewWeighted(int64(cfg.MaxQueuedRows)),
-		done:     make(chan struct{}),
-		cfg:      cfg,
-		log:      cfg.Logger,
+		conn:       conn,
+		statements: map[string]driver.Stmt{},
+		identity:   identity,
+		queued:     semaphore.NewWeighted(int64(cfg.MaxQueuedRows)),
+		done:       make(chan struct{}),
+		cfg:        cfg,
+		log:        cfg.Logger,
 	}
 	for i := range w.lanes {
 		// Every submission holds at least one queued row, so a lane never needs more room.
 		w.lanes[i] = make(chan *submission, cfg.MaxQueuedRows)
 		w.open[i] = true
+	}
+	if _, err := conn.(driver.ExecerContext).ExecContext(context.Background(), stagingTables, nil); err != nil {
+		return nil, fmt.Errorf("cannot create the staging tables: %w", err)
 	}
 	if err := w.openAppenders(); err != nil {
 		return nil, err
@@ -470,13 +484,23 @@ func (w *Writer) checkpoint() {
 	w.rowsSinceCheckpoint = 0
 }
 
-// exec runs a statement on the Writer's connection, inside its transaction.
+// exec runs a statement on the Writer's connection, inside its transaction. Its few
+// statements are prepared once, for the life of the connection: DuckDB's planning is a
+// large share of a small statement's cost.
 func (w *Writer) exec(query string, args ...any) error {
+	stmt, ok := w.statements[query]
+	if !ok {
+		var err error
+		if stmt, err = w.conn.Prepare(query); err != nil {
+			return fmt.Errorf("cannot prepare %q: %w", strings.Fields(query)[0], err)
+		}
+		w.statements[query] = stmt
+	}
 	named := make([]driver.NamedValue, len(args))
 	for i, arg := range args {
 		named[i] = driver.NamedValue{Ordinal: i + 1, Value: arg}
 	}
-	if _, err := w.conn.(driver.ExecerContext).ExecContext(context.Background(), query, named); err != nil {
+	if _, err := stmt.(driver.StmtExecContext).ExecContext(context.Background(), named); err != nil {
 		return fmt.Errorf("cannot run %q: %w", strings.Fields(query)[0], err)
 	}
 	return nil
@@ -485,10 +509,14 @@ func (w *Writer) exec(query string, args ...any) error {
 func (w *Writer) openAppenders() error {
 	var a appenders
 	for _, t := range []struct {
-		table  string
-		target **duckdb.Appender
-	}{{"events", &a.events}, {"ingestion_warnings", &a.warnings}, {"persons", &a.persons}, {"person_distinct_ids", &a.distinctIDs}} {
-		appender, err := duckdb.NewAppenderFromConn(w.conn, "", t.table)
+		catalog, table string
+		target         **duckdb.Appender
+	}{
+		{"", "events", &a.events}, {"", "ingestion_warnings", &a.warnings},
+		{"", "persons", &a.persons}, {"", "person_distinct_ids", &a.distinctIDs},
+		{"temp", "staged_persons", &a.stagedPersons}, {"temp", "staged_distinct_ids", &a.stagedDistinctIDs},
+	} {
+		appender, err := duckdb.NewAppender(w.conn, t.catalog, "", t.table)
 		if err != nil {
 			w.appenders = &a
 			w.closeAppenders()
@@ -517,6 +545,9 @@ func (w *Writer) closeAppenders() {
 
 func (w *Writer) release() {
 	w.closeAppenders()
+	for _, stmt := range w.statements {
+		stmt.Close()
+	}
 	if err := w.conn.Close(); err != nil {
 		w.log.Error("cannot close the writer's connection", "err", err)
 	}

@@ -130,7 +130,9 @@ func TestWriterIsolatesFailedSubmission(t *testing.T) {
 	poison.Properties = "{\"bad\":\"\xff\"}"
 	var poisonErr error
 	poisonWarning := Warning{TeamID: 1, Time: time.Now(), Type: "missing_distinct_id", Event: "with the poison"}
-	wg.Go(func() { poisonErr = w.Writer().Submit(&Batch{Events: []Event{poison}, Warnings: []Warning{poisonWarning}}) })
+	wg.Go(func() {
+		poisonErr = w.Writer().Submit(&Batch{Events: []Event{poison}, Warnings: []Warning{poisonWarning}})
+	})
 	wg.Wait()
 
 	if poisonErr == nil {

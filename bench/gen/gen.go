@@ -19,8 +19,9 @@ type Config struct {
 	Seed uint64
 	// Users is how many distinct people send events (default 10000).
 	Users int
-	// PersonlessShare is the share of events from anonymous visitors, sent with
-	// $process_person_profile: false as posthog-js does before identify (default 0.3).
+	// PersonlessShare is the share of ordinary events from anonymous visitors, sent with
+	// $process_person_profile: false as posthog-js does before identify (0: none, 1: all;
+	// posthog-js sites see about 0.3).
 	PersonlessShare float64
 	// IdentifyRate, AliasRate and GroupRate are the shares of $identify,
 	// $create_alias and $groupidentify events (defaults 0.02, 0.005, 0.005).
@@ -37,9 +38,6 @@ type Generator struct {
 func New(cfg Config) *Generator {
 	if cfg.Users <= 0 {
 		cfg.Users = 10000
-	}
-	if cfg.PersonlessShare == 0 {
-		cfg.PersonlessShare = 0.3
 	}
 	if cfg.IdentifyRate == 0 {
 		cfg.IdentifyRate = 0.02

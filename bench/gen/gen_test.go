@@ -9,7 +9,7 @@ import (
 // The events keep the shape the package promises: posthog-js-like, 20-40 properties,
 // 700-900 bytes on average, every one valid JSON with a distinct_id and the token.
 func TestEventShape(t *testing.T) {
-	g := New(Config{Seed: 1})
+	g := New(Config{Seed: 1, PersonlessShare: 0.3})
 	const n = 5000
 	total := 0
 	names := map[string]int{}
