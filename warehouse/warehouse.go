@@ -60,6 +60,9 @@ type Config struct {
 	// after a crash must replay.
 	CheckpointInterval time.Duration
 
+	// Query bounds the queries users run (the query API).
+	Query QueryLimits
+
 	// Migrations replaces the embedded schemas.Migrations; tests use it to build an
 	// older database.
 	Migrations fs.FS
@@ -101,6 +104,7 @@ type Warehouse struct {
 	connector *duckdb.Connector
 	db        *sql.DB
 	writer    *Writer
+	queries   *Queries
 	log       *slog.Logger
 }
 
@@ -121,6 +125,10 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 	db := sql.OpenDB(connector)
 	w := &Warehouse{connector: connector, db: db, log: cfg.Logger}
 	if err := migrate(ctx, db, cfg.Migrations, cfg.Logger); err != nil {
+		w.closeDB()
+		return nil, err
+	}
+	if w.queries, err = newQueries(ctx, connector, db, cfg.Query); err != nil {
 		w.closeDB()
 		return nil, err
 	}
@@ -151,6 +159,9 @@ func (w *Warehouse) DB() *sql.DB { return w.db }
 // Writer is the group-commit writer of events.
 func (w *Warehouse) Writer() *Writer { return w.writer }
 
+// Queries runs the queries of the query API.
+func (w *Warehouse) Queries() *Queries { return w.queries }
+
 // Close stops the Writer after committing everything it accepted, checkpoints the
 // WAL into the database file, and closes the file.
 func (w *Warehouse) Close() error {
@@ -171,7 +182,11 @@ func (w *Warehouse) checkpoint() error {
 }
 
 func (w *Warehouse) closeDB() error {
-	return errors.Join(w.db.Close(), w.connector.Close())
+	var err error
+	if w.queries != nil {
+		err = w.queries.db.Close()
+	}
+	return errors.Join(err, w.db.Close(), w.connector.Close())
 }
 
 // DuckDBVersion reports the version of the DuckDB library linked into hedge.

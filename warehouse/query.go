@@ -1,0 +1,262 @@
+package warehouse
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/big"
+	"strconv"
+	"strings"
+	"time"
+
+	duckdb "github.com/duckdb/duckdb-go/v2"
+	"github.com/google/uuid"
+)
+
+// QueryError is a query a user may not run, or that failed for a reason the user can
+// act on; its message is meant for them (the API answers it with 400).
+type QueryError struct{ Detail string }
+
+func (e *QueryError) Error() string { return e.Detail }
+
+func queryErrorf(format string, args ...any) error {
+	return &QueryError{Detail: fmt.Sprintf(format, args...)}
+}
+
+// Scope is the project a query runs for: it reads only that project's rows, and
+// intervals fall in its time zone.
+type Scope struct {
+	Team     int64
+	Timezone string // IANA name; "" is UTC
+	// WeekStartDay is 0 for weeks starting on Sunday, 1 for Monday.
+	WeekStartDay int
+}
+
+func (s Scope) timezone() string {
+	if s.Timezone == "" {
+		return "UTC"
+	}
+	return s.Timezone
+}
+
+// Result is the answer of a query in PostHog's shape.
+type Result struct {
+	Columns []string `json:"columns"`
+	Types   []string `json:"types"`
+	Results [][]any  `json:"results"`
+	HasMore bool     `json:"hasMore"`
+}
+
+// Queries runs users' queries on a pool of its own: its connections carry per-query
+// views of one project's rows, which must never be seen by the rest of hedge.
+type Queries struct {
+	db         *sql.DB
+	catalog    string // the database's catalog name, which the views name explicitly
+	realTables map[string]bool
+	timeout    time.Duration
+	maxRows    int
+}
+
+// QueryLimits bound every user query: it is cancelled after Timeout, and refused if
+// it would return more than MaxRows rows. Zero values take the defaults (30s, 100000).
+type QueryLimits struct {
+	Timeout time.Duration
+	MaxRows int
+}
+
+func newQueries(ctx context.Context, connector *duckdb.Connector, db *sql.DB, limits QueryLimits) (*Queries, error) {
+	q := &Queries{db: sql.OpenDB(connector), realTables: map[string]bool{}, timeout: limits.Timeout, maxRows: limits.MaxRows}
+	if q.timeout <= 0 {
+		q.timeout = 30 * time.Second
+	}
+	if q.maxRows <= 0 {
+		q.maxRows = 100000
+	}
+	q.db.SetMaxOpenConns(4) // user queries are heavy: a few at a time
+	if err := db.QueryRowContext(ctx, `SELECT current_database()`).Scan(&q.catalog); err != nil {
+		return nil, fmt.Errorf("cannot read the catalog name: %w", err)
+	}
+	rows, err := db.QueryContext(ctx, `SELECT lower(table_name) FROM duckdb_tables() UNION SELECT lower(view_name) FROM duckdb_views()`)
+	if err != nil {
+		return nil, fmt.Errorf("cannot list tables: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, fmt.Errorf("cannot list tables: %w", err)
+		}
+		q.realTables[name] = true
+	}
+	return q, rows.Err()
+}
+
+// HogQL runs a user's read-only SQL over the project's events, persons and groups.
+func (q *Queries) HogQL(ctx context.Context, scope Scope, query string) (*Result, error) {
+	rewritten, usesPerson, err := rewriteHogQL(query)
+	if err != nil {
+		return nil, &QueryError{Detail: err.Error()}
+	}
+	result, err := q.run(ctx, scope, rewritten, usesPerson, q.maxRows)
+	if err != nil {
+		return nil, err
+	}
+	if result.HasMore {
+		return nil, queryErrorf("the query returns more than %d rows: add a LIMIT", q.maxRows)
+	}
+	return result, nil
+}
+
+// run checks query and runs it with args on a connection whose events, persons and
+// groups are views of scope's project, returning at most maxRows rows (HasMore when
+// there were more).
+func (q *Queries) run(ctx context.Context, scope Scope, query string, withPersons bool, maxRows int, args ...any) (*Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, q.timeout)
+	defer cancel()
+	conn, err := q.db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cannot get a query connection: %w", err)
+	}
+	defer conn.Close()
+
+	var serialized string
+	if err := conn.QueryRowContext(ctx, `SELECT json_serialize_sql(?::VARCHAR)::VARCHAR`, query).Scan(&serialized); err != nil {
+		return nil, fmt.Errorf("cannot parse a query: %w", err)
+	}
+	checker := statementChecker{realTables: q.realTables, params: len(args)}
+	if err := checker.checkStatement(serialized); err != nil {
+		return nil, err
+	}
+	if _, err := conn.ExecContext(ctx, q.views(scope, withPersons)+";"+queryMacros); err != nil {
+		return nil, fmt.Errorf("cannot prepare the views of project %d: %w", scope.Team, err)
+	}
+	rows, err := conn.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, q.failure(ctx, err)
+	}
+	defer rows.Close()
+	result, err := readResult(rows, maxRows)
+	if err != nil {
+		return nil, q.failure(ctx, err)
+	}
+	return result, nil
+}
+
+// failure is the error to answer for a query that failed: the time limit, DuckDB's own
+// message for a query that is wrong (a user's to fix), or an internal error.
+func (q *Queries) failure(ctx context.Context, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return queryErrorf("the query ran past the time limit of %s", q.timeout)
+	}
+	var duck *duckdb.Error
+	if errors.As(err, &duck) {
+		switch duck.Type {
+		case duckdb.ErrorTypeBinder, duckdb.ErrorTypeParser, duckdb.ErrorTypeConversion, duckdb.ErrorTypeInvalidInput,
+			duckdb.ErrorTypeOutOfRange, duckdb.ErrorTypeDivideByZero, duckdb.ErrorTypeMismatchType, duckdb.ErrorTypeCatalog:
+			return &QueryError{Detail: "the query failed: " + duck.Msg}
+		}
+	}
+	return fmt.Errorf("cannot run a query: %w", err)
+}
+
+// views defines, on one connection, the tables a user query reads: events, persons and
+// groups filtered to the project. They name the database catalog explicitly, for the
+// temp catalog's own "main" schema would otherwise make them refer to themselves.
+// withPersons adds person_properties to events (HogQL's person.properties).
+func (q *Queries) views(scope Scope, withPersons bool) string {
+	db := `"` + strings.ReplaceAll(q.catalog, `"`, `""`) + `".main.`
+	team := strconv.FormatInt(scope.Team, 10)
+	events := `SELECT e.uuid, e.event, e.distinct_id, e.person_id, e."timestamp", e.properties,
+		e."$group_0", e."$group_1", e."$group_2", e."$group_3", e."$group_4", e.inserted_at AS created_at FROM ` + db + `events e`
+	if withPersons {
+		events = `SELECT e.uuid, e.event, e.distinct_id, coalesce(d.person_id, e.person_id) AS person_id, e."timestamp", e.properties,
+			e."$group_0", e."$group_1", e."$group_2", e."$group_3", e."$group_4", e.inserted_at AS created_at,
+			p.properties AS person_properties
+			FROM ` + db + `events e
+			LEFT JOIN ` + db + `person_distinct_ids d ON d.team_id = e.team_id AND d.distinct_id = e.distinct_id
+			LEFT JOIN ` + db + `persons p ON p.id = coalesce(d.person_id, e.person_id)`
+	}
+	return `CREATE OR REPLACE TEMP VIEW events AS ` + events + ` WHERE e.team_id = ` + team + `;
+		CREATE OR REPLACE TEMP VIEW persons AS SELECT id, properties, created_at, is_identified FROM ` + db + `persons WHERE team_id = ` + team + `;
+		CREATE OR REPLACE TEMP VIEW groups AS SELECT group_type_index, group_key, group_properties, created_at FROM ` + db + `groups WHERE team_id = ` + team
+}
+
+// readResult reads up to maxRows rows, in JSON-ready values.
+func readResult(rows *sql.Rows, maxRows int) (*Result, error) {
+	columns, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	types, err := rows.ColumnTypes()
+	if err != nil {
+		return nil, err
+	}
+	r := &Result{Columns: columns, Types: make([]string, len(types)), Results: [][]any{}}
+	for i, t := range types {
+		r.Types[i] = t.DatabaseTypeName()
+	}
+	for rows.Next() {
+		if len(r.Results) == maxRows {
+			r.HasMore = true
+			break
+		}
+		values := make([]any, len(columns))
+		pointers := make([]any, len(columns))
+		for i := range values {
+			pointers[i] = &values[i]
+		}
+		if err := rows.Scan(pointers...); err != nil {
+			return nil, err
+		}
+		for i, v := range values {
+			values[i] = jsonValue(v, r.Types[i])
+		}
+		r.Results = append(r.Results, values)
+	}
+	return r, rows.Err()
+}
+
+// jsonValue turns what duckdb-go scans into a value JSON can carry as PostHog would:
+// UUIDs and big numbers as text, times in UTC.
+func jsonValue(v any, dbType string) any {
+	switch v := v.(type) {
+	case []byte:
+		if dbType == "UUID" && len(v) == 16 {
+			id, _ := uuid.FromBytes(v)
+			return id.String()
+		}
+		return string(v)
+	case time.Time:
+		if dbType == "DATE" {
+			return v.Format(time.DateOnly)
+		}
+		return v.UTC().Format("2006-01-02T15:04:05.999999Z07:00")
+	case *big.Int:
+		return v.String()
+	case duckdb.Decimal:
+		f, _ := v.Value.Float64()
+		return f / float64Pow10(v.Scale)
+	case duckdb.Interval:
+		return fmt.Sprintf("%d months %d days %d us", v.Months, v.Days, v.Micros)
+	case []any:
+		for i := range v {
+			v[i] = jsonValue(v[i], "")
+		}
+		return v
+	case map[string]any:
+		for k := range v {
+			v[k] = jsonValue(v[k], "")
+		}
+		return v
+	}
+	return v
+}
+
+func float64Pow10(n uint8) float64 {
+	f := 1.0
+	for range n {
+		f *= 10
+	}
+	return f
+}

@@ -1,0 +1,397 @@
+package warehouse
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	_ "time/tzdata" // project time zones, whatever the host has
+)
+
+// TrendsQuery is PostHog's TrendsQuery: counts of events per interval, per series,
+// optionally broken down by a property.
+type TrendsQuery struct {
+	Series []TrendsSeries `json:"series"`
+	// Interval is hour, day (the default), week or month, in the project's time zone;
+	// weeks start on the project's week_start_day.
+	Interval  string `json:"interval"`
+	DateRange struct {
+		// DateFrom is an ISO date or time, or relative: "-7d", "-24h", "-4w", "-3m",
+		// "-1y", "dStart", "mStart", "yStart", or "all" (default "-7d").
+		DateFrom string `json:"date_from"`
+		// DateTo is the same, or empty for now; a date alone includes that whole day.
+		DateTo string `json:"date_to"`
+	} `json:"dateRange"`
+	BreakdownFilter *BreakdownFilter `json:"breakdownFilter"`
+	// Properties filter every series.
+	Properties []PropertyFilter `json:"properties"`
+}
+
+// TrendsSeries is one line of a trend: an event (nil or "" for every event) and how
+// its occurrences are counted.
+type TrendsSeries struct {
+	Kind  string  `json:"kind"`
+	Event *string `json:"event"`
+	Name  string  `json:"name"`
+	// Math is total (the default: events), dau (distinct persons) or unique_group
+	// (distinct groups of MathGroupTypeIndex).
+	Math               string           `json:"math"`
+	MathGroupTypeIndex *int             `json:"math_group_type_index"`
+	Properties         []PropertyFilter `json:"properties"`
+}
+
+// BreakdownFilter splits each series by the values of an event or person property:
+// the 25 most frequent values, then the rest together.
+type BreakdownFilter struct {
+	Breakdown     string `json:"breakdown"`
+	BreakdownType string `json:"breakdown_type"` // event (the default) or person
+}
+
+// Breakdown values that stand for the rest and for events without the property, as
+// PostHog names them.
+const (
+	breakdownOther = "$$_posthog_breakdown_other_$$"
+	breakdownNull  = "$$_posthog_breakdown_null_$$"
+	breakdownLimit = 25
+)
+
+// TrendsResult is the answer of a TrendsQuery, in PostHog's shape.
+type TrendsResult struct {
+	Results  []TrendsLine `json:"results"`
+	HasMore  bool         `json:"hasMore"`
+	Timezone string       `json:"timezone"`
+}
+
+// TrendsLine is one series (or one breakdown value of one series) over the intervals.
+type TrendsLine struct {
+	Label  string    `json:"label"`
+	Labels []string  `json:"labels"`
+	Days   []string  `json:"days"`
+	Data   []float64 `json:"data"`
+	Count  float64   `json:"count"`
+	Action struct {
+		ID    string `json:"id"`
+		Name  string `json:"name"`
+		Math  string `json:"math"`
+		Order int    `json:"order"`
+	} `json:"action"`
+	BreakdownValue any `json:"breakdown_value,omitempty"`
+}
+
+// Trends runs a TrendsQuery.
+func (q *Queries) Trends(ctx context.Context, scope Scope, tq TrendsQuery, now time.Time) (*TrendsResult, error) {
+	if len(tq.Series) == 0 {
+		return nil, queryErrorf("a trends query needs at least one series")
+	}
+	interval := cmp.Or(tq.Interval, "day")
+	if !slices.Contains([]string{"hour", "day", "week", "month"}, interval) {
+		return nil, queryErrorf("interval must be hour, day, week or month, not %q", tq.Interval)
+	}
+	loc, err := time.LoadLocation(scope.timezone())
+	if err != nil {
+		return nil, queryErrorf("the project's time zone %q is unknown", scope.Timezone)
+	}
+	from, err := parseDate(cmp.Or(tq.DateRange.DateFrom, "-7d"), scope, now, false)
+	if err != nil {
+		return nil, err
+	}
+	if tq.DateRange.DateFrom == "all" {
+		if from, err = q.firstEvent(ctx, scope, now); err != nil {
+			return nil, err
+		}
+	}
+	to := now
+	if tq.DateRange.DateTo != "" {
+		if to, err = parseDate(tq.DateRange.DateTo, scope, now, true); err != nil {
+			return nil, err
+		}
+	}
+	if !to.After(from) {
+		return nil, queryErrorf("date_to must come after date_from")
+	}
+	buckets := bucketStarts(from.In(loc), to.In(loc), interval, scope.WeekStartDay)
+	result := &TrendsResult{Results: []TrendsLine{}, Timezone: scope.timezone()}
+	for order, series := range tq.Series {
+		lines, err := q.trendsSeries(ctx, scope, tq, series, order, interval, from, to, buckets)
+		if err != nil {
+			return nil, err
+		}
+		result.Results = append(result.Results, lines...)
+	}
+	return result, nil
+}
+
+func (q *Queries) trendsSeries(ctx context.Context, scope Scope, tq TrendsQuery, series TrendsSeries, order int,
+	interval string, from, to time.Time, buckets []time.Time) ([]TrendsLine, error) {
+	var where []string
+	var args []any
+	bucket := `date_trunc('` + interval + `', timezone(?, "timestamp"))`
+	bucketArgs := []any{scope.timezone()}
+	if interval == "week" && scope.WeekStartDay == 0 { // date_trunc's weeks start on Monday
+		bucket = `(date_trunc('week', timezone(?, "timestamp") + INTERVAL 1 DAY) - INTERVAL 1 DAY)`
+	}
+	event := ""
+	if series.Event != nil {
+		event = *series.Event
+	}
+	if event != "" {
+		where, args = append(where, "event = ?"), append(args, event)
+	}
+	where, args = append(where, `"timestamp" >= ?`, `"timestamp" < ?`), append(args, from, to)
+	filters, filterArgs, withPersons, err := propertyFilters(append(slices.Clone(tq.Properties), series.Properties...))
+	if err != nil {
+		return nil, err
+	}
+	where, args = append(where, filters...), append(args, filterArgs...)
+
+	math := cmp.Or(series.Math, "total")
+	var value string
+	switch math {
+	case "total":
+		value = "count(*)"
+	case "dau":
+		value, withPersons = "count(DISTINCT person_id)", true
+	case "unique_group":
+		if series.MathGroupTypeIndex == nil || *series.MathGroupTypeIndex < 0 || *series.MathGroupTypeIndex > 4 {
+			return nil, queryErrorf("math unique_group needs a math_group_type_index from 0 to 4")
+		}
+		group := fmt.Sprintf(`"$group_%d"`, *series.MathGroupTypeIndex)
+		value, where = "count(DISTINCT "+group+")", append(where, group+" IS NOT NULL")
+	default:
+		return nil, queryErrorf("math must be total, dau or unique_group, not %q", series.Math)
+	}
+
+	breakdown := "NULL::VARCHAR"
+	var breakdownArgs []any
+	if b := tq.BreakdownFilter; b != nil && b.Breakdown != "" {
+		column := "properties"
+		switch b.BreakdownType {
+		case "", "event":
+		case "person":
+			column, withPersons = "person_properties", true
+		default:
+			return nil, queryErrorf("breakdown_type must be event or person, not %q", b.BreakdownType)
+		}
+		breakdown = "coalesce(json_extract_string(" + column + ", ?), '" + breakdownNull + "')"
+		breakdownArgs = []any{jsonPointer(b.Breakdown)}
+	}
+	// The rows of the series, the 25 most frequent breakdown values, and the counts
+	// per interval and value, the rest under one value.
+	sql := `WITH trend_rows AS (SELECT ` + bucket + ` AS bucket, ` + breakdown + ` AS breakdown, *
+			FROM events WHERE ` + strings.Join(where, " AND ") + `),
+		trend_top AS (SELECT breakdown FROM trend_rows GROUP BY breakdown ORDER BY count(*) DESC, breakdown LIMIT ` + strconv.Itoa(breakdownLimit) + `)
+		SELECT strftime(bucket::TIMESTAMP, '%Y-%m-%d %H:%M:%S') AS bucket,
+			CASE WHEN breakdown IN (SELECT breakdown FROM trend_top) THEN breakdown ELSE '` + breakdownOther + `' END AS value_group,
+			` + value + ` AS value
+		FROM trend_rows GROUP BY ALL`
+	allArgs := append(append(bucketArgs, breakdownArgs...), args...)
+	result, err := q.run(ctx, scope, sql, withPersons, q.maxRows, allArgs...)
+	if err != nil {
+		return nil, err
+	}
+	if result.HasMore {
+		return nil, queryErrorf("the trend has more than %d points", q.maxRows)
+	}
+
+	index := map[string]int{}
+	for i, b := range buckets {
+		index[b.Format(time.DateTime)] = i
+	}
+	lines := map[string]*TrendsLine{}
+	var keys []string
+	name := cmp.Or(series.Name, cmp.Or(event, "All events"))
+	for _, row := range result.Results {
+		bucketKey, _ := row[0].(string)
+		group, _ := row[1].(string)
+		i, ok := index[bucketKey]
+		if !ok {
+			continue // an interval outside the range's buckets (not expected)
+		}
+		line := lines[group]
+		if line == nil {
+			line = newTrendsLine(buckets, interval)
+			line.Label = name
+			line.Action.ID, line.Action.Name, line.Action.Math, line.Action.Order = event, name, math, order
+			if breakdown != "NULL::VARCHAR" {
+				line.BreakdownValue = group
+				line.Label = breakdownLabel(group)
+			}
+			lines[group] = line
+			keys = append(keys, group)
+		}
+		n := toFloat(row[2])
+		line.Data[i] += n
+		line.Count += n
+	}
+	if len(lines) == 0 && breakdown == "NULL::VARCHAR" { // a series without events is a line of zeros
+		line := newTrendsLine(buckets, interval)
+		line.Label = name
+		line.Action.ID, line.Action.Name, line.Action.Math, line.Action.Order = event, name, math, order
+		return []TrendsLine{*line}, nil
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		switch {
+		case a == breakdownOther:
+			return 1
+		case b == breakdownOther:
+			return -1
+		case lines[a].Count != lines[b].Count:
+			if lines[a].Count > lines[b].Count {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(breakdownLabel(a), breakdownLabel(b)) // ties by what the user reads
+	})
+	out := make([]TrendsLine, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, *lines[k])
+	}
+	return out, nil
+}
+
+func newTrendsLine(buckets []time.Time, interval string) *TrendsLine {
+	line := &TrendsLine{Labels: make([]string, len(buckets)), Days: make([]string, len(buckets)), Data: make([]float64, len(buckets))}
+	for i, b := range buckets {
+		if interval == "hour" {
+			line.Labels[i], line.Days[i] = b.Format("2-Jan-2006 15:04"), b.Format(time.DateTime)
+		} else {
+			line.Labels[i], line.Days[i] = b.Format("2-Jan-2006"), b.Format(time.DateOnly)
+		}
+	}
+	return line
+}
+
+func breakdownLabel(value string) string {
+	switch value {
+	case breakdownOther:
+		return "Other"
+	case breakdownNull:
+		return "None"
+	}
+	return value
+}
+
+// bucketStarts are the starts of the intervals from from's to to's, in from's location.
+func bucketStarts(from, to time.Time, interval string, weekStartDay int) []time.Time {
+	start := truncate(from, interval, weekStartDay)
+	var starts []time.Time
+	for t := start; t.Before(to); t = next(t, interval) {
+		starts = append(starts, t)
+	}
+	return starts
+}
+
+// truncate is the start of t's interval in t's location.
+func truncate(t time.Time, interval string, weekStartDay int) time.Time {
+	y, m, d := t.Date()
+	switch interval {
+	case "hour":
+		return time.Date(y, m, d, t.Hour(), 0, 0, 0, t.Location())
+	case "week":
+		day := time.Date(y, m, d, 0, 0, 0, 0, t.Location())
+		back := (int(day.Weekday()) - weekStartDay + 7) % 7
+		return day.AddDate(0, 0, -back)
+	case "month":
+		return time.Date(y, m, 1, 0, 0, 0, 0, t.Location())
+	}
+	return time.Date(y, m, d, 0, 0, 0, 0, t.Location())
+}
+
+func next(t time.Time, interval string) time.Time {
+	switch interval {
+	case "hour":
+		return t.Add(time.Hour)
+	case "week":
+		return t.AddDate(0, 0, 7)
+	case "month":
+		return t.AddDate(0, 1, 0)
+	}
+	return t.AddDate(0, 0, 1)
+}
+
+var relativeDate = regexp.MustCompile(`^-(\d+)([hdwmqy])$`)
+
+// parseDate reads a date of a query in the project's time zone: "-<n><unit>" (hours,
+// days, weeks, months, quarters, years ago; days and longer from the start of that day),
+// "dStart", "mStart", "yStart" (the start of today, of this month, of this year), or an
+// ISO date or time. A date alone is the start of that day, or its end when end is set.
+func parseDate(s string, scope Scope, now time.Time, end bool) (time.Time, error) {
+	loc, err := time.LoadLocation(scope.timezone())
+	if err != nil {
+		return time.Time{}, queryErrorf("the project's time zone %q is unknown", scope.Timezone)
+	}
+	local := now.In(loc)
+	y, mo, d := local.Date()
+	today := time.Date(y, mo, d, 0, 0, 0, 0, loc)
+	switch s {
+	case "dStart":
+		return today, nil
+	case "mStart":
+		return time.Date(y, mo, 1, 0, 0, 0, 0, loc), nil
+	case "yStart":
+		return time.Date(y, 1, 1, 0, 0, 0, 0, loc), nil
+	}
+	if m := relativeDate.FindStringSubmatch(s); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		switch m[2] {
+		case "h":
+			return local.Add(-time.Duration(n) * time.Hour).Truncate(time.Hour), nil
+		case "d":
+			return today.AddDate(0, 0, -n), nil
+		case "w":
+			return today.AddDate(0, 0, -7*n), nil
+		case "m":
+			return today.AddDate(0, -n, 0), nil
+		case "q":
+			return today.AddDate(0, -3*n, 0), nil
+		case "y":
+			return today.AddDate(-n, 0, 0), nil
+		}
+	}
+	if t, err := time.ParseInLocation(time.DateOnly, s, loc); err == nil {
+		if end {
+			return t.AddDate(0, 0, 1), nil
+		}
+		return t, nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05"} {
+		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, queryErrorf("%q is not a date: use an ISO date or time, or a relative date like -7d", s)
+}
+
+// firstEvent is the time of the project's first event, for date_from "all".
+func (q *Queries) firstEvent(ctx context.Context, scope Scope, now time.Time) (time.Time, error) {
+	result, err := q.run(ctx, scope, `SELECT min("timestamp") FROM events`, false, 1)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if s, ok := result.Results[0][0].(string); ok {
+		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+			return t, nil
+		}
+	}
+	return now.Add(-24 * time.Hour), nil
+}
+
+func toFloat(v any) float64 {
+	switch v := v.(type) {
+	case int64:
+		return float64(v)
+	case int32:
+		return float64(v)
+	case float64:
+		return v
+	case string:
+		f, _ := strconv.ParseFloat(v, 64)
+		return f
+	}
+	return 0
+}
