@@ -84,6 +84,17 @@ type Batch struct {
 
 func (b *Batch) rows() int { return len(b.Events) + len(b.Warnings) }
 
+// team is the project of the batch's rows (a batch is one request's, so one project's).
+func (b *Batch) team() int64 {
+	if len(b.Events) > 0 {
+		return b.Events[0].TeamID
+	}
+	if len(b.Warnings) > 0 {
+		return b.Warnings[0].TeamID
+	}
+	return 0
+}
+
 // Reset empties b for reuse, dropping its references to request memory.
 func (b *Batch) Reset() {
 	clear(b.Events)

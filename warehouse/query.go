@@ -52,6 +52,7 @@ type Result struct {
 // views of one project's rows, which must never be seen by the rest of hedge.
 type Queries struct {
 	db         *sql.DB
+	versions   *dataVersions
 	catalog    string // the database's catalog name, which the views name explicitly
 	realTables map[string]bool
 	timeout    time.Duration
@@ -65,8 +66,8 @@ type QueryLimits struct {
 	MaxRows int
 }
 
-func newQueries(ctx context.Context, connector *duckdb.Connector, db *sql.DB, limits QueryLimits) (*Queries, error) {
-	q := &Queries{db: sql.OpenDB(connector), realTables: map[string]bool{}, timeout: limits.Timeout, maxRows: limits.MaxRows}
+func newQueries(ctx context.Context, connector *duckdb.Connector, db *sql.DB, limits QueryLimits, versions *dataVersions) (*Queries, error) {
+	q := &Queries{db: sql.OpenDB(connector), versions: versions, realTables: map[string]bool{}, timeout: limits.Timeout, maxRows: limits.MaxRows}
 	if q.timeout <= 0 {
 		q.timeout = 30 * time.Second
 	}
@@ -91,6 +92,10 @@ func newQueries(ctx context.Context, connector *duckdb.Connector, db *sql.DB, li
 	}
 	return q, rows.Err()
 }
+
+// DataVersion changes whenever rows of the project are committed: a result computed at
+// one version is current while the version stays the same.
+func (q *Queries) DataVersion(team int64) uint64 { return q.versions.get(team) }
 
 // HogQL runs a user's read-only SQL over the project's events, persons and groups.
 func (q *Queries) HogQL(ctx context.Context, scope Scope, query string) (*Result, error) {

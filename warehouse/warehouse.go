@@ -128,7 +128,8 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 		w.closeDB()
 		return nil, err
 	}
-	if w.queries, err = newQueries(ctx, connector, db, cfg.Query); err != nil {
+	versions := &dataVersions{}
+	if w.queries, err = newQueries(ctx, connector, db, cfg.Query, versions); err != nil {
 		w.closeDB()
 		return nil, err
 	}
@@ -142,7 +143,7 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 		w.closeDB()
 		return nil, fmt.Errorf("cannot open the writer's connection: %w", err)
 	}
-	writer, err := newWriter(conn, identity, &cfg)
+	writer, err := newWriter(conn, identity, versions, &cfg)
 	if err != nil {
 		conn.Close()
 		w.closeDB()

@@ -50,6 +50,7 @@ type Writer struct {
 	statements map[string]driver.Stmt // prepared on conn, by query text
 	appenders  *appenders             // nil after a failed commit, until the next opens them again
 	identity   *identity
+	versions   *dataVersions
 	lanes      [laneCount]chan *submission
 	// queued bounds the rows (events and warnings) between Submit and their commit.
 	queued *semaphore.Weighted
@@ -97,11 +98,12 @@ const stagingTables = `
 	CREATE TEMP TABLE staged_persons (id UUID, properties VARCHAR, created_at TIMESTAMPTZ, is_identified BOOLEAN, version BIGINT);
 	CREATE TEMP TABLE staged_distinct_ids (team_id BIGINT, distinct_id VARCHAR, person_id UUID)`
 
-func newWriter(conn driver.Conn, identity *identity, cfg *Config) (*Writer, error) {
+func newWriter(conn driver.Conn, identity *identity, versions *dataVersions, cfg *Config) (*Writer, error) {
 	w := &Writer{
 		conn:       conn,
 		statements: map[string]driver.Stmt{},
 		identity:   identity,
+		versions:   versions,
 		queued:     semaphore.NewWeighted(int64(cfg.MaxQueuedRows)),
 		done:       make(chan struct{}),
 		cfg:        cfg,
@@ -441,6 +443,9 @@ func (w *Writer) commit(group []*submission) (err error) {
 		return err
 	}
 	w.identity.apply()
+	for _, s := range group {
+		w.versions.bump(s.batch.team())
+	}
 	commitsTotal.Inc()
 	warningsTotal.Add(warnings)
 	for lane, n := range events {

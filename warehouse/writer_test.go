@@ -343,3 +343,25 @@ func TestWriterOverloaded(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A project's data version changes with each commit of its rows, and only then.
+func TestDataVersion(t *testing.T) {
+	w := openTestWarehouse(t, filepath.Join(t.TempDir(), "hedge.duckdb"), Config{})
+	defer w.Close()
+	q := w.Queries()
+	before1, before2 := q.DataVersion(1), q.DataVersion(2)
+	if err := w.Writer().Submit(&Batch{Events: []Event{testEvent(1, "e")}}); err != nil {
+		t.Fatal(err)
+	}
+	if q.DataVersion(1) == before1 || q.DataVersion(2) != before2 {
+		t.Fatalf("versions after a commit to project 1: %d→%d, project 2 %d→%d", before1, q.DataVersion(1), before2, q.DataVersion(2))
+	}
+	// A warnings-only commit is new data too (ingestion_warnings).
+	v := q.DataVersion(1)
+	if err := w.Writer().Submit(&Batch{Warnings: []Warning{{TeamID: 1, Time: time.Now(), Type: "missing_event_name"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if q.DataVersion(1) == v {
+		t.Fatal("the version did not change")
+	}
+}
