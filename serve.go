@@ -32,7 +32,10 @@ type serveConfig struct {
 	captureAddr     string
 	publicURL       string
 	adminEmail      string
+	smtpURL         string
+	dnsServer       string
 	pprof           bool
+	insightCacheTTL time.Duration
 	logLevel        slog.Level
 	shutdownTimeout time.Duration
 	warehouse       warehouse.Config
@@ -48,6 +51,8 @@ func serveCommand(args []string, stderr io.Writer) int {
 	fs.StringVar(&cfg.captureAddr, "capture-addr", "127.0.0.1:8001", "address of the capture (ingestion) listener")
 	fs.StringVar(&cfg.publicURL, "public-url", "", "scheme://host[:port] the management API is reached at, for absolute links; empty: the request's host")
 	fs.StringVar(&cfg.adminEmail, "admin-email", "admin@localhost", "e-mail of the user that the first start creates")
+	fs.StringVar(&cfg.smtpURL, "smtp-url", "", "SMTP server for invite e-mails: smtp://[user:password@]host[:port][?from=address] (STARTTLS when offered) or smtps://...; empty: invites are not e-mailed")
+	fs.StringVar(&cfg.dnsServer, "dns-server", "", "DNS server (host[:port]) for the TXT lookups that verify domains; empty: the system resolver")
 	fs.BoolVar(&cfg.pprof, "pprof", false, "serve Go profiles under /debug/pprof/ on the management listener, without authentication")
 	fs.TextVar(&cfg.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for in-flight requests")
@@ -55,6 +60,9 @@ func serveCommand(args []string, stderr io.Writer) int {
 	fs.DurationVar(&cfg.warehouse.FlushInterval, "flush-interval", 0, "how long a group commit waits for more events; 0: commit what is queued at once")
 	fs.IntVar(&cfg.warehouse.MaxQueuedRows, "max-queued-events", 200000, "events (and warnings) waiting for a commit, at most; past it capture answers 503")
 	fs.DurationVar(&cfg.warehouse.CheckpointInterval, "checkpoint-interval", 5*time.Minute, "how often DuckDB's WAL is checkpointed into the database file")
+	fs.DurationVar(&cfg.insightCacheTTL, "insight-cache-ttl", 15*time.Minute, "how long an insight's computed result is served while its project has no new events")
+	fs.DurationVar(&cfg.warehouse.Query.Timeout, "query-timeout", 30*time.Second, "how long a query of the query API may run")
+	fs.IntVar(&cfg.warehouse.Query.MaxRows, "query-max-rows", 100000, "how many rows a HogQL query may return")
 	fs.StringVar(&cfg.warehouse.MemoryLimit, "duckdb-memory-limit", "512MB", "DuckDB's memory_limit")
 	fs.Int64Var(&cfg.edge.MaxInflightBytes, "max-inflight-bytes", 256<<20, "bytes of request bodies and decompressed payloads held at once, at most; past it capture answers 503")
 	fs.Float64Var(&cfg.edge.OverflowRate, "overflow-rate", 100, "events a second one distinct_id of a project may send before its events go to the overflow lane; 0: no overflow lane")
@@ -154,7 +162,8 @@ func start(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *server, e
 		log.Info("bootstrapped an organization, a project and a personal API key",
 			"credentials", filepath.Join(cfg.dataDir, admin.BootstrapFile))
 	}
-	s.api, err = admin.New(ctx, admin.Config{DB: s.warehouse.DB(), PublicURL: cfg.publicURL, Pprof: cfg.pprof, Logger: log})
+	s.api, err = admin.New(ctx, admin.Config{DB: s.warehouse.DB(), Queries: s.warehouse.Queries(), InsightCacheTTL: cfg.insightCacheTTL, PublicURL: cfg.publicURL, Pprof: cfg.pprof, Logger: log,
+		SMTPURL: cfg.smtpURL, DNSServer: cfg.dnsServer})
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,8 @@ import (
 	"github.com/bytedance/sonic"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/pprof"
+
+	"github.com/hedge-analytics/hedge/warehouse"
 )
 
 // Config is what the management API needs.
@@ -28,10 +30,22 @@ type Config struct {
 	// PublicURL is the scheme://host[:port] that absolute links (pagination) start
 	// with; empty means the request's own.
 	PublicURL string
+	// Queries runs the query API's queries.
+	Queries *warehouse.Queries
+	// InsightCacheTTL is how long a computed insight result is served while its project
+	// has no new events (default 15m).
+	InsightCacheTTL time.Duration
 	// Pprof serves Go's profiles under /debug/pprof/, without authentication: turn it
 	// on only where the management listener is not exposed.
 	Pprof  bool
 	Logger *slog.Logger
+	// SMTPURL is the server that invite e-mails go through
+	// (smtp://[user:password@]host[:port][?from=address], or smtps://); empty: invites
+	// are not e-mailed.
+	SMTPURL string
+	// DNSServer (host[:port]) answers the TXT lookups that verify domains; empty: the
+	// system resolver.
+	DNSServer string
 }
 
 // API is the management API on its own listener.
@@ -41,6 +55,8 @@ type API struct {
 	routes    []route
 	db        *sql.DB
 	tokens    *ProjectTokens
+	queries   *warehouse.Queries
+	results   *resultsCache
 	publicURL string
 	log       *slog.Logger
 }
@@ -74,6 +90,8 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 	a := &API{
 		db:        cfg.DB,
 		tokens:    tokens,
+		queries:   cfg.Queries,
+		results:   newResultsCache(cfg.InsightCacheTTL),
 		publicURL: strings.TrimSuffix(cfg.PublicURL, "/"),
 		log:       cfg.Logger,
 	}
@@ -100,6 +118,23 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 	a.bindProjects()
 	a.bindPersons()
 	a.bindGroups()
+	a.bindQuery()
+	a.bindDashboards()
+	a.bindInsights()
+	a.bindCollaborators()
+	a.bindSharing()
+	mail, err := newMailer(cfg.SMTPURL)
+	if err != nil {
+		return nil, err
+	}
+	a.bindOrganizations()
+	a.bindUsers()
+	a.bindPersonalAPIKeys()
+	a.bindMembers()
+	a.bindInvites(mail)
+	a.bindSignup()
+	a.bindDomains(cfg.DNSServer)
+	a.bindBatchExports()
 	return a, nil
 }
 

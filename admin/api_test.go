@@ -45,7 +45,7 @@ func newTestEnv(t *testing.T, publicURL string) *testEnv {
 	if err != nil || boot == nil {
 		t.Fatalf("bootstrap: %v %v", boot, err)
 	}
-	api, err := New(ctx, Config{DB: wh.DB(), PublicURL: publicURL, Logger: testLogger()})
+	api, err := New(ctx, Config{DB: wh.DB(), Queries: wh.Queries(), PublicURL: publicURL, Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

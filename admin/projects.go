@@ -2,8 +2,17 @@ package admin
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	_ "time/tzdata" // timezone validation must not depend on the host's zoneinfo
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
@@ -11,6 +20,8 @@ import (
 
 func (a *API) bindProjects() {
 	a.handle(fiber.MethodGet, "/organizations/:organization_id/projects/", "project:read", a.projectList)
+	a.handle(fiber.MethodPost, "/organizations/:organization_id/projects/", "project:write", a.projectCreate)
+	a.handle(fiber.MethodGet, "/organizations/:organization_id/projects/:id/", "project:read", a.projectRetrieve)
 }
 
 // projectListItem carries exactly the fields the spec lists for project list items.
@@ -38,19 +49,45 @@ func (a *API) projectList(c *fiber.Ctx) error {
 	}
 	pg := pageOf(c)
 	ctx := c.UserContext()
-	const visible = `organization_id = ? AND (len(?::BIGINT[]) = 0 OR list_contains(?::BIGINT[], id))`
-	args := []any{m.organizationID, p.scopedTeams, p.scopedTeams}
 	var count int
-	if err := a.db.QueryRowContext(ctx, `SELECT count(*) FROM meta.projects WHERE `+visible, args...).Scan(&count); err != nil {
+	if err := a.db.QueryRowContext(ctx, `SELECT count(*) FROM meta.projects WHERE `+projectVisible,
+		m.organizationID, nonNil(p.scopedTeams), nonNil(p.scopedTeams)).Scan(&count); err != nil {
 		return fmt.Errorf("cannot count projects of %s: %w", m.organizationID, err)
 	}
-	rows, err := a.db.QueryContext(ctx, `
+	items, err := listProjects(ctx, a.db, m.organizationID, p.scopedTeams, pg)
+	if err != nil {
+		return err
+	}
+	return a.sendPage(c, pg, count, items)
+}
+
+// projectVisible is the condition on meta.projects for the projects of an organization
+// that a key reaches: all of them, or those in its scoped_teams.
+const projectVisible = `organization_id = ? AND (len(?::BIGINT[]) = 0 OR list_contains(?::BIGINT[], id))`
+
+// nonNil makes sure an empty list binds as [] and not as NULL.
+func nonNil[T any](list []T) []T {
+	if list == nil {
+		return []T{}
+	}
+	return list
+}
+
+// listProjects reads one page of the organization's projects that scopedTeams allows
+// (all when empty), oldest first; a page with limit 0 or less is all of them.
+func listProjects(ctx context.Context, q querier, organizationID uuid.UUID, scopedTeams []int64, pg page) ([]projectListItem, error) {
+	query := `
 		SELECT id, uuid::VARCHAR, organization_id::VARCHAR, api_token, name, completed_snippet_onboarding,
 		       has_completed_onboarding_for, ingested_event, is_demo, timezone, access_control
-		FROM meta.projects WHERE `+visible+` ORDER BY id LIMIT ? OFFSET ?`,
-		append(args, pg.limit, pg.offset)...)
+		FROM meta.projects WHERE ` + projectVisible + ` ORDER BY id`
+	args := []any{organizationID, nonNil(scopedTeams), nonNil(scopedTeams)}
+	if pg.limit > 0 {
+		query += ` LIMIT ? OFFSET ?`
+		args = append(args, pg.limit, pg.offset)
+	}
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
-		return fmt.Errorf("cannot list projects of %s: %w", m.organizationID, err)
+		return nil, fmt.Errorf("cannot list projects of %s: %w", organizationID, err)
 	}
 	defer rows.Close()
 	items := []projectListItem{}
@@ -59,7 +96,7 @@ func (a *API) projectList(c *fiber.Ctx) error {
 		var onboarding *string
 		if err := rows.Scan(&it.ID, &it.UUID, &it.Organization, &it.APIToken, &it.Name, &it.CompletedSnippetOnboarding,
 			&onboarding, &it.IngestedEvent, &it.IsDemo, &it.Timezone, &it.AccessControl); err != nil {
-			return fmt.Errorf("cannot read projects of %s: %w", m.organizationID, err)
+			return nil, fmt.Errorf("cannot read projects of %s: %w", organizationID, err)
 		}
 		if onboarding != nil {
 			it.HasCompletedOnboardingFor = json.RawMessage(*onboarding)
@@ -67,9 +104,347 @@ func (a *API) projectList(c *fiber.Ctx) error {
 		items = append(items, it)
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("cannot read projects of %s: %w", m.organizationID, err)
+		return nil, fmt.Errorf("cannot read projects of %s: %w", organizationID, err)
 	}
-	return a.sendPage(c, pg, count, items)
+	return items, nil
+}
+
+// projectFields are the writable project fields that have a column of their own
+// (the list shows them, or they are looked up).
+type projectFields struct {
+	Name                       string   `json:"name"`
+	Timezone                   string   `json:"timezone"`
+	WeekStartDay               *int     `json:"week_start_day"`
+	IsDemo                     bool     `json:"is_demo"`
+	CompletedSnippetOnboarding bool     `json:"completed_snippet_onboarding"`
+	AccessControl              bool     `json:"access_control"`
+	HasCompletedOnboardingFor  jsonText `json:"has_completed_onboarding_for"`
+}
+
+// projectSettings are the other writable fields of the spec's Project, stored whole
+// as the JSON object of the settings column. Structured fields stay the JSON the
+// client sent (after a check of their kind).
+type projectSettings struct {
+	ProductDescription                          *string  `json:"product_description"`
+	AppURLs                                     []string `json:"app_urls"`
+	SlackIncomingWebhook                        *string  `json:"slack_incoming_webhook"`
+	AnonymizeIPs                                bool     `json:"anonymize_ips"`
+	TestAccountFilters                          jsonText `json:"test_account_filters"`
+	TestAccountFiltersDefaultChecked            bool     `json:"test_account_filters_default_checked"`
+	PathCleaningFilters                         jsonText `json:"path_cleaning_filters"`
+	DataAttributes                              jsonText `json:"data_attributes"`
+	PersonDisplayNameProperties                 []string `json:"person_display_name_properties"`
+	CorrelationConfig                           jsonText `json:"correlation_config"`
+	AutocaptureOptOut                           *bool    `json:"autocapture_opt_out"`
+	AutocaptureExceptionsOptIn                  *bool    `json:"autocapture_exceptions_opt_in"`
+	AutocaptureWebVitalsOptIn                   *bool    `json:"autocapture_web_vitals_opt_in"`
+	AutocaptureWebVitalsAllowedMetrics          jsonText `json:"autocapture_web_vitals_allowed_metrics"`
+	AutocaptureExceptionsErrorsToIgnore         jsonText `json:"autocapture_exceptions_errors_to_ignore"`
+	CaptureConsoleLogOptIn                      *bool    `json:"capture_console_log_opt_in"`
+	CapturePerformanceOptIn                     *bool    `json:"capture_performance_opt_in"`
+	SessionRecordingOptIn                       bool     `json:"session_recording_opt_in"`
+	SessionRecordingSampleRate                  jsonText `json:"session_recording_sample_rate"` // a decimal string, "0.00" to "1.00"
+	SessionRecordingMinimumDurationMillis       *int     `json:"session_recording_minimum_duration_milliseconds"`
+	SessionRecordingLinkedFlag                  jsonText `json:"session_recording_linked_flag"`
+	SessionRecordingNetworkPayloadCaptureConfig jsonText `json:"session_recording_network_payload_capture_config"`
+	SessionReplayConfig                         jsonText `json:"session_replay_config"`
+	SurveyConfig                                jsonText `json:"survey_config"`
+	PrimaryDashboard                            *int64   `json:"primary_dashboard"`
+	LiveEventsColumns                           []string `json:"live_events_columns"`
+	RecordingDomains                            []string `json:"recording_domains"`
+	InjectWebApps                               *bool    `json:"inject_web_apps"`
+	ExtraSettings                               jsonText `json:"extra_settings"`
+	Modifiers                                   jsonText `json:"modifiers"`
+	SurveysOptIn                                *bool    `json:"surveys_opt_in"`
+	HeatmapsOptIn                               *bool    `json:"heatmaps_opt_in"`
+	FlagsPersistenceDefault                     bool     `json:"flags_persistence_default"`
+}
+
+// defaultProjectFields are PostHog's create defaults for the column fields (reference
+// §6.2). week_start_day stays null: PostHog guesses it from the request's country,
+// which hedge does not look up.
+func defaultProjectFields() projectFields {
+	return projectFields{Name: "Default project", Timezone: "UTC"}
+}
+
+// defaultProjectSettings are PostHog's create defaults for the other fields
+// (reference §6.2, and the model's field defaults where §6.2 is silent).
+func defaultProjectSettings() projectSettings {
+	yes := true
+	return projectSettings{
+		AppURLs:                 []string{},
+		TestAccountFilters:      jsonText(mustJSON(testAccountFilters(""))),
+		PathCleaningFilters:     jsonText(`[]`),
+		DataAttributes:          jsonText(`["data-attr"]`),
+		CorrelationConfig:       jsonText(`{}`),
+		CaptureConsoleLogOptIn:  &yes,
+		CapturePerformanceOptIn: &yes,
+	}
+}
+
+// genericEmailDomains are mail providers whose domain says nothing about a company,
+// so they make no test-account filter.
+var genericEmailDomains = map[string]bool{
+	"gmail.com": true, "googlemail.com": true, "yahoo.com": true, "hotmail.com": true, "outlook.com": true,
+	"live.com": true, "msn.com": true, "aol.com": true, "icloud.com": true, "me.com": true, "mac.com": true,
+	"protonmail.com": true, "proton.me": true, "gmx.com": true, "gmx.de": true, "yandex.com": true,
+	"mail.com": true, "zoho.com": true, "fastmail.com": true,
+}
+
+// testAccountFilters is PostHog's default test_account_filters: events from localhost,
+// and persons whose email contains the organization's own e-mail domain (the domain of
+// its first member with a non-generic address) when there is one.
+func testAccountFilters(emailDomain string) []map[string]any {
+	filters := []map[string]any{{"key": "$host", "operator": "not_regex", "value": `^(localhost|127\.0\.0\.1)($|:)`, "type": "event"}}
+	if emailDomain != "" {
+		filters = append([]map[string]any{{"key": "email", "operator": "not_icontains", "value": "@" + emailDomain, "type": "person"}}, filters...)
+	}
+	return filters
+}
+
+// organizationEmailDomain is the e-mail domain of the organization's earliest member
+// with a non-generic address, or "".
+func organizationEmailDomain(ctx context.Context, q querier, organizationID uuid.UUID) (string, error) {
+	rows, err := q.QueryContext(ctx, `SELECT u.email FROM meta.memberships m JOIN meta.users u ON u.id = m.user_id
+		WHERE m.organization_id = ? ORDER BY m.joined_at, m.id`, organizationID)
+	if err != nil {
+		return "", fmt.Errorf("cannot read member e-mails of %s: %w", organizationID, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var email string
+		if err := rows.Scan(&email); err != nil {
+			return "", fmt.Errorf("cannot read member e-mails of %s: %w", organizationID, err)
+		}
+		if _, domain, ok := strings.Cut(email, "@"); ok && domain != "" && !genericEmailDomains[domain] {
+			return domain, nil
+		}
+	}
+	return "", rows.Err()
+}
+
+var (
+	sampleRatePattern = regexp.MustCompile(`^(0(\.\d{1,2})?|1(\.0{1,2})?)$`)
+	// pytz and Go's tz database both accept these aliases, which are not places.
+	notTimezones = map[string]bool{"": true, "Local": true}
+)
+
+// validTimezone reports whether name is an IANA time zone name (the tz database is
+// embedded, so the answer does not depend on the host).
+func validTimezone(name string) bool {
+	if notTimezones[name] || strings.HasPrefix(name, "/") || strings.Contains(name, "..") {
+		return false
+	}
+	_, err := time.LoadLocation(name)
+	return err == nil
+}
+
+// validate checks the column fields on create.
+func (f *projectFields) validate() error {
+	switch {
+	case strings.TrimSpace(f.Name) == "":
+		return errValidation("name", "blank", "This field may not be blank.")
+	case utf8.RuneCountInString(f.Name) > 200:
+		return errValidation("name", "max_length", "Ensure this field has no more than 200 characters.")
+	case !validTimezone(f.Timezone):
+		return errValidation("timezone", "invalid_choice", fmt.Sprintf("%q is not a valid choice.", f.Timezone))
+	case f.WeekStartDay != nil && *f.WeekStartDay != 0 && *f.WeekStartDay != 1:
+		return errValidation("week_start_day", "invalid_choice", fmt.Sprintf("%q is not a valid choice.", strconv.Itoa(*f.WeekStartDay)))
+	}
+	return checkJSONKind("has_completed_onboarding_for", f.HasCompletedOnboardingFor, '{')
+}
+
+// validate checks the settings on create and normalises them as PostHog stores them.
+func (s *projectSettings) validate() error {
+	kinds := []struct {
+		attr  string
+		value jsonText
+		kind  byte
+	}{
+		{"test_account_filters", s.TestAccountFilters, '['},
+		{"path_cleaning_filters", s.PathCleaningFilters, '['},
+		{"data_attributes", s.DataAttributes, '['},
+		{"correlation_config", s.CorrelationConfig, '{'},
+		{"autocapture_web_vitals_allowed_metrics", s.AutocaptureWebVitalsAllowedMetrics, '['},
+		{"autocapture_exceptions_errors_to_ignore", s.AutocaptureExceptionsErrorsToIgnore, '['},
+		{"session_recording_linked_flag", s.SessionRecordingLinkedFlag, '{'},
+		{"session_recording_network_payload_capture_config", s.SessionRecordingNetworkPayloadCaptureConfig, '{'},
+		{"session_replay_config", s.SessionReplayConfig, '{'},
+		{"survey_config", s.SurveyConfig, '{'},
+		{"extra_settings", s.ExtraSettings, '{'},
+		{"modifiers", s.Modifiers, '{'},
+	}
+	for _, k := range kinds {
+		if err := checkJSONKind(k.attr, k.value, k.kind); err != nil {
+			return err
+		}
+	}
+	if s.SessionRecordingMinimumDurationMillis != nil {
+		if ms := *s.SessionRecordingMinimumDurationMillis; ms < 0 || ms > 30000 {
+			return errValidation("session_recording_minimum_duration_milliseconds", "invalid_input",
+				"Ensure this value is between 0 and 30000.")
+		}
+	}
+	if s.PrimaryDashboard != nil {
+		// A new project has no dashboards yet; PostHog refuses this on create too.
+		return errValidation("primary_dashboard", "invalid_input", "A new project has no dashboards; set its primary dashboard after creating one.")
+	}
+	if len(s.SessionRecordingSampleRate) > 0 {
+		// A decimal from 0 to 1 with two places, sent as a string or a number, kept as a
+		// string ("0.50"), as PostHog's DecimalField.
+		text := strings.Trim(string(s.SessionRecordingSampleRate), `"`)
+		rate, err := strconv.ParseFloat(text, 64)
+		if err != nil || !sampleRatePattern.MatchString(text) {
+			return errValidation("session_recording_sample_rate", "invalid_input", "A decimal from 0.00 to 1.00 is required.")
+		}
+		s.SessionRecordingSampleRate = jsonText(strconv.Quote(strconv.FormatFloat(rate, 'f', 2, 64)))
+	}
+	// PostHog drops null and empty app URLs.
+	urls := []string{}
+	for _, u := range s.AppURLs {
+		if u != "" {
+			urls = append(urls, u)
+		}
+	}
+	s.AppURLs = urls
+	return nil
+}
+
+// checkJSONKind checks that a structured field is null or a JSON value of kind
+// ('{' object, '[' array).
+func checkJSONKind(attr string, value jsonText, kind byte) error {
+	if len(value) == 0 || value[0] == kind {
+		return nil
+	}
+	if kind == '[' {
+		return errValidation(attr, "not_a_list", "Expected a list of items.")
+	}
+	return errValidation(attr, "invalid_input", "Expected a JSON object.")
+}
+
+// projectRecord is the full Project of the spec (create and retrieve). Of PostHog's
+// read-only fields: live_events_token is null (hedge has no live events stream to
+// authenticate), and person_on_events_querying_enabled, default_modifiers and
+// product_intents are strings as the spec types them: "true" (hedge writes person_id
+// on every event), "{}" (no modifiers beyond the defaults) and "[]" (no intents).
+type projectRecord struct {
+	ID                            int64     `json:"id"`
+	UUID                          string    `json:"uuid"`
+	Organization                  string    `json:"organization"`
+	APIToken                      string    `json:"api_token"`
+	CreatedAt                     time.Time `json:"created_at"`
+	UpdatedAt                     time.Time `json:"updated_at"`
+	EffectiveMembershipLevel      *int      `json:"effective_membership_level"`
+	HasGroupTypes                 bool      `json:"has_group_types"`
+	LiveEventsToken               *string   `json:"live_events_token"`
+	IngestedEvent                 bool      `json:"ingested_event"`
+	PersonOnEventsQueryingEnabled string    `json:"person_on_events_querying_enabled"`
+	DefaultModifiers              string    `json:"default_modifiers"`
+	ProductIntents                string    `json:"product_intents"`
+	projectFields
+	projectSettings
+}
+
+// POST /api/organizations/{organization_id}/projects/ (project:write)
+// Creates a project with PostHog's defaults for every field not sent. Admins and
+// owners may; members only a demo project (is_demo: true), as in PostHog. The new
+// token is accepted by the capture listener as soon as this answers.
+func (a *API) projectCreate(c *fiber.Ctx) error {
+	p := principalOf(c)
+	m, err := a.organizationWide(c, p)
+	if err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	fields := defaultProjectFields()
+	settings := defaultProjectSettings()
+	domain, err := organizationEmailDomain(ctx, a.db, m.organizationID)
+	if err != nil {
+		return err
+	}
+	settings.TestAccountFilters = jsonText(mustJSON(testAccountFilters(domain)))
+	if err := bindBody(c, &fields); err != nil {
+		return err
+	}
+	if err := bindBody(c, &settings); err != nil {
+		return err
+	}
+	if !fields.IsDemo {
+		if err := m.atLeast(levelAdmin); err != nil {
+			return err
+		}
+	}
+	if err := fields.validate(); err != nil {
+		return err
+	}
+	if err := settings.validate(); err != nil {
+		return err
+	}
+	id, token, err := insertProjectWith(ctx, a.db, m.organizationID, fields, settings)
+	if err != nil {
+		return err
+	}
+	a.tokens.set(token, id)
+	r, err := loadProject(ctx, a.db, m, id)
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusCreated).JSON(r)
+}
+
+// GET /api/organizations/{organization_id}/projects/{id}/ (project:read)
+func (a *API) projectRetrieve(c *fiber.Ctx) error {
+	p := principalOf(c)
+	m, err := a.organizationOf(c, p)
+	if err != nil {
+		return err
+	}
+	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
+	if err != nil {
+		return errNotFound("Project not found.")
+	}
+	r, err := loadProject(c.UserContext(), a.db, m, id)
+	if err != nil {
+		return err
+	}
+	if len(p.scopedTeams) > 0 && !slices.Contains(p.scopedTeams, id) {
+		return errPermissionDenied(fmt.Sprintf("API key does not have access to the requested project: ID %d.", id))
+	}
+	return c.JSON(r)
+}
+
+// loadProject reads the full record of a project of m's organization, as m's member
+// sees it; a project of another organization is not found.
+func loadProject(ctx context.Context, q querier, m membership, id int64) (projectRecord, error) {
+	r := projectRecord{ID: id, PersonOnEventsQueryingEnabled: "true", DefaultModifiers: "{}", ProductIntents: "[]"}
+	r.projectFields = defaultProjectFields()
+	r.projectSettings = defaultProjectSettings()
+	var settings string
+	err := q.QueryRowContext(ctx, `
+		SELECT uuid::VARCHAR, organization_id::VARCHAR, api_token, created_at, updated_at, ingested_event,
+		       name, timezone, week_start_day, is_demo, completed_snippet_onboarding, access_control,
+		       has_completed_onboarding_for, settings,
+		       EXISTS (SELECT 1 FROM group_type_mappings g WHERE g.team_id = p.id)
+		FROM meta.projects p WHERE id = ? AND organization_id = ?`, id, m.organizationID).
+		Scan(&r.UUID, &r.Organization, &r.APIToken, &r.CreatedAt, &r.UpdatedAt, &r.IngestedEvent,
+			&r.Name, &r.Timezone, &r.WeekStartDay, &r.IsDemo, &r.CompletedSnippetOnboarding, &r.AccessControl,
+			&r.HasCompletedOnboardingFor, &settings, &r.HasGroupTypes)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, errNotFound("Project not found.")
+	}
+	if err != nil {
+		return r, fmt.Errorf("cannot read project %d: %w", id, err)
+	}
+	// Settings stored before a field existed keep that field's default.
+	if err := json.Unmarshal([]byte(settings), &r.projectSettings); err != nil {
+		return r, fmt.Errorf("cannot read the settings of project %d: %w", id, err)
+	}
+	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
+	// hedge has no per-project access control: a member's level in the project is
+	// their level in its organization.
+	level := m.level
+	r.EffectiveMembershipLevel = &level
+	return r, nil
 }
 
 // newProjectToken makes a project API token in PostHog's shape: phc_ and 43 base62 characters.
@@ -78,14 +453,36 @@ func newProjectToken() string { return "phc_" + randomToken(32, 43) }
 // insertProject creates a project with PostHog's defaults and returns its id and API
 // token. The caller adds the token to ProjectTokens once its transaction commits.
 func insertProject(ctx context.Context, q querier, organizationID uuid.UUID, name string) (int64, string, error) {
+	fields := defaultProjectFields()
+	fields.Name = name
+	settings := defaultProjectSettings()
+	domain, err := organizationEmailDomain(ctx, q, organizationID)
+	if err != nil {
+		return 0, "", err
+	}
+	settings.TestAccountFilters = jsonText(mustJSON(testAccountFilters(domain)))
+	return insertProjectWith(ctx, q, organizationID, fields, settings)
+}
+
+// insertProjectWith creates a project from validated fields and settings and returns
+// its id and API token. The caller adds the token to ProjectTokens once its
+// transaction commits.
+func insertProjectWith(ctx context.Context, q querier, organizationID uuid.UUID, f projectFields, s projectSettings) (int64, string, error) {
 	token := newProjectToken()
+	var onboarding *string
+	if len(f.HasCompletedOnboardingFor) > 0 {
+		text := string(f.HasCompletedOnboardingFor)
+		onboarding = &text
+	}
 	var id int64
 	err := q.QueryRowContext(ctx, `
-		INSERT INTO meta.projects (uuid, organization_id, name, api_token, created_at, updated_at)
-		VALUES (?, ?, ?, ?, now(), now()) RETURNING id`,
-		uuid.Must(uuid.NewV7()), organizationID, name, token).Scan(&id)
+		INSERT INTO meta.projects (uuid, organization_id, name, api_token, timezone, week_start_day, is_demo,
+			completed_snippet_onboarding, access_control, has_completed_onboarding_for, settings, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now(), now()) RETURNING id`,
+		uuid.Must(uuid.NewV7()), organizationID, f.Name, token, f.Timezone, f.WeekStartDay, f.IsDemo,
+		f.CompletedSnippetOnboarding, f.AccessControl, onboarding, mustJSON(s)).Scan(&id)
 	if err != nil {
-		return 0, "", fmt.Errorf("cannot create project %q in %s: %w", name, organizationID, err)
+		return 0, "", fmt.Errorf("cannot create project %q in %s: %w", f.Name, organizationID, err)
 	}
 	return id, token, nil
 }

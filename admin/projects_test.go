@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -99,4 +100,136 @@ func TestProjectListScopedTeams(t *testing.T) {
 		name: "only the scoped project", method: "GET", path: "/api/organizations/{org}/projects/", key: key, status: 200,
 		want: []string{`"count":1`, `"id":3`}, notWant: []string{`"id":1,`, `"id":2,`},
 	}})
+}
+
+func TestProjectCreate(t *testing.T) {
+	env := newMgmtEnv(t, nil)
+	_, memberKey := env.member(t, "member@example.com", levelMember, "project:write")
+	_, adminKey := env.member(t, "admin@acme.io", levelAdmin, "project:write")
+	otherOrg, outsiderKey := env.addUser(t, "outsider@example.com", uuid.Nil, levelOwner, "*")
+	projects := "/api/organizations/{org}/projects/"
+
+	created := env.must(t, 201, "POST", env.orgPath("projects/"), adminKey, `{"name":"Web","unknown_field":1}`)
+	// Exactly the spec's full record, with PostHog's defaults (reference §6.2).
+	want := map[string]any{
+		"name": "Web", "organization": env.org.String(), "product_description": nil, "app_urls": []any{},
+		"slack_incoming_webhook": nil, "anonymize_ips": false, "completed_snippet_onboarding": false, "ingested_event": false,
+		"test_account_filters_default_checked": false, "path_cleaning_filters": []any{}, "is_demo": false, "timezone": "UTC",
+		"data_attributes": []any{"data-attr"}, "person_display_name_properties": nil, "correlation_config": map[string]any{},
+		"autocapture_opt_out": nil, "autocapture_exceptions_opt_in": nil, "autocapture_web_vitals_opt_in": nil,
+		"autocapture_web_vitals_allowed_metrics": nil, "autocapture_exceptions_errors_to_ignore": nil,
+		"capture_console_log_opt_in": true, "capture_performance_opt_in": true, "session_recording_opt_in": false,
+		"session_recording_sample_rate": nil, "session_recording_minimum_duration_milliseconds": nil,
+		"session_recording_linked_flag": nil, "session_recording_network_payload_capture_config": nil,
+		"session_replay_config": nil, "survey_config": nil, "access_control": false, "week_start_day": nil,
+		"primary_dashboard": nil, "live_events_columns": nil, "recording_domains": nil,
+		"person_on_events_querying_enabled": "true", "inject_web_apps": nil, "extra_settings": nil, "modifiers": nil,
+		"default_modifiers": "{}", "has_completed_onboarding_for": nil, "surveys_opt_in": nil, "heatmaps_opt_in": nil,
+		"product_intents": "[]", "flags_persistence_default": false, "effective_membership_level": float64(levelAdmin),
+		"has_group_types": false, "live_events_token": nil,
+	}
+	for field, value := range want {
+		if got, ok := created[field]; !ok || mustText(t, got) != mustText(t, value) {
+			t.Errorf("%s = %s, want %s", field, mustText(t, got), mustText(t, value))
+		}
+	}
+	var fields []string
+	for field := range created {
+		fields = append(fields, field)
+	}
+	sort.Strings(fields)
+	spec := []string{"access_control", "anonymize_ips", "api_token", "app_urls", "autocapture_exceptions_errors_to_ignore",
+		"autocapture_exceptions_opt_in", "autocapture_opt_out", "autocapture_web_vitals_allowed_metrics", "autocapture_web_vitals_opt_in",
+		"capture_console_log_opt_in", "capture_performance_opt_in", "completed_snippet_onboarding", "correlation_config", "created_at",
+		"data_attributes", "default_modifiers", "effective_membership_level", "extra_settings", "flags_persistence_default",
+		"has_completed_onboarding_for", "has_group_types", "heatmaps_opt_in", "id", "ingested_event", "inject_web_apps", "is_demo",
+		"live_events_columns", "live_events_token", "modifiers", "name", "organization", "path_cleaning_filters",
+		"person_display_name_properties", "person_on_events_querying_enabled", "primary_dashboard", "product_description",
+		"product_intents", "recording_domains", "session_recording_linked_flag", "session_recording_minimum_duration_milliseconds",
+		"session_recording_network_payload_capture_config", "session_recording_opt_in", "session_recording_sample_rate",
+		"session_replay_config", "slack_incoming_webhook", "survey_config", "surveys_opt_in", "test_account_filters",
+		"test_account_filters_default_checked", "timezone", "updated_at", "uuid", "week_start_day"}
+	if !slices.Equal(fields, spec) {
+		t.Fatalf("fields %v\nwant %v", fields, spec)
+	}
+	// Test accounts: localhost, and the organization's own e-mail domain (the first
+	// member with a company address).
+	if got := mustText(t, created["test_account_filters"]); got != `[{"key":"email","operator":"not_icontains","type":"person","value":"@example.com"},{"key":"$host","operator":"not_regex","type":"event","value":"^(localhost|127\\.0\\.0\\.1)($|:)"}]` {
+		t.Fatalf("test_account_filters %s", got)
+	}
+	token := created["api_token"].(string)
+	if !regexp.MustCompile(`^phc_[0-9A-Za-z]{43}$`).MatchString(token) {
+		t.Fatalf("api_token %q", token)
+	}
+	if team, ok := env.api.ProjectTokens().Team(token); !ok || float64(team) != created["id"] {
+		t.Fatal("the capture listener does not know the new project's token")
+	}
+	id := strconv.Itoa(int(created["id"].(float64)))
+
+	env.run(t, []scenario{
+		{name: "retrieve", method: "GET", path: projects + id + "/", key: memberKey, status: 200,
+			want: []string{`"id":` + id + `,`, `"name":"Web"`, `"effective_membership_level":1`, `"api_token":"` + token + `"`}},
+		{name: "retrieve the bootstrap project", method: "GET", path: projects + "1/", key: env.owner, status: 200,
+			want: []string{`"name":"Default project"`, `"data_attributes":["data-attr"]`, `"capture_console_log_opt_in":true`}},
+		{name: "list items keep their fields", method: "GET", path: projects, key: env.owner, status: 200,
+			want: []string{`"count":2`}, notWant: []string{`"data_attributes"`}},
+		{name: "a project of another organization", method: "GET", path: "/api/organizations/" + otherOrg.String() + "/projects/" + id + "/",
+			key: outsiderKey, status: 404, want: []string{`"detail":"Project not found."`}},
+		{name: "another tenant's organization", method: "GET", path: projects + id + "/", key: outsiderKey, status: 404,
+			want: []string{`"detail":"Organization not found."`}},
+		{name: "no such project", method: "GET", path: projects + "999/", key: env.owner, status: 404},
+		{name: "not a project id", method: "GET", path: projects + "web/", key: env.owner, status: 404},
+
+		{name: "members do not create projects", method: "POST", path: projects, key: memberKey, body: `{"name":"X"}`, status: 403,
+			want: []string{`{"type":"authentication_error","code":"permission_denied","detail":"Your organization access level is insufficient.","attr":null}`}},
+		{name: "members create demo projects", method: "POST", path: projects, key: memberKey, body: `{"name":"Demo","is_demo":true}`,
+			status: 201, want: []string{`"is_demo":true`, `"effective_membership_level":1`}},
+		{name: "no key", method: "POST", path: projects, body: `{"name":"X"}`, status: 401},
+		{name: "another tenant", method: "POST", path: projects, key: outsiderKey, body: `{"name":"X"}`, status: 404},
+
+		{name: "an IANA time zone", method: "POST", path: projects, key: env.owner, body: `{"name":"Tokyo","timezone":"Asia/Tokyo","week_start_day":1}`,
+			status: 201, want: []string{`"timezone":"Asia/Tokyo"`, `"week_start_day":1`}},
+		{name: "not a time zone", method: "POST", path: projects, key: env.owner, body: `{"timezone":"America/I_Dont_Exist"}`, status: 400,
+			want: []string{`{"type":"validation_error","code":"invalid_choice","detail":"\"America/I_Dont_Exist\" is not a valid choice.","attr":"timezone"}`}},
+		{name: "Local is not a time zone", method: "POST", path: projects, key: env.owner, body: `{"timezone":"Local"}`, status: 400,
+			want: []string{`"attr":"timezone"`}},
+		{name: "week_start_day 0 or 1", method: "POST", path: projects, key: env.owner, body: `{"week_start_day":2}`, status: 400,
+			want: []string{`{"type":"validation_error","code":"invalid_choice","detail":"\"2\" is not a valid choice.","attr":"week_start_day"}`}},
+		{name: "a blank name", method: "POST", path: projects, key: env.owner, body: `{"name":""}`, status: 400,
+			want: []string{`"code":"blank"`, `"attr":"name"`}},
+		{name: "a field of the wrong type", method: "POST", path: projects, key: env.owner, body: `{"anonymize_ips":"yes"}`, status: 400,
+			want: []string{`{"type":"validation_error","code":"invalid_input","detail":"Not a valid boolean.","attr":"anonymize_ips"}`}},
+		{name: "a list that is not a list", method: "POST", path: projects, key: env.owner, body: `{"test_account_filters":{}}`, status: 400,
+			want: []string{`"attr":"test_account_filters"`}},
+		{name: "an object that is not an object", method: "POST", path: projects, key: env.owner, body: `{"session_replay_config":[]}`, status: 400,
+			want: []string{`"attr":"session_replay_config"`}},
+		{name: "a sample rate above 1", method: "POST", path: projects, key: env.owner, body: `{"session_recording_sample_rate":"1.5"}`, status: 400,
+			want: []string{`"attr":"session_recording_sample_rate"`}},
+		{name: "a minimum duration above 30 s", method: "POST", path: projects, key: env.owner,
+			body: `{"session_recording_minimum_duration_milliseconds":30001}`, status: 400,
+			want: []string{`"attr":"session_recording_minimum_duration_milliseconds"`}},
+		{name: "no primary dashboard on create", method: "POST", path: projects, key: env.owner, body: `{"primary_dashboard":1}`, status: 400,
+			want: []string{`"attr":"primary_dashboard"`}},
+		{name: "every writable field", method: "POST", path: projects, key: env.owner, body: `{
+			"name":"Full","product_description":"A shop","app_urls":["https://shop.example.com",null,""],"slack_incoming_webhook":"https://hooks",
+			"anonymize_ips":true,"completed_snippet_onboarding":true,"test_account_filters":[],"test_account_filters_default_checked":true,
+			"path_cleaning_filters":[{"regex":"/\\d+","alias":"/:id"}],"is_demo":false,"timezone":"Europe/Paris","data_attributes":["data-x"],
+			"person_display_name_properties":["email"],"correlation_config":{"excluded_person_property_names":["$os"]},
+			"autocapture_opt_out":true,"autocapture_exceptions_opt_in":true,"autocapture_web_vitals_opt_in":true,
+			"autocapture_web_vitals_allowed_metrics":["LCP"],"autocapture_exceptions_errors_to_ignore":["ResizeObserver"],
+			"capture_console_log_opt_in":false,"capture_performance_opt_in":false,"session_recording_opt_in":true,
+			"session_recording_sample_rate":0.5,"session_recording_minimum_duration_milliseconds":1000,
+			"session_recording_linked_flag":{"id":1,"key":"rec"},"session_recording_network_payload_capture_config":{"recordHeaders":true},
+			"session_replay_config":{"record_canvas":true},"survey_config":{"appearance":{}},"access_control":true,"week_start_day":0,
+			"primary_dashboard":null,"live_events_columns":["event"],"recording_domains":["https://shop.example.com"],"inject_web_apps":true,
+			"extra_settings":{"k":1},"modifiers":{"personsOnEventsMode":"disabled"},"has_completed_onboarding_for":{"product_analytics":true},
+			"surveys_opt_in":true,"heatmaps_opt_in":true,"flags_persistence_default":true}`, status: 201,
+			want: []string{`"app_urls":["https://shop.example.com"]`, `"session_recording_sample_rate":"0.50"`, `"timezone":"Europe/Paris"`,
+				`"week_start_day":0`, `"access_control":true`, `"has_completed_onboarding_for":{"product_analytics":true}`,
+				`"path_cleaning_filters":[{"regex":"/\\d+","alias":"/:id"}]`, `"test_account_filters":[]`, `"flags_persistence_default":true`,
+				`"capture_console_log_opt_in":false`, `"modifiers":{"personsOnEventsMode":"disabled"}`}},
+		{name: "the full project lists with its fields", method: "GET", path: projects + "?limit=1&offset=4", key: env.owner, status: 200,
+			want: []string{`"name":"Full"`, `"completed_snippet_onboarding":true`, `"has_completed_onboarding_for":{"product_analytics":true}`,
+				`"timezone":"Europe/Paris"`, `"access_control":true`}},
+	})
 }

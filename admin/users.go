@@ -2,22 +2,128 @@ package admin
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 )
+
+func (a *API) bindUsers() {
+	a.handle(fiber.MethodGet, "/users/@me/", "user:read", a.userMe)
+}
 
 // insertUser creates an active user and returns its integer id. Emails are stored
 // lower-cased, so that lookups by email ignore case.
 func insertUser(ctx context.Context, q querier, email, firstName string) (int64, error) {
+	return insertUserNamed(ctx, q, email, firstName, "")
+}
+
+func insertUserNamed(ctx context.Context, q querier, email, firstName, lastName string) (int64, error) {
 	var id int64
 	err := q.QueryRowContext(ctx, `
-		INSERT INTO meta.users (uuid, distinct_id, email, first_name, created_at)
-		VALUES (?, ?, ?, ?, now()) RETURNING id`,
-		uuid.Must(uuid.NewV7()), randomToken(32, 43), strings.ToLower(email), firstName).Scan(&id)
+		INSERT INTO meta.users (uuid, distinct_id, email, first_name, last_name, created_at)
+		VALUES (?, ?, ?, ?, ?, now()) RETURNING id`,
+		uuid.Must(uuid.NewV7()), randomToken(32, 43), strings.ToLower(email), firstName, lastName).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("cannot create user %s: %w", email, err)
 	}
 	return id, nil
+}
+
+// userRecord is the spec's User, embedded read-only in other records.
+type userRecord struct {
+	ID                 int64    `json:"id"`
+	UUID               string   `json:"uuid"`
+	DistinctID         string   `json:"distinct_id"`
+	FirstName          string   `json:"first_name"`
+	LastName           string   `json:"last_name"`
+	Email              string   `json:"email"`
+	IsEmailVerified    bool     `json:"is_email_verified"`
+	HedgehogConfig     jsonText `json:"hedgehog_config"`
+	RoleAtOrganization string   `json:"role_at_organization"`
+}
+
+// userColumns selects a userRecord from meta.users u, in the order of userRecord.dest.
+const userColumns = `u.id, u.uuid::VARCHAR, u.distinct_id, u.first_name, u.last_name, u.email,
+	u.is_email_verified, u.hedgehog_config, u.role_at_organization`
+
+func (u *userRecord) dest() []any {
+	return []any{&u.ID, &u.UUID, &u.DistinctID, &u.FirstName, &u.LastName, &u.Email,
+		&u.IsEmailVerified, &u.HedgehogConfig, &u.RoleAtOrganization}
+}
+
+func loadUser(ctx context.Context, q querier, id int64) (userRecord, error) {
+	var u userRecord
+	err := q.QueryRowContext(ctx, `SELECT `+userColumns+` FROM meta.users u WHERE u.id = ?`, id).Scan(u.dest()...)
+	if err != nil {
+		return u, fmt.Errorf("cannot read user %d: %w", id, err)
+	}
+	return u, nil
+}
+
+// organizationBasic is an organization as a user's record lists it.
+type organizationBasic struct {
+	ID              string `json:"id"`
+	Name            string `json:"name"`
+	MembershipLevel int    `json:"membership_level"`
+}
+
+// meRecord is GET /api/users/@me/: the user, the organizations the key reaches, and,
+// as PostHog's "current" ones, the first of them (joined earliest) and its first
+// project the key reaches.
+type meRecord struct {
+	userRecord
+	DateJoined    time.Time           `json:"date_joined"`
+	Organization  *organizationBasic  `json:"organization"`
+	Organizations []organizationBasic `json:"organizations"`
+	Team          *projectListItem    `json:"team"`
+}
+
+// GET /api/users/@me/ (user:read)
+func (a *API) userMe(c *fiber.Ctx) error {
+	p := principalOf(c)
+	ctx := c.UserContext()
+	var r meRecord
+	err := a.db.QueryRowContext(ctx, `SELECT `+userColumns+`, u.created_at FROM meta.users u WHERE u.id = ?`, p.userID).
+		Scan(append(r.dest(), &r.DateJoined)...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return errNotFound("Not found.")
+	}
+	if err != nil {
+		return fmt.Errorf("cannot read user %d: %w", p.userID, err)
+	}
+	r.DateJoined = r.DateJoined.UTC()
+	rows, err := a.db.QueryContext(ctx, `SELECT o.id::VARCHAR, o.name, m.level FROM meta.organizations o
+		JOIN meta.memberships m ON m.organization_id = o.id WHERE `+organizationVisible+` ORDER BY m.joined_at, o.id`,
+		p.userID, nonNil(p.scopedOrganizations), nonNil(p.scopedOrganizations))
+	if err != nil {
+		return fmt.Errorf("cannot list organizations of user %d: %w", p.userID, err)
+	}
+	defer rows.Close()
+	r.Organizations = []organizationBasic{}
+	for rows.Next() {
+		var o organizationBasic
+		if err := rows.Scan(&o.ID, &o.Name, &o.MembershipLevel); err != nil {
+			return fmt.Errorf("cannot read organizations of user %d: %w", p.userID, err)
+		}
+		r.Organizations = append(r.Organizations, o)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("cannot read organizations of user %d: %w", p.userID, err)
+	}
+	if len(r.Organizations) > 0 {
+		r.Organization = &r.Organizations[0]
+		teams, err := listProjects(ctx, a.db, uuid.MustParse(r.Organization.ID), p.scopedTeams, page{limit: 1})
+		if err != nil {
+			return err
+		}
+		if len(teams) > 0 {
+			r.Team = &teams[0]
+		}
+	}
+	return c.JSON(r)
 }

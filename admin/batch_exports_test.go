@@ -1,0 +1,195 @@
+package admin
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+const s3Export = `{"name":"nightly","model":"persons","interval":"day","team_id":1,
+	"destination":{"type":"S3","config":{"bucket_name":"b","region":"eu-west-1","prefix":"hedge/",
+		"aws_access_key_id":"AKIA-SECRET-ID","aws_secret_access_key":"very-secret-key"}},
+	"start_at":"2026-01-01T00:00:00Z","end_at":"2027-01-01T00:00:00+01:00","hogql_query":"SELECT event FROM events",
+	"filters":[{"key":"$browser","value":"Chrome","type":"event"}]}`
+
+func TestBatchExports(t *testing.T) {
+	env := newMgmtEnv(t, nil)
+	_, memberKey := env.member(t, "member@example.com", levelMember, "batch_export:write")
+	_, readKey := env.member(t, "reader@example.com", levelMember, "batch_export:read")
+	otherOrg, outsiderKey := env.addUser(t, "outsider@example.com", uuid.Nil, levelOwner, "*")
+	second := strconv.Itoa(int(env.must(t, 201, "POST", env.orgPath("projects/"), env.owner, `{"name":"Second"}`)["id"].(float64)))
+	orgExports := "/api/organizations/{org}/batch_exports/"
+	projectExports := "/api/projects/1/batch_exports/"
+
+	created := env.must(t, 201, "POST", env.orgPath("batch_exports/"), memberKey, s3Export)
+	id := created["id"].(string)
+	text := mustText(t, created)
+	for _, want := range []string{`"team_id":1`, `"name":"nightly"`, `"model":"persons"`, `"interval":"day"`, `"paused":false`,
+		`"last_paused_at":null`, `"start_at":"2026-01-01T00:00:00Z"`, `"end_at":"2026-12-31T23:00:00Z"`,
+		`"destination":{"config":{"bucket_name":"b","prefix":"hedge/","region":"eu-west-1"},"type":"S3"}`,
+		`"hogql_query":"SELECT event FROM events"`, `"filters":[{"key":"$browser","type":"event","value":"Chrome"}]`} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("created export lacks %s: %s", want, text)
+		}
+	}
+	parquet := env.must(t, 201, "POST", "/api/projects/"+second+"/batch_exports/", memberKey,
+		`{"name":"hourly","interval":"every 5 minutes","paused":true,"destination":{"type":"Parquet","config":{"path":"exports"}}}`)
+	if parquet["team_id"] != float64(2) || parquet["model"] != "events" || parquet["paused"] != true || parquet["last_paused_at"] == nil {
+		t.Fatalf("created paused under a project: %v", parquet)
+	}
+	parquetID := parquet["id"].(string)
+	secrets := []string{"AKIA-SECRET-ID", "very-secret-key", "aws_secret_access_key", "aws_access_key_id"}
+
+	env.run(t, []scenario{
+		{name: "the organization's exports, newest first", method: "GET", path: orgExports, key: readKey, status: 200,
+			want: []string{`"count":2`, `"results":[{"id":"` + parquetID + `"`}, notWant: secrets},
+		{name: "a project's exports", method: "GET", path: projectExports, key: readKey, status: 200,
+			want: []string{`"count":1`, `"id":"` + id + `"`}, notWant: secrets},
+		{name: "retrieve under the organization", method: "GET", path: orgExports + id + "/", key: readKey, status: 200,
+			want: []string{`"id":"` + id + `"`, `"bucket_name":"b"`}, notWant: secrets},
+		{name: "retrieve under its project", method: "GET", path: projectExports + id + "/", key: readKey, status: 200},
+		{name: "not under another project", method: "GET", path: "/api/projects/" + second + "/batch_exports/" + id + "/", key: readKey, status: 404,
+			want: []string{`{"type":"invalid_request","code":"not_found","detail":"Not found.","attr":null}`}},
+		{name: "another tenant's organization", method: "GET", path: orgExports, key: outsiderKey, status: 404},
+		{name: "another tenant's project", method: "GET", path: projectExports + id + "/", key: outsiderKey, status: 404,
+			want: []string{`"detail":"Project not found."`}},
+		{name: "read is not write", method: "POST", path: orgExports, key: readKey, body: s3Export, status: 403},
+
+		{name: "team_id required under an organization", method: "POST", path: orgExports, key: memberKey,
+			body: `{"name":"x","interval":"hour","destination":{"type":"Parquet","config":{"path":"p"}}}`, status: 400,
+			want: []string{`"code":"required"`, `"attr":"team_id"`}},
+		{name: "a team of another organization", method: "POST", path: orgExports, key: env.owner,
+			body:   `{"team_id":` + firstProjectOf(t, env, otherOrg, outsiderKey) + `,"name":"x","interval":"hour","destination":{"type":"Parquet","config":{"path":"p"}}}`,
+			status: 400, want: []string{`"detail":"Project does not exist on this organization."`, `"attr":"team_id"`}},
+		{name: "name required", method: "POST", path: projectExports, key: memberKey,
+			body: `{"interval":"hour","destination":{"type":"Parquet","config":{"path":"p"}}}`, status: 400,
+			want: []string{`{"type":"validation_error","code":"required","detail":"This field is required.","attr":"name"}`}},
+		{name: "interval required", method: "POST", path: projectExports, key: memberKey,
+			body: `{"name":"x","destination":{"type":"Parquet","config":{"path":"p"}}}`, status: 400, want: []string{`"attr":"interval"`}},
+		{name: "an unknown interval", method: "POST", path: projectExports, key: memberKey,
+			body: `{"name":"x","interval":"every minute","destination":{"type":"Parquet","config":{"path":"p"}}}`, status: 400,
+			want: []string{`{"type":"validation_error","code":"invalid_choice","detail":"\"every minute\" is not a valid choice.","attr":"interval"}`}},
+		{name: "an unknown model", method: "POST", path: projectExports, key: memberKey,
+			body: `{"name":"x","model":"sessions","interval":"hour","destination":{"type":"Parquet","config":{"path":"p"}}}`, status: 400,
+			want: []string{`"code":"invalid_choice"`, `"attr":"model"`}},
+		{name: "destination required", method: "POST", path: projectExports, key: memberKey, body: `{"name":"x","interval":"hour"}`,
+			status: 400, want: []string{`"code":"required"`, `"attr":"destination"`}},
+		{name: "a destination hedge does not export to", method: "POST", path: projectExports, key: memberKey,
+			body: `{"name":"x","interval":"hour","destination":{"type":"Snowflake","config":{}}}`, status: 400,
+			want: []string{`"code":"invalid_choice"`, `"attr":"destination"`, `Snowflake`}},
+		{name: "a Parquet destination needs a path", method: "POST", path: projectExports, key: memberKey,
+			body: `{"name":"x","interval":"hour","destination":{"type":"Parquet","config":{}}}`, status: 400,
+			want: []string{`"code":"required"`, `"attr":"destination__config"`, `path`}},
+		{name: "an S3 destination needs a bucket", method: "POST", path: projectExports, key: memberKey,
+			body: `{"name":"x","interval":"hour","destination":{"type":"S3","config":{"region":"r"}}}`, status: 400,
+			want: []string{`"attr":"destination__config"`, `bucket_name`}},
+		{name: "S3 uploads Parquet files", method: "POST", path: projectExports, key: memberKey,
+			body:   `{"name":"x","interval":"hour","destination":{"type":"S3","config":{"bucket_name":"b","region":"r","file_format":"JSONLines"}}}`,
+			status: 400, want: []string{`"attr":"destination__config"`}},
+		{name: "a config of the wrong type", method: "POST", path: projectExports, key: memberKey,
+			body: `{"name":"x","interval":"hour","destination":{"type":"S3","config":"b"}}`, status: 400,
+			want: []string{`"attr":"destination__config"`, `"detail":"Not a valid object."`}},
+		{name: "a timestamp that is not one", method: "POST", path: projectExports, key: memberKey,
+			body:   `{"name":"x","interval":"hour","start_at":"yesterday","destination":{"type":"Parquet","config":{"path":"p"}}}`,
+			status: 400, want: []string{`"attr":"start_at"`}},
+		{name: "end before start", method: "POST", path: projectExports, key: memberKey,
+			body:   `{"name":"x","interval":"hour","start_at":"2026-02-01","end_at":"2026-01-01","destination":{"type":"Parquet","config":{"path":"p"}}}`,
+			status: 400, want: []string{`"attr":"end_at"`}},
+		{name: "filters are a list", method: "POST", path: projectExports, key: memberKey,
+			body:   `{"name":"x","interval":"hour","filters":{},"destination":{"type":"Parquet","config":{"path":"p"}}}`,
+			status: 400, want: []string{`"attr":"filters"`}},
+
+		{name: "update merges the config and keeps the secrets", method: "PATCH", path: orgExports + id + "/", key: memberKey,
+			body: `{"name":"renamed","interval":"hour","destination":{"config":{"prefix":"new/"}},"filters":null,"end_at":null}`, status: 200,
+			want: []string{`"name":"renamed"`, `"interval":"hour"`, `"prefix":"new/"`, `"bucket_name":"b"`, `"filters":null`, `"end_at":null`,
+				`"start_at":"2026-01-01T00:00:00Z"`, `"model":"persons"`}, notWant: secrets},
+		{name: "the destination type cannot change", method: "PATCH", path: orgExports + id + "/", key: memberKey,
+			body: `{"destination":{"type":"Parquet","config":{"path":"p"}}}`, status: 400,
+			want: []string{`"detail":"The type of a batch export's destination cannot be changed."`, `"attr":"destination"`}},
+		{name: "an update is validated", method: "PATCH", path: projectExports + id + "/", key: memberKey, body: `{"interval":"monthly"}`,
+			status: 400, want: []string{`"attr":"interval"`}},
+	})
+	var stored string
+	if err := env.warehouse.DB().QueryRow(`SELECT destination_config FROM meta.batch_exports WHERE id = ?`, id).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stored, `"aws_secret_access_key":"very-secret-key"`) || !strings.Contains(stored, `"prefix":"new/"`) {
+		t.Fatalf("the stored destination keeps the secrets for the runner: %s", stored)
+	}
+
+	env.run(t, []scenario{
+		{name: "delete", method: "DELETE", path: projectExports + id + "/", key: memberKey, status: 204},
+		{name: "gone from retrieve", method: "GET", path: orgExports + id + "/", key: readKey, status: 404},
+		{name: "gone from lists", method: "GET", path: orgExports, key: readKey, status: 200, want: []string{`"count":1`}, notWant: []string{id}},
+		{name: "deleted exports do not pause", method: "POST", path: orgExports + id + "/pause/", key: memberKey, status: 404},
+		{name: "deleted again", method: "DELETE", path: projectExports + id + "/", key: memberKey, status: 404},
+	})
+	var deleted bool
+	if err := env.warehouse.DB().QueryRow(`SELECT deleted FROM meta.batch_exports WHERE id = ?`, id).Scan(&deleted); err != nil || !deleted {
+		t.Fatalf("the delete is soft: deleted=%v %v", deleted, err)
+	}
+}
+
+// firstProjectOf is the id of the first project of another organization.
+func firstProjectOf(t *testing.T, env *mgmtEnv, org uuid.UUID, key string) string {
+	t.Helper()
+	if _, _, err := insertProject(t.Context(), env.warehouse.DB(), org, "Theirs"); err != nil {
+		t.Fatal(err)
+	}
+	list := env.must(t, 200, "GET", "/api/organizations/"+org.String()+"/projects/", key, "")
+	return strconv.Itoa(int(list["results"].([]any)[0].(map[string]any)["id"].(float64)))
+}
+
+// Spec 1-2 with the issue's semantics: 200 and no body; pausing a paused export or
+// unpausing an active one changes nothing; last_paused_at is set by a real pause and
+// kept by unpause.
+func TestBatchExportPause(t *testing.T) {
+	env := newMgmtEnv(t, nil)
+	_, key := env.member(t, "member@example.com", levelMember, "batch_export:write")
+	for _, base := range []string{env.orgPath("batch_exports/"), "/api/projects/1/batch_exports/"} {
+		created := env.must(t, 201, "POST", base, key, exportBody(env))
+		path := base + created["id"].(string) + "/"
+		state := func() (bool, any) {
+			r := env.must(t, 200, "GET", path, key, "")
+			return r["paused"].(bool), r["last_paused_at"]
+		}
+		action := func(name string) {
+			t.Helper()
+			// The spec sends the export's fields as the body; they are not read.
+			status, _, text := env.call(t, "POST", path+name+"/", key, `{"name":"ignored","paused":false}`)
+			if status != 200 || text != "" {
+				t.Fatalf("%s: %d %q, want 200 and no body", name, status, text)
+			}
+		}
+
+		action("unpause") // already active: nothing changes
+		if paused, at := state(); paused || at != nil {
+			t.Fatalf("unpause of an active export: paused=%v last_paused_at=%v", paused, at)
+		}
+		action("pause")
+		paused, pausedAt := state()
+		if !paused || pausedAt == nil {
+			t.Fatalf("pause: paused=%v last_paused_at=%v", paused, pausedAt)
+		}
+		time.Sleep(5 * time.Millisecond)
+		action("pause") // already paused: last_paused_at stays
+		if paused, at := state(); !paused || at != pausedAt {
+			t.Fatalf("pause of a paused export: paused=%v last_paused_at=%v, was %v", paused, at, pausedAt)
+		}
+		action("unpause")
+		if paused, at := state(); paused || at != pausedAt {
+			t.Fatalf("unpause: paused=%v last_paused_at=%v, want it kept at %v", paused, at, pausedAt)
+		}
+		time.Sleep(5 * time.Millisecond)
+		// PATCH paused does what pause does.
+		patched := env.must(t, 200, "PATCH", path, key, `{"paused":true}`)
+		if patched["paused"] != true || patched["last_paused_at"] == pausedAt {
+			t.Fatalf("PATCH paused: %v", patched)
+		}
+		env.must(t, 404, "POST", base+uuid.NewString()+"/pause/", key, "")
+		env.must(t, 404, "POST", base+"nope/unpause/", key, "")
+	}
+}

@@ -1,0 +1,191 @@
+package admin
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+)
+
+func (a *API) bindCollaborators() {
+	a.handle(fiber.MethodGet, "/projects/:project_id/dashboards/:dashboard_id/collaborators/", "dashboard:read", a.collaboratorList)
+	a.handle(fiber.MethodPost, "/projects/:project_id/dashboards/:dashboard_id/collaborators/", "dashboard:write", a.collaboratorAdd)
+	a.handle(fiber.MethodDelete, "/projects/:project_id/dashboards/:dashboard_id/collaborators/:user__uuid/", "dashboard:write", a.collaboratorRemove)
+}
+
+// collaboratorRecord is a user given edit rights on a restricted dashboard.
+type collaboratorRecord struct {
+	ID          string     `json:"id"`
+	DashboardID int64      `json:"dashboard_id"`
+	User        userRecord `json:"user"`
+	Level       int        `json:"level"`
+	AddedAt     time.Time  `json:"added_at"`
+	UpdatedAt   time.Time  `json:"updated_at"`
+	UserUUID    string     `json:"user_uuid"`
+}
+
+const collaboratorColumns = `SELECT c.id::VARCHAR, c.dashboard_id, c.level, c.added_at, c.updated_at, ` + userColumns + `
+	FROM meta.dashboard_collaborators c JOIN meta.users u ON u.id = c.user_id`
+
+func scanCollaborator(row interface{ Scan(...any) error }) (collaboratorRecord, error) {
+	var r collaboratorRecord
+	err := row.Scan(append([]any{&r.ID, &r.DashboardID, &r.Level, &r.AddedAt, &r.UpdatedAt}, r.User.dest()...)...)
+	r.AddedAt, r.UpdatedAt, r.UserUUID = r.AddedAt.UTC(), r.UpdatedAt.UTC(), r.User.UUID
+	return r, err
+}
+
+// dashboardNotFound is the answer for a collaborator route on a dashboard that is not there.
+var dashboardNotFound = errNotFound("Dashboard not found.")
+
+// GET /api/projects/{project_id}/dashboards/{dashboard_id}/collaborators/ (dashboard:read)
+// The collaborators, as a plain JSON array (PostHog does not paginate them).
+func (a *API) collaboratorList(c *fiber.Ctx) error {
+	_, d, err := a.dashboardOf(c)
+	if isNotFound(err) {
+		return dashboardNotFound
+	} else if err != nil {
+		return err
+	}
+	rows, err := a.db.QueryContext(c.UserContext(), collaboratorColumns+` WHERE c.dashboard_id = ? ORDER BY c.added_at, c.id`, d.id)
+	if err != nil {
+		return fmt.Errorf("cannot list the collaborators of dashboard %d: %w", d.id, err)
+	}
+	defer rows.Close()
+	collaborators := []collaboratorRecord{}
+	for rows.Next() {
+		r, err := scanCollaborator(rows)
+		if err != nil {
+			return fmt.Errorf("cannot read the collaborators of dashboard %d: %w", d.id, err)
+		}
+		collaborators = append(collaborators, r)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("cannot read the collaborators of dashboard %d: %w", d.id, err)
+	}
+	return c.JSON(collaborators)
+}
+
+// isNotFound reports an *Error with status 404.
+func isNotFound(err error) bool {
+	var apiErr *Error
+	return errors.As(err, &apiErr) && apiErr.Status == fiber.StatusNotFound
+}
+
+// POST /api/projects/{project_id}/dashboards/{dashboard_id}/collaborators/ (dashboard:write)
+// Body {"user_uuid", "level": 37}, with the rules of reference §7.8: only on dashboards
+// restricted to collaborators, only edit access, never for those who have it already
+// (its creator, project admins), never twice, only for members of the organization.
+func (a *API) collaboratorAdd(c *fiber.Ctx) error {
+	p := principalOf(c)
+	pr, d, err := a.dashboardOf(c)
+	if isNotFound(err) {
+		return dashboardNotFound
+	} else if err != nil {
+		return err
+	}
+	var body struct {
+		UserUUID optional[string] `json:"user_uuid"`
+		Level    optional[int]    `json:"level"`
+	}
+	if err := bindBody(c, &body); err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	x, err := a.accessTo(ctx, d, pr, p.userID)
+	if err != nil {
+		return err
+	}
+	if !x.canEdit {
+		return errNoEditRights
+	}
+	if d.restrictionLevel == restrictionEveryoneEdits {
+		return errValidation("", "invalid_input", "Cannot add collaborators to a dashboard on the lowest restriction level.")
+	}
+	if !body.Level.Set {
+		return errValidation("level", "required", "This field is required.")
+	}
+	if body.Level.Value != restrictionOnlyEditors {
+		return errValidation("level", "invalid_input", "Only edit access can be explicitly specified currently.")
+	}
+	if !body.UserUUID.Set || body.UserUUID.Value == "" {
+		return errValidation("user_uuid", "required", "This field is required.")
+	}
+	userUUID, err := uuid.Parse(body.UserUUID.Value)
+	if err != nil {
+		return errValidation("user_uuid", "invalid_input", "User does not exist.")
+	}
+	var userID int64
+	err = a.db.QueryRowContext(ctx, `SELECT id FROM meta.users WHERE uuid = ? AND is_active`, userUUID).Scan(&userID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return errValidation("user_uuid", "invalid_input", "User does not exist.")
+	}
+	if err != nil {
+		return fmt.Errorf("cannot look up user %s: %w", userUUID, err)
+	}
+	// Project access is membership of the project's organization (hedge has no private projects).
+	var level int
+	err = a.db.QueryRowContext(ctx, `SELECT level FROM meta.memberships WHERE organization_id = ? AND user_id = ?`, pr.organizationID, userID).Scan(&level)
+	if errors.Is(err, sql.ErrNoRows) {
+		return errValidation("user_uuid", "invalid_input", "Cannot add collaborators that have no access to the project.")
+	}
+	if err != nil {
+		return fmt.Errorf("cannot look up the membership of user %d: %w", userID, err)
+	}
+	if (d.createdBy != nil && *d.createdBy == userID) || level >= levelAdmin {
+		return errValidation("user_uuid", "invalid_input", "Cannot add collaborators that already have inherent access (the dashboard owner or a project admins).")
+	}
+	var already int
+	if err := a.db.QueryRowContext(ctx, `SELECT count(*) FROM meta.dashboard_collaborators WHERE dashboard_id = ? AND user_id = ?`, d.id, userID).Scan(&already); err != nil {
+		return fmt.Errorf("cannot look up collaborators of dashboard %d: %w", d.id, err)
+	}
+	if already > 0 {
+		return errValidation("user_uuid", "unique", "User already is a collaborator.")
+	}
+	id := uuid.Must(uuid.NewV7())
+	if _, err := a.db.ExecContext(ctx, `INSERT INTO meta.dashboard_collaborators VALUES (?, ?, ?, ?, now(), now())`, id, d.id, userID, body.Level.Value); err != nil {
+		return fmt.Errorf("cannot add collaborator %d to dashboard %d: %w", userID, d.id, err)
+	}
+	r, err := scanCollaborator(a.db.QueryRowContext(ctx, collaboratorColumns+` WHERE c.id = ?`, id))
+	if err != nil {
+		return fmt.Errorf("cannot read collaborator %s: %w", id, err)
+	}
+	return c.Status(fiber.StatusCreated).JSON(r)
+}
+
+// DELETE /api/projects/{project_id}/dashboards/{dashboard_id}/collaborators/{user__uuid}/ (dashboard:write)
+func (a *API) collaboratorRemove(c *fiber.Ctx) error {
+	p := principalOf(c)
+	pr, d, err := a.dashboardOf(c)
+	if isNotFound(err) {
+		return dashboardNotFound
+	} else if err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	x, err := a.accessTo(ctx, d, pr, p.userID)
+	if err != nil {
+		return err
+	}
+	if !x.canEdit {
+		return errNoEditRights
+	}
+	if d.restrictionLevel == restrictionEveryoneEdits {
+		return errValidation("", "invalid_input", "Cannot remove collaborators from a dashboard on the lowest restriction level.")
+	}
+	userUUID, err := uuid.Parse(c.Params("user__uuid"))
+	if err != nil {
+		return errNotFound("Not found.")
+	}
+	result, err := a.db.ExecContext(ctx, `DELETE FROM meta.dashboard_collaborators WHERE dashboard_id = ?
+		AND user_id = (SELECT id FROM meta.users WHERE uuid = ?)`, d.id, userUUID)
+	if err != nil {
+		return fmt.Errorf("cannot remove a collaborator of dashboard %d: %w", d.id, err)
+	}
+	if n, _ := result.RowsAffected(); n == 0 {
+		return errNotFound("Not found.")
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}

@@ -1,0 +1,63 @@
+package admin
+
+import (
+	"context"
+	"crypto/sha256"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+)
+
+// resultsCache keeps the computed results of insights, per project and query. A result
+// is served while its project's data version is still the one it was computed at (no
+// events since) and it is younger than ttl; then it is computed again.
+type resultsCache struct {
+	ttl     time.Duration
+	entries *lru.Cache[resultKey, cachedResult]
+}
+
+type resultKey struct {
+	team  int64
+	query [sha256.Size]byte
+}
+
+type cachedResult struct {
+	version uint64
+	at      time.Time
+	result  any
+}
+
+// resultsCacheSize bounds the cache: results of trends are small, of events queries up
+// to their limit of rows.
+const resultsCacheSize = 512
+
+func newResultsCache(ttl time.Duration) *resultsCache {
+	if ttl <= 0 {
+		ttl = 15 * time.Minute
+	}
+	entries, _ := lru.New[resultKey, cachedResult](resultsCacheSize)
+	return &resultsCache{ttl: ttl, entries: entries}
+}
+
+// result is the query's result for the project, the time it was computed, and whether
+// it came from the cache. A query that may not run is a *Error.
+func (rc *resultsCache) result(ctx context.Context, a *API, team int64, query jsonText) (any, time.Time, bool, error) {
+	key := resultKey{team: team, query: sha256.Sum256(query)}
+	// The version is read before computing: rows committed meanwhile make the entry
+	// stale at once, never a stale entry look current.
+	version := a.queries.DataVersion(team)
+	if e, ok := rc.entries.Get(key); ok && e.version == version && time.Since(e.at) < rc.ttl {
+		return e.result, e.at, true, nil
+	}
+	scope, err := a.scopeOf(ctx, team)
+	if err != nil {
+		return nil, time.Time{}, false, err
+	}
+	result, err := a.runQuery(ctx, scope, []byte(query))
+	if err != nil {
+		return nil, time.Time{}, false, err
+	}
+	at := time.Now().UTC()
+	rc.entries.Add(key, cachedResult{version: version, at: at, result: result})
+	return result, at, false, nil
+}

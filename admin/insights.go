@@ -1,0 +1,394 @@
+package admin
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+func (a *API) bindInsights() {
+	a.handle(fiber.MethodGet, "/projects/:project_id/insights/", "insight:read", a.insightList)
+	a.handle(fiber.MethodPost, "/projects/:project_id/insights/", "insight:write", a.insightCreate)
+	a.handle(fiber.MethodGet, "/projects/:project_id/insights/:id/", "insight:read", a.insightRetrieve)
+	a.handle(fiber.MethodPatch, "/projects/:project_id/insights/:id/", "insight:write", a.insightUpdate)
+}
+
+// insightRecord is an insight in PostHog's shape, with its computed result.
+type insightRecord struct {
+	ID             int64         `json:"id"`
+	ShortID        string        `json:"short_id"`
+	Name           *string       `json:"name"`
+	Description    string        `json:"description"`
+	Query          jsonText      `json:"query"`
+	Result         any           `json:"result"`
+	LastRefresh    *time.Time    `json:"last_refresh"`
+	IsCached       bool          `json:"is_cached"`
+	QueryError     *string       `json:"query_error"` // why the query could not run, if it could not
+	CreatedAt      time.Time     `json:"created_at"`
+	CreatedBy      *userRecord   `json:"created_by"`
+	LastModifiedAt time.Time     `json:"last_modified_at"`
+	LastModifiedBy *userRecord   `json:"last_modified_by"`
+	Deleted        bool          `json:"deleted"`
+	Tags           []string      `json:"tags"`
+	Dashboards     []int64       `json:"dashboards"`
+	DashboardTiles []insightTile `json:"dashboard_tiles"`
+}
+
+type insightTile struct {
+	ID          int64 `json:"id"`
+	DashboardID int64 `json:"dashboard_id"`
+}
+
+var errInsightNotFound = errNotFound("Not found.")
+
+// insight reads an insight of the project that is not deleted, its result computed
+// (or taken from the cache) when withResult is set.
+func (a *API) insight(ctx context.Context, team, id int64, withResult bool) (insightRecord, error) {
+	var r insightRecord
+	var tags string
+	var createdBy, modifiedBy *int64
+	err := a.db.QueryRowContext(ctx, `SELECT id, short_id, name, description, query, deleted, tags, created_at, created_by,
+		last_modified_at, last_modified_by FROM meta.insights WHERE team_id = ? AND id = ? AND NOT deleted`, team, id).
+		Scan(&r.ID, &r.ShortID, &r.Name, &r.Description, &r.Query, &r.Deleted, &tags, &r.CreatedAt, &createdBy, &r.LastModifiedAt, &modifiedBy)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, errInsightNotFound
+	}
+	if err != nil {
+		return r, fmt.Errorf("cannot read insight %d: %w", id, err)
+	}
+	r.CreatedAt, r.LastModifiedAt = r.CreatedAt.UTC(), r.LastModifiedAt.UTC()
+	if err := json.Unmarshal([]byte(tags), &r.Tags); err != nil {
+		return r, fmt.Errorf("cannot read the tags of insight %d: %w", id, err)
+	}
+	var ids []int64
+	for _, u := range []*int64{createdBy, modifiedBy} {
+		if u != nil {
+			ids = append(ids, *u)
+		}
+	}
+	users, err := a.usersByID(ctx, ids)
+	if err != nil {
+		return r, err
+	}
+	r.CreatedBy, r.LastModifiedBy = userOf(users, createdBy), userOf(users, modifiedBy)
+	rows, err := a.db.QueryContext(ctx, `SELECT t.id, t.dashboard_id FROM meta.dashboard_tiles t JOIN meta.dashboards d ON d.id = t.dashboard_id
+		WHERE t.insight_id = ? AND NOT t.deleted AND NOT d.deleted ORDER BY t.dashboard_id, t.id`, id)
+	if err != nil {
+		return r, fmt.Errorf("cannot read the tiles of insight %d: %w", id, err)
+	}
+	defer rows.Close()
+	r.Dashboards, r.DashboardTiles = []int64{}, []insightTile{}
+	for rows.Next() {
+		var t insightTile
+		if err := rows.Scan(&t.ID, &t.DashboardID); err != nil {
+			return r, fmt.Errorf("cannot read the tiles of insight %d: %w", id, err)
+		}
+		r.DashboardTiles = append(r.DashboardTiles, t)
+		if !slices.Contains(r.Dashboards, t.DashboardID) {
+			r.Dashboards = append(r.Dashboards, t.DashboardID)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return r, fmt.Errorf("cannot read the tiles of insight %d: %w", id, err)
+	}
+	if withResult && len(r.Query) > 0 {
+		result, refreshed, cached, err := a.results.result(ctx, a, team, r.Query)
+		var apiErr *Error
+		switch {
+		case errors.As(err, &apiErr):
+			r.QueryError = &apiErr.Detail
+		case err != nil:
+			return r, err
+		default:
+			r.Result, r.LastRefresh, r.IsCached = result, &refreshed, cached
+		}
+	}
+	return r, nil
+}
+
+// insightInput is the body of insight create and update.
+type insightInput struct {
+	Name        optional[string]   `json:"name"`
+	Description optional[string]   `json:"description"`
+	Query       optional[jsonText] `json:"query"`
+	Tags        optional[[]string] `json:"tags"`
+	Deleted     optional[bool]     `json:"deleted"`
+	Dashboards  optional[[]int64]  `json:"dashboards"`
+}
+
+// checkInsightQuery refuses a query that is not one insights compute: a TrendsQuery or
+// an EventsQuery, bare or in PostHog's InsightVizNode or DataTableNode.
+func checkInsightQuery(q jsonText) error {
+	if kind, _, err := queryKind(json.RawMessage(q)); err != nil || (kind != "TrendsQuery" && kind != "EventsQuery") {
+		return errValidation("query", "invalid_input", "An insight's query must be a TrendsQuery or an EventsQuery.")
+	}
+	return nil
+}
+
+type newInsight struct {
+	name, description, query string
+	tags                     []string
+}
+
+func insertInsight(ctx context.Context, q querier, team, userID int64, in newInsight) (int64, error) {
+	var name, query *string
+	if in.name != "" {
+		name = &in.name
+	}
+	if in.query != "" {
+		query = &in.query
+	}
+	if in.tags == nil {
+		in.tags = []string{}
+	}
+	var id int64
+	err := q.QueryRowContext(ctx, `INSERT INTO meta.insights (short_id, team_id, name, description, query, tags,
+		created_at, created_by, last_modified_at, last_modified_by) VALUES (?, ?, ?, ?, ?, ?, now(), ?, now(), ?) RETURNING id`,
+		randomToken(6, 8), team, name, in.description, query, mustJSON(in.tags), userID, userID).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("cannot create an insight in project %d: %w", team, err)
+	}
+	return id, nil
+}
+
+// copyInsight copies an insight, its name marked " (Copy)", for a deep-copied tile.
+func copyInsight(ctx context.Context, tx *sql.Tx, team, id, userID int64) (*int64, error) {
+	var copied int64
+	err := tx.QueryRowContext(ctx, `INSERT INTO meta.insights (short_id, team_id, name, description, query, tags,
+		created_at, created_by, last_modified_at, last_modified_by)
+		SELECT ?, team_id, coalesce(name, '') || ' (Copy)', description, query, tags, now(), ?, now(), ?
+		FROM meta.insights WHERE team_id = ? AND id = ? RETURNING id`, randomToken(6, 8), userID, userID, team, id).Scan(&copied)
+	if err != nil {
+		return nil, fmt.Errorf("cannot copy insight %d: %w", id, err)
+	}
+	return &copied, nil
+}
+
+// placeOnDashboards gives the insight a tile on each dashboard of ids, and (unless
+// keepOthers) takes its tiles off the dashboards not in ids. The caller must be able
+// to edit every dashboard it changes.
+func (a *API) placeOnDashboards(ctx context.Context, tx *sql.Tx, pr project, userID, insightID int64, ids []int64, keepOthers bool) error {
+	levels, err := a.collaboratorLevels(ctx, pr.id, userID)
+	if err != nil {
+		return err
+	}
+	for i, id := range ids {
+		d, err := loadDashboard(ctx, tx, pr.id, id, false)
+		if err != nil {
+			return errValidation(fmt.Sprintf("dashboards__%d", i), "invalid_input", fmt.Sprintf("Dashboard %d does not exist in this project.", id))
+		}
+		if !dashboardAccessFor(d, userID, pr.level, levels[d.id]).canEdit {
+			return errNoEditRights
+		}
+		var live int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM meta.dashboard_tiles WHERE dashboard_id = ? AND insight_id = ? AND NOT deleted`,
+			id, insightID).Scan(&live); err != nil {
+			return fmt.Errorf("cannot read the tiles of dashboard %d: %w", id, err)
+		}
+		if live == 0 {
+			if err := insertTile(ctx, tx, id, &insightID, nil, "{}", nil, "{}"); err != nil {
+				return err
+			}
+		}
+	}
+	if keepOthers {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE meta.dashboard_tiles SET deleted = true
+		WHERE insight_id = ? AND NOT deleted AND NOT list_contains(?::BIGINT[], dashboard_id)`, insightID, ids); err != nil {
+		return fmt.Errorf("cannot take insight %d off dashboards: %w", insightID, err)
+	}
+	return nil
+}
+
+// GET /api/projects/{project_id}/insights/ (insight:read)
+// The project's insights that are not deleted, last modified first; ?search= matches
+// the name, ?short_id= finds one. Results are computed on retrieve only.
+func (a *API) insightList(c *fiber.Ctx) error {
+	pr, err := a.projectOf(c, principalOf(c))
+	if err != nil {
+		return err
+	}
+	where := ` WHERE team_id = ? AND NOT deleted`
+	args := []any{pr.id}
+	if search := c.Query("search"); search != "" {
+		where, args = where+` AND contains(lower(coalesce(name, '')), lower(?))`, append(args, search)
+	}
+	if short := c.Query("short_id"); short != "" {
+		where, args = where+` AND short_id = ?`, append(args, short)
+	}
+	ctx, pg := c.UserContext(), pageOf(c)
+	var count int
+	if err := a.db.QueryRowContext(ctx, `SELECT count(*) FROM meta.insights`+where, args...).Scan(&count); err != nil {
+		return fmt.Errorf("cannot count insights of project %d: %w", pr.id, err)
+	}
+	rows, err := a.db.QueryContext(ctx, `SELECT id FROM meta.insights`+where+` ORDER BY last_modified_at DESC, id DESC LIMIT ? OFFSET ?`,
+		append(args, pg.limit, pg.offset)...)
+	if err != nil {
+		return fmt.Errorf("cannot list insights of project %d: %w", pr.id, err)
+	}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return fmt.Errorf("cannot list insights of project %d: %w", pr.id, err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	insights := make([]insightRecord, 0, len(ids))
+	for _, id := range ids {
+		r, err := a.insight(ctx, pr.id, id, false)
+		if err != nil {
+			return err
+		}
+		insights = append(insights, r)
+	}
+	return a.sendPage(c, pg, count, insights)
+}
+
+// POST /api/projects/{project_id}/insights/ (insight:write)
+// A new insight; dashboards puts it on those dashboards.
+func (a *API) insightCreate(c *fiber.Ctx) error {
+	p := principalOf(c)
+	pr, err := a.projectOf(c, p)
+	if err != nil {
+		return err
+	}
+	var in insightInput
+	if err := bindBody(c, &in); err != nil {
+		return err
+	}
+	if in.Query.Set && !in.Query.Null {
+		if err := checkInsightQuery(in.Query.Value); err != nil {
+			return err
+		}
+	}
+	ctx := c.UserContext()
+	tx, err := a.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("cannot begin creating an insight: %w", err)
+	}
+	defer tx.Rollback()
+	id, err := insertInsight(ctx, tx, pr.id, p.userID, newInsight{name: in.Name.Value, description: in.Description.Value,
+		query: string(in.Query.Value), tags: normalizeTags(in.Tags.Value)})
+	if err != nil {
+		return err
+	}
+	if in.Dashboards.Set {
+		if err := a.placeOnDashboards(ctx, tx, pr, p.userID, id, in.Dashboards.Value, false); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("cannot commit a new insight: %w", err)
+	}
+	r, err := a.insight(ctx, pr.id, id, true)
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusCreated).JSON(r)
+}
+
+// GET /api/projects/{project_id}/insights/{id}/ (insight:read)
+// The insight with its result: computed, or cached until the project has new events
+// or the cache's time to live passes.
+func (a *API) insightRetrieve(c *fiber.Ctx) error {
+	pr, err := a.projectOf(c, principalOf(c))
+	if err != nil {
+		return err
+	}
+	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
+	if err != nil {
+		return errInsightNotFound
+	}
+	r, err := a.insight(c.UserContext(), pr.id, id, true)
+	if err != nil {
+		return err
+	}
+	return c.JSON(r)
+}
+
+// PATCH /api/projects/{project_id}/insights/{id}/ (insight:write)
+// Changes the fields sent; {"deleted": true} soft-deletes it (its tiles show nothing
+// more), dashboards sets the dashboards it is on.
+func (a *API) insightUpdate(c *fiber.Ctx) error {
+	p := principalOf(c)
+	pr, err := a.projectOf(c, p)
+	if err != nil {
+		return err
+	}
+	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
+	if err != nil {
+		return errInsightNotFound
+	}
+	var in insightInput
+	if err := bindBody(c, &in); err != nil {
+		return err
+	}
+	if in.Query.Set && !in.Query.Null {
+		if err := checkInsightQuery(in.Query.Value); err != nil {
+			return err
+		}
+	}
+	ctx := c.UserContext()
+	if _, err := a.insight(ctx, pr.id, id, false); err != nil {
+		return err
+	}
+	tx, err := a.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("cannot begin updating insight %d: %w", id, err)
+	}
+	defer tx.Rollback()
+	sets := map[string]any{"last_modified_at": time.Now().UTC(), "last_modified_by": p.userID}
+	if in.Name.Set {
+		if in.Name.Null || in.Name.Value == "" {
+			sets["name"] = nil
+		} else {
+			sets["name"] = in.Name.Value
+		}
+	}
+	if in.Description.Set {
+		sets["description"] = in.Description.Value
+	}
+	if in.Query.Set {
+		if in.Query.Null {
+			sets["query"] = nil
+		} else {
+			sets["query"] = string(in.Query.Value)
+		}
+	}
+	if in.Tags.Set {
+		sets["tags"] = mustJSON(normalizeTags(in.Tags.Value))
+	}
+	if in.Deleted.Set {
+		sets["deleted"] = in.Deleted.Value
+	}
+	if err := updateColumns(ctx, tx, "meta.insights", id, sets); err != nil {
+		return err
+	}
+	if in.Dashboards.Set {
+		if err := a.placeOnDashboards(ctx, tx, pr, p.userID, id, in.Dashboards.Value, false); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("cannot commit insight %d: %w", id, err)
+	}
+	if in.Deleted.Set && in.Deleted.Value {
+		return c.JSON(fiber.Map{"id": id, "deleted": true})
+	}
+	r, err := a.insight(ctx, pr.id, id, true)
+	if err != nil {
+		return err
+	}
+	return c.JSON(r)
+}

@@ -1,0 +1,482 @@
+package admin
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/mail"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+)
+
+const (
+	// inviteValidity is PostHog's INVITE_DAYS_VALIDITY: an invite older than this is expired.
+	inviteValidity = 3 * 24 * time.Hour
+	// maxBulkInvites is how many invites one bulk request may create.
+	maxBulkInvites = 20
+)
+
+// bindInvites registers the invite routes; mail is nil when no SMTP server is
+// configured, and invites are then not e-mailed.
+func (a *API) bindInvites(mail *mailer) {
+	a.handle(fiber.MethodGet, "/organizations/:organization_id/invites/", "organization_member:read", a.inviteList)
+	a.handle(fiber.MethodPost, "/organizations/:organization_id/invites/", "organization_member:write",
+		func(c *fiber.Ctx) error { return a.inviteCreate(c, mail) })
+	a.handle(fiber.MethodPost, "/organizations/:organization_id/invites/bulk/", "organization_member:write",
+		func(c *fiber.Ctx) error { return a.inviteBulk(c, mail) })
+	a.handle(fiber.MethodDelete, "/organizations/:organization_id/invites/:id/", "organization_member:write", a.inviteDelete)
+}
+
+// inviteRecord is the spec's Organization invite as PostHog returns it: send_email and
+// combine_pending_invites are write-only.
+type inviteRecord struct {
+	ID                   string      `json:"id"`
+	TargetEmail          string      `json:"target_email"`
+	FirstName            string      `json:"first_name"`
+	EmailingAttemptMade  bool        `json:"emailing_attempt_made"`
+	Level                int         `json:"level"`
+	IsExpired            bool        `json:"is_expired"`
+	CreatedBy            *userRecord `json:"created_by"`
+	CreatedAt            time.Time   `json:"created_at"`
+	UpdatedAt            time.Time   `json:"updated_at"`
+	Message              *string     `json:"message"`
+	PrivateProjectAccess jsonText    `json:"private_project_access"`
+}
+
+// inviteInput is one invite to create (the body of POST .../invites/, an item of bulk).
+type inviteInput struct {
+	TargetEmail           optional[string] `json:"target_email"`
+	FirstName             string           `json:"first_name"`
+	Level                 optional[int]    `json:"level"`
+	Message               *string          `json:"message"`
+	PrivateProjectAccess  json.RawMessage  `json:"private_project_access"`
+	SendEmail             *bool            `json:"send_email"`
+	CombinePendingInvites bool             `json:"combine_pending_invites"`
+
+	access []projectAccess // PrivateProjectAccess, validated
+}
+
+// projectAccess is an item of private_project_access.
+type projectAccess struct {
+	ID    int64  `json:"id"`
+	Level string `json:"level"`
+}
+
+// validate checks an invite against the inviter's membership m, with PostHog's rules
+// and messages (reference §3): the inviter cannot invite above their own level (403),
+// nor someone who is already a member (400); projects must be the organization's, and
+// only admins may grant a private one.
+func (in *inviteInput) validate(ctx context.Context, q querier, m membership) error {
+	switch {
+	case !in.TargetEmail.Set || in.TargetEmail.Null:
+		return errValidation("target_email", "required", "This field is required.")
+	case !validEmail(in.TargetEmail.Value):
+		return errValidation("target_email", "invalid_input", "Enter a valid email address.")
+	case utf8.RuneCountInString(in.FirstName) > 30:
+		return errValidation("first_name", "max_length", "Ensure this field has no more than 30 characters.")
+	}
+	in.TargetEmail.Value = strings.ToLower(in.TargetEmail.Value)
+	if !in.Level.Set || in.Level.Null {
+		in.Level = optional[int]{Set: true, Value: levelMember}
+	}
+	if !validLevel(in.Level.Value) {
+		return errValidation("level", "invalid_choice", fmt.Sprintf("%q is not a valid choice.", fmt.Sprint(in.Level.Value)))
+	}
+	if in.Level.Value > m.level {
+		return errPermissionDenied("You cannot invite a user with a higher permission level than your own.")
+	}
+	member, err := memberOfOrganization(ctx, q, m.organizationID, in.TargetEmail.Value)
+	if err != nil {
+		return err
+	}
+	if member {
+		return errValidation("", "invalid_input", "A user with this email address already belongs to the organization.")
+	}
+	if in.access, err = parseProjectAccess(in.PrivateProjectAccess); err != nil {
+		return err
+	}
+	for _, pa := range in.access {
+		var private bool
+		err := q.QueryRowContext(ctx, `SELECT access_control FROM meta.projects WHERE id = ? AND organization_id = ?`,
+			pa.ID, m.organizationID).Scan(&private)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("cannot look up project %d: %w", pa.ID, err)
+		}
+		if err != nil || (private && m.level < levelAdmin) {
+			return errValidation("private_project_access", "invalid_input",
+				"Project does not exist on this organization, or it is private and you do not have access to it.")
+		}
+	}
+	return nil
+}
+
+// validEmail accepts a bare address, as DRF's EmailField does (no display name).
+func validEmail(s string) bool {
+	addr, err := mail.ParseAddress(s)
+	return err == nil && addr.Address == s && addr.Name == "" && strings.Contains(s, ".")
+}
+
+// parseProjectAccess checks private_project_access item by item, with PostHog's messages.
+func parseProjectAccess(raw json.RawMessage) ([]projectAccess, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return []projectAccess{}, nil
+	}
+	fail := func(detail string) error { return errValidation("private_project_access", "invalid_input", detail) }
+	var items []json.RawMessage
+	if json.Unmarshal(raw, &items) != nil {
+		return nil, fail("The field must be a list of dictionaries.")
+	}
+	access := make([]projectAccess, 0, len(items))
+	for _, item := range items {
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(item, &fields) != nil || fields == nil {
+			return nil, fail("Each item in the list must be a dictionary.")
+		}
+		id, hasID := fields["id"]
+		level, hasLevel := fields["level"]
+		if !hasID || !hasLevel {
+			return nil, fail(`Each dictionary must contain "id" and "level" keys.`)
+		}
+		var pa projectAccess
+		if json.Unmarshal(id, &pa.ID) != nil {
+			return nil, fail(`The "id" field must be an integer.`)
+		}
+		if json.Unmarshal(level, &pa.Level) != nil || (pa.Level != "member" && pa.Level != "admin") {
+			return nil, fail(`The "level" field must be a valid access level.`)
+		}
+		access = append(access, pa)
+	}
+	return access, nil
+}
+
+// mergeProjectAccess is the union of two access lists by project, keeping the higher
+// level of a project in both (admin over member).
+func mergeProjectAccess(a, b []projectAccess) []projectAccess {
+	merged := append([]projectAccess{}, a...)
+	for _, pb := range b {
+		found := false
+		for i, pa := range merged {
+			if pa.ID == pb.ID {
+				found = true
+				if pb.Level == "admin" {
+					merged[i].Level = "admin"
+				}
+			}
+		}
+		if !found {
+			merged = append(merged, pb)
+		}
+	}
+	return merged
+}
+
+// inviteColumns selects an inviteRecord (without created_by) and its created_by_id.
+const inviteColumns = `SELECT id::VARCHAR, target_email, first_name, emailing_attempt_made, level,
+	created_at < now() - INTERVAL 3 DAY, created_at, updated_at, message, private_project_access, created_by_id
+	FROM meta.invites`
+
+// loadInvites reads invites with their creators.
+func loadInvites(ctx context.Context, q querier, where string, args ...any) ([]inviteRecord, error) {
+	rows, err := q.QueryContext(ctx, inviteColumns+" "+where, args...)
+	if err != nil {
+		return nil, fmt.Errorf("cannot list invites: %w", err)
+	}
+	invites := []inviteRecord{}
+	var creators []*int64
+	for rows.Next() {
+		var r inviteRecord
+		var createdBy *int64
+		if err := rows.Scan(&r.ID, &r.TargetEmail, &r.FirstName, &r.EmailingAttemptMade, &r.Level, &r.IsExpired,
+			&r.CreatedAt, &r.UpdatedAt, &r.Message, &r.PrivateProjectAccess, &createdBy); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("cannot read invites: %w", err)
+		}
+		r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
+		invites = append(invites, r)
+		creators = append(creators, createdBy)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("cannot read invites: %w", err)
+	}
+	users := map[int64]*userRecord{}
+	for i, id := range creators {
+		if id == nil {
+			continue
+		}
+		if users[*id] == nil {
+			u, err := loadUser(ctx, q, *id)
+			if err != nil {
+				return nil, err
+			}
+			users[*id] = &u
+		}
+		invites[i].CreatedBy = users[*id]
+	}
+	return invites, nil
+}
+
+// GET /api/organizations/{organization_id}/invites/ (organization_member:read)
+// Every invite of the organization, expired ones too (is_expired), newest first.
+func (a *API) inviteList(c *fiber.Ctx) error {
+	p := principalOf(c)
+	m, err := a.organizationWide(c, p)
+	if err != nil {
+		return err
+	}
+	pg := pageOf(c)
+	ctx := c.UserContext()
+	var count int
+	if err := a.db.QueryRowContext(ctx, `SELECT count(*) FROM meta.invites WHERE organization_id = ?`, m.organizationID).Scan(&count); err != nil {
+		return fmt.Errorf("cannot count invites of %s: %w", m.organizationID, err)
+	}
+	invites, err := loadInvites(ctx, a.db, `WHERE organization_id = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
+		m.organizationID, pg.limit, pg.offset)
+	if err != nil {
+		return err
+	}
+	return a.sendPage(c, pg, count, invites)
+}
+
+// POST /api/organizations/{organization_id}/invites/ (organization_member:write)
+// Any member may invite, up to their own level. The invite replaces the pending ones
+// for the same e-mail; with combine_pending_invites it keeps the highest level and
+// all the project access of the unexpired ones.
+func (a *API) inviteCreate(c *fiber.Ctx, mail *mailer) error {
+	p := principalOf(c)
+	m, err := a.organizationWide(c, p)
+	if err != nil {
+		return err
+	}
+	var in inviteInput
+	if err := bindBody(c, &in); err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	if err := in.validate(ctx, a.db, m); err != nil {
+		return err
+	}
+	ids, err := a.insertInvites(ctx, c, p, m, mail, []inviteInput{in})
+	if err != nil {
+		return err
+	}
+	invites, err := loadInvites(ctx, a.db, `WHERE id = ?`, ids[0])
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusCreated).JSON(invites[0])
+}
+
+// POST /api/organizations/{organization_id}/invites/bulk/ (organization_member:write)
+// A JSON array of at most 20 invites, all validated before any is created: one bad
+// item creates none. Answers 200 with no body (spec).
+func (a *API) inviteBulk(c *fiber.Ctx, mail *mailer) error {
+	p := principalOf(c)
+	m, err := a.organizationWide(c, p)
+	if err != nil {
+		return err
+	}
+	var items []json.RawMessage
+	if body := bytes.TrimSpace(c.Body()); len(body) > 0 && !json.Valid(body) {
+		return bindBody(c, &items) // the parse error
+	}
+	if json.Unmarshal(c.Body(), &items) != nil {
+		return errValidation("", "invalid_input", "This endpoint needs an array of data for bulk invite creation.")
+	}
+	if len(items) > maxBulkInvites {
+		return errValidation("", "max_length", fmt.Sprintf("A maximum of %d invites can be sent in a single request.", maxBulkInvites))
+	}
+	ctx := c.UserContext()
+	inputs := make([]inviteInput, len(items))
+	for i, item := range items {
+		prefix := fmt.Sprintf("%d__", i)
+		if err := decodeItem(item, &inputs[i], prefix); err != nil {
+			return err
+		}
+		if err := inputs[i].validate(ctx, a.db, m); err != nil {
+			return prefixAttr(err, prefix)
+		}
+	}
+	if _, err := a.insertInvites(ctx, c, p, m, mail, inputs); err != nil {
+		return err
+	}
+	c.Status(fiber.StatusOK)
+	return nil
+}
+
+// decodeItem decodes one item of a bulk body as bindBody decodes a body: a field of
+// the wrong type is a 400 naming it, prefixed with the item's index.
+func decodeItem(raw json.RawMessage, dst any, prefix string) error {
+	err := json.Unmarshal(raw, dst)
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		return errValidation(prefix+strings.ReplaceAll(typeErr.Field, ".", "__"), "invalid_input",
+			"Not a valid "+jsonKind(typeErr.Type.Kind().String())+".")
+	}
+	return errValidation(strings.TrimSuffix(prefix, "__"), "invalid_input", "Invalid data. Expected a dictionary.")
+}
+
+// prefixAttr puts a bulk item's index in front of a validation error's field.
+func prefixAttr(err error, prefix string) error {
+	var apiErr *Error
+	if errors.As(err, &apiErr) && apiErr.Attr != nil {
+		attr := prefix + *apiErr.Attr
+		copied := *apiErr
+		copied.Attr = &attr
+		return &copied
+	}
+	return err
+}
+
+// insertInvites creates validated invites in one transaction, each replacing the
+// older invites to its e-mail, then e-mails those with send_email (default true) when
+// a mailer is configured. It returns the new invites' ids, in order.
+func (a *API) insertInvites(ctx context.Context, c *fiber.Ctx, p *principal, m membership, mail *mailer, inputs []inviteInput) ([]uuid.UUID, error) {
+	var letter inviteLetter
+	if mail != nil {
+		var err error
+		if letter, err = a.inviteLetterOf(ctx, a.db, c, p, m); err != nil {
+			return nil, err
+		}
+	}
+	tx, err := a.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("cannot begin creating invites in %s: %w", m.organizationID, err)
+	}
+	defer tx.Rollback()
+	ids := make([]uuid.UUID, len(inputs))
+	var messages []mailMessage
+	for i, in := range inputs {
+		level, access := in.Level.Value, in.access
+		if in.CombinePendingInvites {
+			pending, err := loadInvites(ctx, tx, `WHERE organization_id = ? AND target_email = ? AND created_at >= now() - INTERVAL 3 DAY`,
+				m.organizationID, in.TargetEmail.Value)
+			if err != nil {
+				return nil, err
+			}
+			for _, old := range pending {
+				level = max(level, old.Level)
+				var oldAccess []projectAccess
+				if err := json.Unmarshal(old.PrivateProjectAccess, &oldAccess); err != nil {
+					return nil, fmt.Errorf("cannot read the project access of invite %s: %w", old.ID, err)
+				}
+				access = mergeProjectAccess(oldAccess, access)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM meta.invites WHERE organization_id = ? AND target_email = ?`,
+			m.organizationID, in.TargetEmail.Value); err != nil {
+			return nil, fmt.Errorf("cannot replace the invites of %s: %w", in.TargetEmail.Value, err)
+		}
+		sendEmail := in.SendEmail == nil || *in.SendEmail
+		ids[i] = uuid.Must(uuid.NewV7())
+		if _, err := tx.ExecContext(ctx, `
+			INSERT INTO meta.invites (id, organization_id, target_email, first_name, level, message,
+				private_project_access, emailing_attempt_made, created_by_id, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, now(), now())`,
+			ids[i], m.organizationID, in.TargetEmail.Value, in.FirstName, level, in.Message,
+			mustJSON(nonNil(access)), sendEmail && mail != nil, p.userID); err != nil {
+			return nil, fmt.Errorf("cannot create invite for %s: %w", in.TargetEmail.Value, err)
+		}
+		if sendEmail && mail != nil {
+			messages = append(messages, letter.message(ids[i], in))
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("cannot commit invites in %s: %w", m.organizationID, err)
+	}
+	// Sent after the commit (an invite must exist before anyone can accept it), and
+	// in the request so that it is done when the answer says emailing_attempt_made. A
+	// failure does not undo the invites: it is logged, and the invite can be resent by
+	// inviting again.
+	if len(messages) > 0 {
+		if err := mail.send(ctx, messages); err != nil {
+			a.log.Warn("cannot e-mail invites", "organization", m.organizationID, "err", err)
+		}
+	}
+	return ids, nil
+}
+
+// inviteLetter is what the invite e-mails of one request share.
+type inviteLetter struct {
+	inviter, organization string
+	base                  string // where the management API is reached
+}
+
+func (a *API) inviteLetterOf(ctx context.Context, q querier, c *fiber.Ctx, p *principal, m membership) (inviteLetter, error) {
+	var l inviteLetter
+	var email string
+	if err := q.QueryRowContext(ctx, `SELECT o.name, trim(u.first_name || ' ' || u.last_name), u.email
+		FROM meta.organizations o, meta.users u WHERE o.id = ? AND u.id = ?`, m.organizationID, p.userID).
+		Scan(&l.organization, &l.inviter, &email); err != nil {
+		return l, fmt.Errorf("cannot read the inviter of %s: %w", m.organizationID, err)
+	}
+	if l.inviter == "" {
+		l.inviter = email
+	}
+	l.base = a.publicURL
+	if l.base == "" {
+		l.base = c.BaseURL()
+	}
+	return l, nil
+}
+
+// message is the e-mail of one invite: who invites, and how to accept through the API.
+func (l inviteLetter) message(id uuid.UUID, in inviteInput) mailMessage {
+	base, inviter, organization := l.base, l.inviter, l.organization
+	var b strings.Builder
+	greeting := "Hi"
+	if in.FirstName != "" {
+		greeting += " " + in.FirstName
+	}
+	fmt.Fprintf(&b, "%s,\n\n%s invited you to join %s on hedge.\n\n", greeting, inviter, organization)
+	if in.Message != nil && *in.Message != "" {
+		fmt.Fprintf(&b, "Their message:\n\n%s\n\n", *in.Message)
+	}
+	signup := fmt.Sprintf("%s/api/signup/%s/", base, id)
+	fmt.Fprintf(&b, "To accept, send your name to %s, for example:\n\n", signup)
+	fmt.Fprintf(&b, "  curl -X POST %s -H 'Content-Type: application/json' -d '{\"first_name\": \"Ada\"}'\n\n", signup)
+	b.WriteString("The answer holds your personal API key; it is shown only once. If you already have a user on\n")
+	b.WriteString("this hedge, send the request with that user's personal API key instead.\n\n")
+	b.WriteString("This invitation expires in 3 days.\n")
+	return mailMessage{
+		to:      in.TargetEmail.Value,
+		subject: fmt.Sprintf("%s invited you to join %s on hedge", inviter, organization),
+		body:    b.String(),
+	}
+}
+
+// DELETE /api/organizations/{organization_id}/invites/{id}/ (organization_member:write)
+// Admins and owners only, as in PostHog.
+func (a *API) inviteDelete(c *fiber.Ctx) error {
+	p := principalOf(c)
+	m, err := a.organizationWide(c, p)
+	if err != nil {
+		return err
+	}
+	if err := m.atLeast(levelAdmin); err != nil {
+		return err
+	}
+	id, err := uuid.Parse(c.Params("id"))
+	if err != nil {
+		return errNotFound("Not found.")
+	}
+	res, err := a.db.ExecContext(c.UserContext(), `DELETE FROM meta.invites WHERE id = ? AND organization_id = ?`, id, m.organizationID)
+	if err != nil {
+		return fmt.Errorf("cannot delete invite %s: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return errNotFound("Not found.")
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}

@@ -1,0 +1,214 @@
+package admin
+
+import (
+	"fmt"
+	"io"
+	"mime"
+	"mime/quotedprintable"
+	"net/mail"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+func TestInvites(t *testing.T) {
+	env := newMgmtEnv(t, nil) // no SMTP: nothing is e-mailed
+	_, adminKey := env.member(t, "admin@example.com", levelAdmin, "organization_member:write")
+	_, memberKey := env.member(t, "member@example.com", levelMember, "organization_member:write")
+	_, outsiderKey := env.addUser(t, "outsider@example.com", uuid.Nil, levelOwner, "*")
+	private := env.must(t, 201, "POST", env.orgPath("projects/"), env.owner, `{"name":"Private","access_control":true}`)["id"].(float64)
+	invites := "/api/organizations/{org}/invites/"
+
+	first := env.must(t, 201, "POST", env.orgPath("invites/"), memberKey, `{"target_email":"New@Example.com","first_name":"Ada","message":"hi"}`)
+	env.run(t, []scenario{
+		{name: "the invite with its defaults", method: "GET", path: invites, key: memberKey, status: 200,
+			want: []string{`"count":1`, `"id":"` + first["id"].(string) + `"`, `"target_email":"new@example.com"`, `"first_name":"Ada"`,
+				`"emailing_attempt_made":false`, `"level":1`, `"is_expired":false`, `"created_by":{"id":3,`,
+				`"email":"member@example.com"`, `"message":"hi"`, `"private_project_access":[]`},
+			notWant: []string{`"send_email"`, `"combine_pending_invites"`}},
+		{name: "target_email required", method: "POST", path: invites, key: memberKey, body: `{"first_name":"x"}`, status: 400,
+			want: []string{`{"type":"validation_error","code":"required","detail":"This field is required.","attr":"target_email"}`}},
+		{name: "target_email an address", method: "POST", path: invites, key: memberKey, body: `{"target_email":"Ada <ada@example.com>"}`,
+			status: 400, want: []string{`"detail":"Enter a valid email address."`, `"attr":"target_email"`}},
+		{name: "first_name at most 30", method: "POST", path: invites, key: memberKey,
+			body: `{"target_email":"a@example.com","first_name":"` + strings.Repeat("a", 31) + `"}`, status: 400, want: []string{`"attr":"first_name"`}},
+		{name: "a level that is not 1, 8 or 15", method: "POST", path: invites, key: env.owner, body: `{"target_email":"a@example.com","level":2}`,
+			status: 400, want: []string{`"code":"invalid_choice"`, `"attr":"level"`}},
+		{name: "a level of the wrong type", method: "POST", path: invites, key: env.owner, body: `{"target_email":"a@example.com","level":"admin"}`,
+			status: 400, want: []string{`"detail":"Not a valid integer."`, `"attr":"level"`}},
+		{name: "above the inviter's level", method: "POST", path: invites, key: memberKey, body: `{"target_email":"a@example.com","level":8}`,
+			status: 403, want: []string{`{"type":"authentication_error","code":"permission_denied","detail":"You cannot invite a user with a higher permission level than your own.","attr":null}`}},
+		{name: "admins do not invite owners", method: "POST", path: invites, key: adminKey, body: `{"target_email":"a@example.com","level":15}`,
+			status: 403},
+		{name: "admins invite admins", method: "POST", path: invites, key: adminKey, body: `{"target_email":"adm@example.com","level":8}`,
+			status: 201, want: []string{`"level":8`}},
+		{name: "an existing member, any case", method: "POST", path: invites, key: env.owner, body: `{"target_email":"ADMIN@example.com"}`,
+			status: 400, want: []string{`{"type":"validation_error","code":"invalid_input","detail":"A user with this email address already belongs to the organization.","attr":null}`}},
+		{name: "private_project_access must be a list", method: "POST", path: invites, key: env.owner,
+			body: `{"target_email":"p@example.com","private_project_access":{"id":1}}`, status: 400,
+			want: []string{`"detail":"The field must be a list of dictionaries."`, `"attr":"private_project_access"`}},
+		{name: "private_project_access items are objects", method: "POST", path: invites, key: env.owner,
+			body: `{"target_email":"p@example.com","private_project_access":[1]}`, status: 400,
+			want: []string{`"detail":"Each item in the list must be a dictionary."`}},
+		{name: "private_project_access items have id and level", method: "POST", path: invites, key: env.owner,
+			body: `{"target_email":"p@example.com","private_project_access":[{"id":1}]}`, status: 400,
+			want: []string{`"detail":"Each dictionary must contain \"id\" and \"level\" keys."`}},
+		{name: "private_project_access levels", method: "POST", path: invites, key: env.owner,
+			body: `{"target_email":"p@example.com","private_project_access":[{"id":1,"level":"owner"}]}`, status: 400,
+			want: []string{`"detail":"The \"level\" field must be a valid access level."`}},
+		{name: "private_project_access ids are integers", method: "POST", path: invites, key: env.owner,
+			body: `{"target_email":"p@example.com","private_project_access":[{"id":"1","level":"member"}]}`, status: 400,
+			want: []string{`"detail":"The \"id\" field must be an integer."`}},
+		{name: "a project of another organization", method: "POST", path: invites, key: env.owner,
+			body: `{"target_email":"p@example.com","private_project_access":[{"id":999,"level":"member"}]}`, status: 400,
+			want: []string{`"detail":"Project does not exist on this organization, or it is private and you do not have access to it."`, `"attr":"private_project_access"`}},
+		{name: "members do not grant private projects", method: "POST", path: invites, key: memberKey,
+			body: fmt.Sprintf(`{"target_email":"p@example.com","private_project_access":[{"id":%d,"level":"member"}]}`, int(private)), status: 400,
+			want: []string{`"attr":"private_project_access"`}},
+		{name: "admins do", method: "POST", path: invites, key: adminKey,
+			body: fmt.Sprintf(`{"target_email":"p@example.com","private_project_access":[{"id":%d,"level":"admin"}]}`, int(private)), status: 201,
+			want: []string{fmt.Sprintf(`"private_project_access":[{"id":%d,"level":"admin"}]`, int(private))}},
+		{name: "another tenant's invites", method: "GET", path: invites, key: outsiderKey, status: 404},
+		{name: "members do not cancel invites", method: "DELETE", path: invites + first["id"].(string) + "/", key: memberKey, status: 403,
+			want: []string{`"detail":"Your organization access level is insufficient."`}},
+		{name: "no such invite", method: "DELETE", path: invites + uuid.NewString() + "/", key: adminKey, status: 404},
+		{name: "admins cancel invites", method: "DELETE", path: invites + first["id"].(string) + "/", key: adminKey, status: 204},
+		{name: "cancelled", method: "GET", path: invites, key: adminKey, status: 200, want: []string{`"count":2`},
+			notWant: []string{first["id"].(string)}},
+	})
+}
+
+func TestInviteReplaceAndCombine(t *testing.T) {
+	env := newMgmtEnv(t, nil)
+	projectA := int(env.boot.ProjectID)
+	projectB := int(env.must(t, 201, "POST", env.orgPath("projects/"), env.owner, `{"name":"B"}`)["id"].(float64))
+	invite := func(body string) map[string]any {
+		return env.must(t, 201, "POST", env.orgPath("invites/"), env.owner, body)
+	}
+	count := func() float64 {
+		return env.must(t, 200, "GET", env.orgPath("invites/"), env.owner, "")["count"].(float64)
+	}
+
+	invite(fmt.Sprintf(`{"target_email":"x@example.com","level":8,"private_project_access":[{"id":%d,"level":"member"}]}`, projectA))
+	replaced := invite(`{"target_email":"X@example.com"}`)
+	if count() != 1 || replaced["level"] != float64(1) || mustText(t, replaced["private_project_access"]) != "[]" {
+		t.Fatalf("a new invite replaces the old one: %d invites, %v", int(count()), replaced)
+	}
+
+	invite(fmt.Sprintf(`{"target_email":"x@example.com","level":8,"private_project_access":[{"id":%d,"level":"member"},{"id":%d,"level":"member"}]}`, projectA, projectB))
+	combined := invite(fmt.Sprintf(`{"target_email":"x@example.com","level":1,"combine_pending_invites":true,"private_project_access":[{"id":%d,"level":"admin"}]}`, projectA))
+	want := fmt.Sprintf(`[{"id":%d,"level":"admin"},{"id":%d,"level":"member"}]`, projectA, projectB)
+	if count() != 1 || combined["level"] != float64(8) || mustText(t, combined["private_project_access"]) != want {
+		t.Fatalf("combined: %d invites, %v, want access %s", int(count()), combined, want)
+	}
+
+	// Expired invites are not combined, but replaced all the same.
+	env.exec(t, `UPDATE meta.invites SET created_at = now() - INTERVAL 4 DAY`)
+	expired := env.must(t, 200, "GET", env.orgPath("invites/"), env.owner, "")
+	if !strings.Contains(mustText(t, expired), `"is_expired":true`) {
+		t.Fatalf("an invite older than 3 days is expired: %v", expired)
+	}
+	fresh := invite(`{"target_email":"x@example.com","combine_pending_invites":true}`)
+	if count() != 1 || fresh["level"] != float64(1) || fresh["is_expired"] != false {
+		t.Fatalf("after an expired invite: %d invites, %v", int(count()), fresh)
+	}
+}
+
+func TestInviteBulk(t *testing.T) {
+	env := newMgmtEnv(t, nil)
+	_, memberKey := env.member(t, "member@example.com", levelMember, "organization_member:write")
+	bulk := "/api/organizations/{org}/invites/bulk/"
+	items := func(n int) string {
+		var list []string
+		for i := range n {
+			list = append(list, fmt.Sprintf(`{"target_email":"bulk%d@example.com"}`, i))
+		}
+		return "[" + strings.Join(list, ",") + "]"
+	}
+	env.run(t, []scenario{
+		{name: "not an array", method: "POST", path: bulk, key: env.owner, body: `{"target_email":"a@example.com"}`, status: 400,
+			want: []string{`{"type":"validation_error","code":"invalid_input","detail":"This endpoint needs an array of data for bulk invite creation.","attr":null}`}},
+		{name: "not JSON", method: "POST", path: bulk, key: env.owner, body: `[{`, status: 400, want: []string{`"code":"parse_error"`}},
+		{name: "more than 20", method: "POST", path: bulk, key: env.owner, body: items(21), status: 400,
+			want: []string{`{"type":"validation_error","code":"max_length","detail":"A maximum of 20 invites can be sent in a single request.","attr":null}`}},
+		{name: "one bad item creates none", method: "POST", path: bulk, key: env.owner,
+			body: `[{"target_email":"a@example.com"},{"target_email":"b@example.com"},{"first_name":"no address"}]`, status: 400,
+			want: []string{`{"type":"validation_error","code":"required","detail":"This field is required.","attr":"2__target_email"}`}},
+		{name: "an item of the wrong type", method: "POST", path: bulk, key: env.owner, body: `[{"target_email":"a@example.com","level":"x"}]`,
+			status: 400, want: []string{`"attr":"0__level"`}},
+		{name: "an item that is not an object", method: "POST", path: bulk, key: env.owner, body: `[{"target_email":"a@example.com"},7]`,
+			status: 400, want: []string{`"attr":"1"`}},
+		{name: "one item above the inviter's level creates none", method: "POST", path: bulk, key: memberKey,
+			body: `[{"target_email":"a@example.com"},{"target_email":"b@example.com","level":8}]`, status: 403},
+		{name: "nothing was created", method: "GET", path: "/api/organizations/{org}/invites/", key: env.owner, status: 200,
+			want: []string{`"count":0`}},
+		{name: "20 at once, 200 with no body", method: "POST", path: bulk, key: memberKey, body: items(20), status: 200},
+		{name: "all created", method: "GET", path: "/api/organizations/{org}/invites/", key: env.owner, status: 200,
+			want: []string{`"count":20`, `"target_email":"bulk0@example.com"`, `"target_email":"bulk19@example.com"`}},
+	})
+	status, _, text := env.call(t, "POST", env.orgPath("invites/bulk/"), env.owner, `[{"target_email":"one@example.com"}]`)
+	if status != 200 || text != "" {
+		t.Fatalf("bulk answers 200 with no body: %d %q", status, text)
+	}
+}
+
+// Invites are e-mailed through a real SMTP server when send_email (default true).
+func TestInviteMail(t *testing.T) {
+	smtpURL, box := startSMTP(t)
+	env := newMgmtEnv(t, func(cfg *Config) { cfg.SMTPURL = smtpURL; cfg.PublicURL = "https://hedge.example.com" })
+	env.exec(t, `UPDATE meta.users SET first_name = 'Grace', last_name = 'Hopper' WHERE email = 'owner@example.com'`)
+	env.exec(t, `UPDATE meta.organizations SET name = 'Acme Ünited' WHERE id = ?`, env.org)
+
+	created := env.must(t, 201, "POST", env.orgPath("invites/"), env.owner, `{"target_email":"ada@example.com","first_name":"Ada","message":"Welcome aboard"}`)
+	if created["emailing_attempt_made"] != true {
+		t.Fatalf("emailing_attempt_made: %v", created)
+	}
+	m := receive(t, box)
+	if m.from != "hedge@example.com" || len(m.to) != 1 || m.to[0] != "ada@example.com" {
+		t.Fatalf("envelope from %q to %v", m.from, m.to)
+	}
+	msg, err := mail.ReadMessage(strings.NewReader(m.data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject, err := new(mime.WordDecoder).DecodeHeader(msg.Header.Get("Subject"))
+	if err != nil || subject != "Grace Hopper invited you to join Acme Ünited on hedge" {
+		t.Fatalf("subject %q %v", subject, err)
+	}
+	body, _ := io.ReadAll(quotedprintable.NewReader(msg.Body))
+	for _, want := range []string{"Hi Ada,", "Welcome aboard", "https://hedge.example.com/api/signup/" + created["id"].(string) + "/", "expires in 3 days"} {
+		if !strings.Contains(string(body), want) {
+			t.Fatalf("mail body lacks %q:\n%s", want, body)
+		}
+	}
+
+	quiet := env.must(t, 201, "POST", env.orgPath("invites/"), env.owner, `{"target_email":"quiet@example.com","send_email":false}`)
+	if quiet["emailing_attempt_made"] != false {
+		t.Fatalf("send_email false: %v", quiet)
+	}
+	env.must(t, 200, "POST", env.orgPath("invites/bulk/"), env.owner,
+		`[{"target_email":"b1@example.com"},{"target_email":"b2@example.com","send_email":false},{"target_email":"b3@example.com"}]`)
+	for _, want := range []string{"b1@example.com", "b3@example.com"} {
+		if m := receive(t, box); m.to[0] != want {
+			t.Fatalf("bulk mail to %v, want %s", m.to, want)
+		}
+	}
+	select {
+	case m := <-box:
+		t.Fatalf("unexpected mail to %v", m.to)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+func receive(t *testing.T, box <-chan receivedMail) receivedMail {
+	t.Helper()
+	select {
+	case m := <-box:
+		return m
+	case <-time.After(10 * time.Second):
+		t.Fatal("no mail arrived")
+	}
+	return receivedMail{}
+}

@@ -1,0 +1,250 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-smtp"
+	"github.com/google/uuid"
+	"github.com/miekg/dns"
+
+	"github.com/hedge-analytics/hedge/warehouse"
+)
+
+// mgmtEnv is the scenario harness of api_test.go with the API itself at hand (its
+// route table) and a Config of the test's choosing (SMTP, DNS).
+type mgmtEnv struct {
+	*testEnv
+	api   *API
+	org   uuid.UUID // the bootstrap organization
+	owner string    // the bootstrap owner's key, scope "*"
+}
+
+func newMgmtEnv(t *testing.T, configure func(*Config)) *mgmtEnv {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	wh, err := warehouse.Open(ctx, warehouse.Config{Path: dir + "/hedge.duckdb", Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot, err := BootstrapIfEmpty(ctx, wh.DB(), dir, Bootstrap{UserEmail: "owner@example.com"})
+	if err != nil || boot == nil {
+		t.Fatalf("bootstrap: %v %v", boot, err)
+	}
+	cfg := Config{DB: wh.DB(), Queries: wh.Queries(), Logger: testLogger()}
+	if configure != nil {
+		configure(&cfg)
+	}
+	api, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go api.Serve(ln)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		api.Shutdown(ctx)
+		wh.Close()
+	})
+	env := &testEnv{url: "http://" + ln.Addr().String(), dataDir: dir, warehouse: wh, boot: boot}
+	return &mgmtEnv{testEnv: env, api: api, org: uuid.MustParse(boot.OrganizationID), owner: boot.PersonalAPIKey}
+}
+
+// call makes a request and decodes a JSON answer (nil when there is no body).
+func (env *mgmtEnv) call(t *testing.T, method, path, key, body string) (int, map[string]any, string) {
+	t.Helper()
+	status, text, _ := env.do(t, method, path, key, nil, body)
+	var decoded map[string]any
+	if strings.HasPrefix(text, "{") {
+		if err := json.Unmarshal([]byte(text), &decoded); err != nil {
+			t.Fatalf("%s %s: answer is not JSON: %s", method, path, text)
+		}
+	}
+	return status, decoded, text
+}
+
+// must makes a request that must answer status, and returns its JSON object.
+func (env *mgmtEnv) must(t *testing.T, status int, method, path, key, body string) map[string]any {
+	t.Helper()
+	got, decoded, text := env.call(t, method, path, key, body)
+	if got != status {
+		t.Fatalf("%s %s: status %d, want %d; body %s", method, path, got, status, text)
+	}
+	return decoded
+}
+
+// member adds a user to the bootstrap organization at level with a key of scopes and
+// returns the user's uuid and key.
+func (env *mgmtEnv) member(t *testing.T, email string, level int, scopes ...string) (string, string) {
+	t.Helper()
+	_, key := env.addUser(t, email, env.org, level, scopes...)
+	return env.userUUID(t, email), key
+}
+
+func (env *mgmtEnv) userUUID(t *testing.T, email string) string {
+	t.Helper()
+	var id string
+	if err := env.warehouse.DB().QueryRow(`SELECT uuid::VARCHAR FROM meta.users WHERE email = ?`, strings.ToLower(email)).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// exec runs SQL against the test's database: fixtures only (ageing an invite), never
+// instead of the API under test.
+func (env *mgmtEnv) exec(t *testing.T, query string, args ...any) {
+	t.Helper()
+	if _, err := env.warehouse.DB().Exec(query, args...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// orgPath is a path under the bootstrap organization.
+func (env *mgmtEnv) orgPath(rest string) string {
+	return "/api/organizations/" + env.org.String() + "/" + rest
+}
+
+// receivedMail is a message the test SMTP server accepted.
+type receivedMail struct {
+	from string
+	to   []string
+	data string
+}
+
+// startSMTP runs a real SMTP server (go-smtp) on loopback and returns its smtp:// URL
+// and the messages it receives.
+func startSMTP(t *testing.T) (string, <-chan receivedMail) {
+	t.Helper()
+	box := make(chan receivedMail, 100)
+	server := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) {
+		return &smtpSession{box: box}, nil
+	}))
+	server.Domain = "localhost"
+	server.ReadTimeout, server.WriteTimeout = 10*time.Second, 10*time.Second
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go server.Serve(ln)
+	t.Cleanup(func() { server.Close() })
+	return "smtp://" + ln.Addr().String() + "?from=hedge@example.com", box
+}
+
+type smtpSession struct {
+	box  chan<- receivedMail
+	mail receivedMail
+}
+
+func (s *smtpSession) Reset()        { s.mail = receivedMail{} }
+func (s *smtpSession) Logout() error { return nil }
+func (s *smtpSession) Mail(from string, _ *smtp.MailOptions) error {
+	s.mail.from = from
+	return nil
+}
+func (s *smtpSession) Rcpt(to string, _ *smtp.RcptOptions) error {
+	s.mail.to = append(s.mail.to, to)
+	return nil
+}
+func (s *smtpSession) Data(r io.Reader) error {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	s.mail.data = string(data)
+	s.box <- s.mail
+	return nil
+}
+
+// dnsZone is what the test DNS server answers: TXT records by name.
+type dnsZone struct {
+	mu  sync.Mutex
+	txt map[string][]string
+}
+
+func (z *dnsZone) set(name string, values ...string) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	z.txt[dns.Fqdn(name)] = values
+}
+
+// startDNS runs a real DNS server (miekg/dns) on loopback, UDP and TCP on one port,
+// and returns its address and zone; names not in the zone are NXDOMAIN.
+func startDNS(t *testing.T) (string, *dnsZone) {
+	t.Helper()
+	zone := &dnsZone{txt: map[string][]string{}}
+	handler := dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		reply := new(dns.Msg)
+		reply.SetReply(req)
+		zone.mu.Lock()
+		defer zone.mu.Unlock()
+		for _, q := range req.Question {
+			values, ok := zone.txt[q.Name]
+			if !ok {
+				reply.Rcode = dns.RcodeNameError
+				continue
+			}
+			if q.Qtype == dns.TypeTXT {
+				for _, v := range values {
+					reply.Answer = append(reply.Answer, &dns.TXT{
+						Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: 60}, Txt: []string{v}})
+				}
+			}
+		}
+		w.WriteMsg(reply)
+	})
+	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcp, err := net.Listen("tcp", udp.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers := []*dns.Server{{PacketConn: udp, Handler: handler}, {Listener: tcp, Handler: handler}}
+	for _, s := range servers {
+		started := make(chan struct{})
+		s.NotifyStartedFunc = func() { close(started) }
+		go s.ActivateAndServe()
+		<-started
+	}
+	t.Cleanup(func() {
+		for _, s := range servers {
+			s.Shutdown()
+		}
+	})
+	return udp.LocalAddr().String(), zone
+}
+
+// mustText is v as JSON, for looking for fragments in decoded answers.
+func mustText(t *testing.T, v any) string {
+	t.Helper()
+	text, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(text)
+}
+
+// inOrder fails unless the fragments appear in text in this order.
+func inOrder(t *testing.T, text string, fragments ...string) {
+	t.Helper()
+	at := 0
+	for _, f := range fragments {
+		i := strings.Index(text[at:], f)
+		if i < 0 {
+			t.Fatalf("%q missing or out of order in %s", f, text)
+		}
+		at += i + len(f)
+	}
+}

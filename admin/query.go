@@ -1,0 +1,138 @@
+package admin
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/hedge-analytics/hedge/warehouse"
+)
+
+func (a *API) bindQuery() {
+	a.handle(fiber.MethodPost, "/projects/:project_id/query/", "query:read", a.queryRun)
+}
+
+// POST /api/projects/{project_id}/query/ (query:read)
+// Body {"query": {"kind": "EventsQuery" | "TrendsQuery" | "HogQLQuery", ...}}. A query
+// reads the project's rows only, in its time zone; a query that may not run, or that
+// fails for a reason of its own, answers 400 saying why.
+func (a *API) queryRun(c *fiber.Ctx) error {
+	pr, err := a.projectOf(c, principalOf(c))
+	if err != nil {
+		return err
+	}
+	var body struct {
+		Query json.RawMessage `json:"query"`
+	}
+	if err := bindBody(c, &body); err != nil {
+		return err
+	}
+	if len(body.Query) == 0 || string(body.Query) == "null" {
+		return errValidation("query", "required", "This field is required.")
+	}
+	scope, err := a.scopeOf(c.UserContext(), pr.id)
+	if err != nil {
+		return err
+	}
+	result, err := a.runQuery(c.UserContext(), scope, body.Query)
+	if err != nil {
+		return err
+	}
+	return c.JSON(result)
+}
+
+// queryKind is a query's kind, and the query itself: PostHog's InsightVizNode and
+// DataTableNode wrap the query in source.
+func queryKind(raw json.RawMessage) (string, json.RawMessage, error) {
+	var q struct {
+		Kind   string          `json:"kind"`
+		Source json.RawMessage `json:"source"`
+	}
+	if err := json.Unmarshal(raw, &q); err != nil {
+		return "", nil, errValidation("query", "invalid_input", "The query must be an object with a kind.")
+	}
+	if (q.Kind == "InsightVizNode" || q.Kind == "DataTableNode") && len(q.Source) > 0 {
+		return queryKind(q.Source)
+	}
+	return q.Kind, raw, nil
+}
+
+// runQuery runs a query object for the project. A query that may not run, or fails
+// for a reason of its own, is a 400 *Error saying why.
+func (a *API) runQuery(ctx context.Context, scope warehouse.Scope, raw json.RawMessage) (any, error) {
+	kind, raw, err := queryKind(raw)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now().UTC()
+	var result any
+	switch kind {
+	case "HogQLQuery":
+		var q struct {
+			Query string `json:"query"`
+		}
+		if err := decodeQuery(raw, &q); err != nil {
+			return nil, err
+		}
+		if q.Query == "" {
+			return nil, errValidation("query__query", "required", "This field is required.")
+		}
+		result, err = a.queries.HogQL(ctx, scope, q.Query)
+	case "EventsQuery":
+		var q warehouse.EventsQuery
+		if err := decodeQuery(raw, &q); err != nil {
+			return nil, err
+		}
+		result, err = a.queries.Events(ctx, scope, q, now)
+	case "TrendsQuery":
+		var q warehouse.TrendsQuery
+		if err := decodeQuery(raw, &q); err != nil {
+			return nil, err
+		}
+		var trends *warehouse.TrendsResult
+		if trends, err = a.queries.Trends(ctx, scope, q, now); err == nil {
+			result = trends
+		}
+	default:
+		return nil, errValidation("query__kind", "invalid_choice", fmt.Sprintf("%q is not a valid choice: EventsQuery, TrendsQuery or HogQLQuery.", kind))
+	}
+	var queryErr *warehouse.QueryError
+	if errors.As(err, &queryErr) {
+		return nil, errValidation("query", "query_error", queryErr.Detail)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return result, nil
+}
+
+// decodeQuery reads the query object into q; a field of the wrong type is a 400 naming it.
+func decodeQuery(raw json.RawMessage, q any) error {
+	err := json.Unmarshal(raw, q)
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		return errValidation("query__"+typeErr.Field, "invalid_input", "Not a valid "+jsonKind(typeErr.Type.Kind().String())+".")
+	}
+	if err != nil {
+		return errValidation("query", "invalid_input", "The query is not valid JSON.")
+	}
+	return nil
+}
+
+// scopeOf is the project as a query sees it: its id, time zone and week start.
+func (a *API) scopeOf(ctx context.Context, team int64) (warehouse.Scope, error) {
+	scope := warehouse.Scope{Team: team}
+	var weekStart sql.NullInt64
+	err := a.db.QueryRowContext(ctx, `SELECT timezone, week_start_day FROM meta.projects WHERE id = ?`, team).
+		Scan(&scope.Timezone, &weekStart)
+	if err != nil {
+		return scope, fmt.Errorf("cannot read the settings of project %d: %w", team, err)
+	}
+	scope.WeekStartDay = int(weekStart.Int64) // unset: Sunday, PostHog's default
+	return scope, nil
+}

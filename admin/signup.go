@@ -1,0 +1,205 @@
+package admin
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+)
+
+// bindSignup registers the one management route without a key: accepting an invite.
+// It is not in a.routes (those are the routes a key opens), but is in openapi.yaml.
+func (a *API) bindSignup() {
+	a.api.Post("/signup/:invite_id/", a.signup)
+}
+
+// signupInput is the body of POST /api/signup/{invite_id}/.
+type signupInput struct {
+	FirstName optional[string] `json:"first_name"`
+	LastName  string           `json:"last_name"`
+}
+
+// signupRecord answers an accepted invite: the user, the organization joined, and for
+// a new user the personal API key (scope "*") that is the user's way in, shown once.
+type signupRecord struct {
+	userRecord
+	Organization   organizationBasic `json:"organization"`
+	PersonalAPIKey *string           `json:"personal_api_key"`
+}
+
+// pendingInvite is what accepting needs of an invite.
+type pendingInvite struct {
+	organizationID   uuid.UUID
+	organizationName string
+	email, firstName string
+	level            int
+	expired          bool
+}
+
+// POST /api/signup/{invite_id}/ (no key)
+// Accepts an invite. Without a key it creates the invited user with first_name
+// (else the invite's) and last_name, at the invite's level, and answers 201 with a new
+// personal API key. An e-mail that already has a user must accept with that user's
+// key instead (else anyone holding the invite id, its inviter included, would get a
+// key to that user's other organizations); that answers 200 without a key. Either way
+// the invites to that e-mail in the organization are consumed. An unknown, used or
+// expired invite is a 400.
+func (a *API) signup(c *fiber.Ctx) error {
+	var in signupInput
+	if err := bindBody(c, &in); err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	var existing *principal
+	if key, _ := findKey(c); key != "" {
+		p, err := a.authenticate(c)
+		if err != nil {
+			return err
+		}
+		existing = p
+	}
+	// One acceptance at a time: the invite is read, checked and consumed as one step.
+	membershipWrites.Lock()
+	defer membershipWrites.Unlock()
+	invite, err := a.pendingInvite(ctx, c.Params("invite_id"))
+	if err != nil {
+		return err
+	}
+	if existing != nil {
+		return a.signupExisting(c, existing, invite)
+	}
+	firstName := invite.firstName
+	if in.FirstName.Set && !in.FirstName.Null {
+		firstName = in.FirstName.Value
+	}
+	switch {
+	case strings.TrimSpace(firstName) == "":
+		return errValidation("first_name", "required", "This field is required.")
+	case utf8.RuneCountInString(firstName) > 150:
+		return errValidation("first_name", "max_length", "Ensure this field has no more than 150 characters.")
+	case utf8.RuneCountInString(in.LastName) > 150:
+		return errValidation("last_name", "max_length", "Ensure this field has no more than 150 characters.")
+	}
+	var taken bool
+	if err := a.db.QueryRowContext(ctx, `SELECT count(*) > 0 FROM meta.users WHERE email = ?`, invite.email).Scan(&taken); err != nil {
+		return fmt.Errorf("cannot look up user %s: %w", invite.email, err)
+	}
+	if taken {
+		return errValidation("", "user_already_exists",
+			"A user with this email address already exists. Accept the invite with that user's personal API key.")
+	}
+	tx, err := a.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("cannot begin sign-up of %s: %w", invite.email, err)
+	}
+	defer tx.Rollback()
+	userID, err := insertUserNamed(ctx, tx, invite.email, firstName, in.LastName)
+	if err != nil {
+		return err
+	}
+	key, err := a.join(ctx, tx, userID, invite, true)
+	if err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("cannot commit sign-up of %s: %w", invite.email, err)
+	}
+	r, err := signupAnswer(ctx, a.db, userID, invite)
+	if err != nil {
+		return err
+	}
+	r.PersonalAPIKey = &key
+	return c.Status(fiber.StatusCreated).JSON(r)
+}
+
+// signupExisting accepts an invite for the user of the request's key, whose e-mail
+// must be the invited one.
+func (a *API) signupExisting(c *fiber.Ctx, p *principal, invite pendingInvite) error {
+	ctx := c.UserContext()
+	var email string
+	if err := a.db.QueryRowContext(ctx, `SELECT email FROM meta.users WHERE id = ?`, p.userID).Scan(&email); err != nil {
+		return fmt.Errorf("cannot read user %d: %w", p.userID, err)
+	}
+	if email != invite.email {
+		return errValidation("", "invalid_recipient", "This invite is intended for another email address.")
+	}
+	member, err := memberOfOrganization(ctx, a.db, invite.organizationID, email)
+	if err != nil {
+		return err
+	}
+	if member {
+		return errValidation("", "user_already_member", "You already are a member of this organization.")
+	}
+	tx, err := a.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("cannot begin accepting the invite of %s: %w", email, err)
+	}
+	defer tx.Rollback()
+	if _, err := a.join(ctx, tx, p.userID, invite, false); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("cannot commit accepting the invite of %s: %w", email, err)
+	}
+	r, err := signupAnswer(ctx, a.db, p.userID, invite)
+	if err != nil {
+		return err
+	}
+	return c.JSON(r)
+}
+
+// pendingInvite reads an invite that can still be accepted.
+func (a *API) pendingInvite(ctx context.Context, param string) (pendingInvite, error) {
+	invalid := errValidation("", "invalid_input", "The provided invite ID is not valid.")
+	id, err := uuid.Parse(param)
+	if err != nil {
+		return pendingInvite{}, invalid
+	}
+	var inv pendingInvite
+	err = a.db.QueryRowContext(ctx, `SELECT i.organization_id, o.name, i.target_email, i.first_name, i.level,
+			i.created_at < now() - INTERVAL 3 DAY
+		FROM meta.invites i JOIN meta.organizations o ON o.id = i.organization_id WHERE i.id = ?`, id).
+		Scan(&inv.organizationID, &inv.organizationName, &inv.email, &inv.firstName, &inv.level, &inv.expired)
+	if errors.Is(err, sql.ErrNoRows) {
+		return inv, invalid
+	}
+	if err != nil {
+		return inv, fmt.Errorf("cannot read invite %s: %w", id, err)
+	}
+	if inv.expired {
+		return inv, errValidation("", "expired", "This invite has expired. Please ask your admin for a new one.")
+	}
+	return inv, nil
+}
+
+// join makes the user a member at the invite's level and consumes every invite to
+// that e-mail in the organization; with newKey it also makes the user's first
+// personal API key and returns it.
+func (a *API) join(ctx context.Context, tx *sql.Tx, userID int64, invite pendingInvite, newKey bool) (string, error) {
+	if err := insertMembership(ctx, tx, invite.organizationID, userID, invite.level); err != nil {
+		return "", err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM meta.invites WHERE organization_id = ? AND target_email = ?`,
+		invite.organizationID, invite.email); err != nil {
+		return "", fmt.Errorf("cannot consume the invites of %s: %w", invite.email, err)
+	}
+	if !newKey {
+		return "", nil
+	}
+	return insertPersonalAPIKey(ctx, tx, userID, "signup", []string{"*"})
+}
+
+func signupAnswer(ctx context.Context, q querier, userID int64, invite pendingInvite) (signupRecord, error) {
+	u, err := loadUser(ctx, q, userID)
+	if err != nil {
+		return signupRecord{}, err
+	}
+	return signupRecord{userRecord: u, Organization: organizationBasic{
+		ID: invite.organizationID.String(), Name: invite.organizationName, MembershipLevel: invite.level,
+	}}, nil
+}
