@@ -8,7 +8,7 @@ export CGO_ENABLED := 1
 # The Node project whose posthog-node and posthog-js the SDK tests drive.
 SDK_TESTS := edge/testdata/sdk-js
 
-.PHONY: run build test lint sdk-deps
+.PHONY: run build test lint sdk-deps bench bench-quick
 
 ## run: build hedge and serve on 127.0.0.1:8000 (management) and :8001 (capture), data in ./hedge-data
 run: build
@@ -31,3 +31,12 @@ lint:
 	@unformatted=$$(gofmt -l .); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
+
+## bench: build hedge and measure it on a temporary data directory: stage ceilings and
+## end-to-end scenarios side by side (under 10 minutes); writes bench/results/<date>-<commit>.json
+bench: build
+	go run ./bench suite -hedge ./bin/hedge
+
+## bench-quick: a one-minute subset of make bench
+bench-quick: build
+	go run ./bench suite -mode quick -hedge ./bin/hedge

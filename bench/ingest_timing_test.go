@@ -1,4 +1,4 @@
-package bench
+package main
 
 import (
 	"context"
@@ -17,9 +17,9 @@ import (
 	"github.com/hedge-analytics/hedge/warehouse"
 )
 
-// startHedge runs the capture path in process (warehouse, bootstrap, edge on
+// startInProcess runs the capture path in process (warehouse, bootstrap, edge on
 // loopback) and returns its URL and project token.
-func startHedge(b *testing.B) (string, string) {
+func startInProcess(b *testing.B) (string, string) {
 	b.Helper()
 	ctx := context.Background()
 	dir := b.TempDir()
@@ -61,7 +61,7 @@ func BenchmarkBatchIngest(b *testing.B) {
 		share float64
 	}{{"persons", 0.3}, {"personless", 1}} {
 		b.Run(c.name, func(b *testing.B) {
-			url, token := startHedge(b)
+			url, token := startInProcess(b)
 			g := gen.New(gen.Config{Seed: 7, PersonlessShare: c.share})
 			bodies := make([][]byte, 64)
 			for i := range bodies {

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/hedge-analytics/hedge/warehouse"
+)
+
+// TestTiny runs the suite in its tiny mode, as `make bench` runs the standard one: it
+// builds hedge, starts it on a temporary data directory, runs every scenario for a
+// fraction of a second and writes its report. The report must say every run's rows
+// are right, and the database, opened once hedge has stopped, must agree with it run
+// by run. Speed is never asserted: this machine is shared.
+func TestTiny(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	var log bytes.Buffer
+	rep, path, err := runSuite(context.Background(), suiteConfig{mode: "tiny", results: dir, data: data, seed: 1, log: &log})
+	if err == nil {
+		rep.print(&log)
+	}
+	if os.Getenv("HEDGE_TEST_LOG") != "" {
+		t.Log(log.String())
+	}
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	text, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file report
+	if err := json.Unmarshal(text, &file); err != nil {
+		t.Fatal(err)
+	}
+	if file.Failed || len(file.Problems) > 0 {
+		t.Fatalf("the report failed: %v\n%s", file.Problems, log.String())
+	}
+	planned, _ := plan("tiny")
+	if len(file.Scenarios) != len(planned) {
+		t.Fatalf("%d scenarios in the report, want %d", len(file.Scenarios), len(planned))
+	}
+
+	wh, err := warehouse.Open(context.Background(), warehouse.Config{Path: filepath.Join(data, "hedge.duckdb")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wh.Close()
+	for _, res := range file.Scenarios {
+		if res.Scenario.Health {
+			continue
+		}
+		for _, r := range res.Runs {
+			runID, err := strconv.ParseUint(r.RunID, 16, 32)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rows, uuids int64
+			if err := wh.DB().QueryRow(`SELECT count(*), count(DISTINCT uuid) FROM events WHERE `+runSQL(uint32(runID))).Scan(&rows, &uuids); err != nil {
+				t.Fatal(err)
+			}
+			c := r.Rows
+			stored := c.AckedEvents + c.StoredUnanswered*int64(res.BodyEvents)
+			if c.AckedEvents == 0 || rows != c.Rows || rows != stored || uuids != rows {
+				t.Fatalf("%s run %s: the database holds %d rows (%d uuids); the report says %d rows, %d acknowledged events, %d unanswered sends stored",
+					res.Scenario.Name, r.RunID, rows, uuids, c.Rows, c.AckedEvents, c.StoredUnanswered)
+			}
+		}
+	}
+}
+
+func TestParseBenchmarks(t *testing.T) {
+	f := func(line, name, unit string, value, mbs, allocs float64) {
+		t.Helper()
+		stages, err := parseBenchmarks([]byte("goos: linux\n" + line + "\nPASS\n"))
+		if err != nil || len(stages) != 1 {
+			t.Fatalf("%q: %d stages, %v", line, len(stages), err)
+		}
+		s := stages[0]
+		if s.Name != name || s.Unit != unit || s.Value != value || s.MBPerSecond != mbs || s.AllocsPerOp != allocs {
+			t.Fatalf("%q: %+v", line, s)
+		}
+	}
+	f("BenchmarkDecode/batch-1k-2         	     229	   4778795 ns/op	 184.88 MB/s	    209258 events/s	  386182 B/op	    2353 allocs/op",
+		"BenchmarkDecode/batch-1k", "events/s", 209258, 184.88, 2353)
+	f("BenchmarkWriterAppender10k/persons-2      	      10	 154657727 ns/op	  52.25 MB/s	    103519 rows/s	 3081878 B/op	  116415 allocs/op",
+		"BenchmarkWriterAppender10k/persons", "rows/s", 103519, 52.25, 116415)
+	f("BenchmarkDecode/batch-1k 	     229	   4778795 ns/op	 184.88 MB/s	    209258 events/s", // GOMAXPROCS=1: no suffix
+		"BenchmarkDecode/batch-1k", "events/s", 209258, 184.88, 0)
+	if stages, err := parseBenchmarks([]byte("BenchmarkX-2 \t 10\t 100 ns/op\nBenchmarkDecode\n--- FAIL: BenchmarkY\n")); err != nil || len(stages) != 0 {
+		t.Fatalf("lines without a throughput: %v %v", stages, err)
+	}
+}

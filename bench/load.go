@@ -1,0 +1,421 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/hedge-analytics/hedge/bench/gen"
+)
+
+// target is the server under load.
+type target struct {
+	CaptureURL string `json:"capture_url"`
+	AdminURL   string `json:"admin_url,omitempty"`
+	ProjectID  int64  `json:"project_id,omitempty"`
+	token      string
+	// api reads the management listener; nil when there is none to read, and then
+	// visibility and the row check are skipped.
+	api *apiClient
+	// pid is the server's process id, 0 when it is not on this machine; its CPU and
+	// memory then come from hedge's /metrics, if api is set.
+	pid int
+}
+
+func (t *target) probe() serverProbe {
+	switch {
+	case t.pid > 0:
+		return procProbe{pid: strconv.Itoa(t.pid)}
+	case t.api != nil:
+		return metricsProbe{api: t.api}
+	}
+	return nil
+}
+
+// runner runs scenarios against a target.
+type runner struct {
+	target  *target
+	seed    uint64
+	log     io.Writer
+	profile string // directory for the server's CPU profiles ("": none)
+	// settle is how long the row check waits for acknowledged rows to show up, for
+	// endpoints that store asynchronously (hedge stores before it answers).
+	settle time.Duration
+}
+
+// scenarioRun is one run of a scenario: what was sent and answered, what the server used
+// meanwhile, and what the database holds afterwards.
+type scenarioRun struct {
+	scenario   scenario
+	runID      uint32
+	build      time.Duration // building the bodies, before timing
+	window     time.Duration // the measured part
+	sent       sendStats     // sends started in the measured part
+	all        sendStats     // every send, warmup included: what the row check expects
+	bodyEvents int
+	visibility []time.Duration
+	reads      map[string]*sendStats
+	usage      usage
+	warmEnd    time.Duration // since the run started, for the soak's series
+	rows       rowCheck
+	err        error // the first failed send's error
+}
+
+// sendStats counts sends and their answers.
+type sendStats struct {
+	latencies []time.Duration
+	statuses  map[int]int64 // 0: no answer
+	acked     int64         // sends answered 200
+	events    int64         // events in them
+	bytes     int64         // body bytes of them
+	// refused and unanswered list the sends not answered 200: with an answer, and
+	// without one (the server may have stored those).
+	refused, unanswered []uint64
+	first, last         time.Time // the measured sends' first start and last answer
+}
+
+func newSendStats() *sendStats { return &sendStats{statuses: map[int]int64{}} }
+
+func (s *sendStats) add(o *sendStats) {
+	s.latencies = append(s.latencies, o.latencies...)
+	for status, n := range o.statuses {
+		s.statuses[status] += n
+	}
+	s.acked += o.acked
+	s.events += o.events
+	s.bytes += o.bytes
+	s.refused = append(s.refused, o.refused...)
+	s.unanswered = append(s.unanswered, o.unanswered...)
+	if s.first.IsZero() || !o.first.IsZero() && o.first.Before(s.first) {
+		s.first = o.first
+	}
+	if o.last.After(s.last) {
+		s.last = o.last
+	}
+}
+
+func (s *sendStats) record(status, events, bytes int, due, answered time.Time, latency bool) {
+	s.statuses[status]++
+	if latency {
+		s.latencies = append(s.latencies, answered.Sub(due))
+	}
+	if status == fasthttp.StatusOK {
+		s.acked++
+		s.events += int64(events)
+		s.bytes += int64(bytes)
+	}
+	if s.first.IsZero() || due.Before(s.first) {
+		s.first = due
+	}
+	s.last = answered
+}
+
+// run builds the scenario's bodies, sends them, and checks the rows.
+func (r *runner) run(ctx context.Context, sc scenario) (*scenarioRun, error) {
+	begin := time.Now()
+	bodies := sc.bodies(r.target.token, r.seed)
+	res := &scenarioRun{scenario: sc, runID: rand.Uint32(), build: time.Since(begin), reads: map[string]*sendStats{}}
+	if len(bodies) > 0 {
+		res.bodyEvents = bodies[0].Events
+	}
+	fmt.Fprintf(r.log, "%-20s run %08x: %d bodies of %d events built in %v\n", sc.Name, res.runID, len(bodies), res.bodyEvents, res.build.Round(time.Millisecond))
+
+	w, err := startWatch(r.target.probe())
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	warmEnd := start.Add(sc.Warmup)
+	end := warmEnd.Add(sc.Duration)
+	res.warmEnd = sc.Warmup
+
+	var side sync.WaitGroup
+	sideCtx, stopSide := context.WithCancel(ctx)
+	var sampler *visibilitySampler
+	if r.target.api != nil && !sc.Health {
+		sampler = newVisibilitySampler(r.target.api)
+		side.Go(func() { res.visibility = sampler.run(sideCtx) })
+	}
+	if sc.Reads && r.target.api != nil {
+		for _, kind := range []string{"management", "query"} {
+			stats := newSendStats()
+			res.reads[kind] = stats
+			side.Go(func() { readLoop(sideCtx, r.target.api, kind, stats, warmEnd) })
+		}
+	}
+	if r.profile != "" && r.target.api != nil {
+		side.Go(func() { r.cpuProfile(sideCtx, sc, res.runID, warmEnd, end) })
+	}
+
+	workers := make([]*worker, sc.Connections)
+	client := &fasthttp.Client{
+		Name:            "hedge-bench",
+		MaxConnsPerHost: sc.Connections,
+		ReadTimeout:     2 * time.Minute, // a 20 MB body on a loaded machine
+		WriteTimeout:    2 * time.Minute,
+	}
+	var next atomic.Uint64
+	var wg sync.WaitGroup
+	for i := range workers {
+		workers[i] = &worker{ctx: ctx, sc: sc, client: client, bodies: bodies, runID: res.runID, next: &next, sampler: sampler,
+			start: start, warmEnd: warmEnd, end: end, url: r.target.CaptureURL, measured: newSendStats(), all: newSendStats()}
+		wg.Go(workers[i].loop)
+	}
+	wg.Wait()
+	stopSide()
+	side.Wait()
+	res.usage, err = w.end()
+	if err != nil {
+		return nil, err
+	}
+	res.sent, res.all = *newSendStats(), *newSendStats()
+	for _, wk := range workers {
+		res.sent.add(wk.measured)
+		res.all.add(wk.all)
+		if res.err == nil {
+			res.err = wk.err
+		}
+	}
+	// The measured part: its duration, or for a count of sends from the first to the
+	// last answer; an open-loop run that falls behind its schedule lasts until its last
+	// answer, so that throughput counts what the server did, not what was offered.
+	switch span := res.sent.last.Sub(res.sent.first); {
+	case sc.Sends > 0:
+		res.window = span
+	case sc.Rate > 0:
+		res.window = max(sc.Duration, span)
+	default:
+		res.window = sc.Duration
+	}
+	if r.target.api != nil && !sc.Health {
+		res.rows, err = r.checkRows(res)
+		if err != nil {
+			return nil, fmt.Errorf("cannot check the rows of %s: %w", sc.Name, err)
+		}
+	} else {
+		res.rows.Skipped = "no query API to count rows with"
+	}
+	return res, nil
+}
+
+// worker is one connection's sending loop.
+type worker struct {
+	ctx                 context.Context // ends the run early (an interrupt)
+	sc                  scenario
+	client              *fasthttp.Client
+	bodies              []*gen.Body
+	runID               uint32
+	next                *atomic.Uint64 // the next send's number, shared by the workers
+	sampler             *visibilitySampler
+	start, warmEnd, end time.Time
+	url                 string
+	measured, all       *sendStats
+	err                 error
+}
+
+func (w *worker) loop() {
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	sc := w.sc
+	if sc.Health {
+		req.SetRequestURI(w.url + "/_health")
+	} else {
+		req.SetRequestURI(w.url + sc.Path)
+		req.Header.SetMethod(fasthttp.MethodPost)
+		req.Header.SetContentType(sc.contentType())
+	}
+	var buf []byte
+	for {
+		send := w.next.Add(1) - 1
+		due, measured, ok := w.schedule(send)
+		if !ok {
+			return
+		}
+		events, size := 0, 0
+		if !sc.Health {
+			body := w.bodies[send%uint64(len(w.bodies))]
+			buf = body.Stamp(buf[:0], w.runID, send)
+			req.SetBodyRaw(buf)
+			events, size = body.Events, len(buf)
+		}
+		err := w.client.Do(req, resp)
+		answered := time.Now()
+		status := 0
+		if err == nil {
+			status = resp.StatusCode()
+		} else if w.err == nil {
+			w.err = err
+		}
+		if measured {
+			w.measured.record(status, events, size, due, answered, true)
+			if status == fasthttp.StatusOK && w.sampler != nil {
+				w.sampler.offer(w.runID, send, answered)
+			}
+		}
+		if !sc.Health {
+			w.all.record(status, events, size, due, answered, false)
+			switch {
+			case status == 0:
+				w.all.unanswered = append(w.all.unanswered, send)
+			case status != fasthttp.StatusOK:
+				w.all.refused = append(w.all.refused, send)
+			}
+		}
+	}
+}
+
+// schedule says when send number send is due and whether it is measured, waiting
+// for its time in open-loop scenarios; ok is false when the run is over.
+func (w *worker) schedule(send uint64) (due time.Time, measured, ok bool) {
+	sc := w.sc
+	if w.ctx.Err() != nil {
+		return due, false, false
+	}
+	switch {
+	case sc.Sends > 0:
+		if send >= uint64(sc.WarmupSends+sc.Sends) || time.Now().After(w.end) {
+			return due, false, false
+		}
+		return time.Now(), send >= uint64(sc.WarmupSends), true
+	case sc.Rate > 0:
+		due = w.start.Add(time.Duration(float64(send) / sc.Rate * float64(time.Second)))
+		if !due.Before(w.end) {
+			return due, false, false
+		}
+		time.Sleep(time.Until(due))
+	default:
+		due = time.Now()
+		if !due.Before(w.end) {
+			return due, false, false
+		}
+	}
+	return due, !due.Before(w.warmEnd), true
+}
+
+// readLoop reads the management API or the query API back to back, as a dashboard
+// user would, from warmEnd until ctx ends, recording each answer.
+func readLoop(ctx context.Context, api *apiClient, kind string, stats *sendStats, warmEnd time.Time) {
+	management := []string{
+		"/api/organizations/",
+		"/api/users/@me/",
+		fmt.Sprintf("/api/projects/%d/persons/?limit=20", api.project),
+		fmt.Sprintf("/api/projects/%d/dashboards/", api.project),
+	}
+	queries := []any{
+		map[string]string{"kind": "HogQLQuery", "query": "SELECT event, count() FROM events WHERE timestamp > now() - INTERVAL 1 HOUR GROUP BY event ORDER BY count() DESC LIMIT 20"},
+		map[string]any{"kind": "TrendsQuery", "interval": "hour", "dateRange": map[string]string{"date_from": "-1d"},
+			"series": []map[string]string{{"kind": "EventsNode", "event": "$pageview", "math": "total"}}},
+		map[string]any{"kind": "EventsQuery", "select": []string{"event", "distinct_id", "timestamp"}, "orderBy": []string{"timestamp DESC"}, "limit": 100},
+	}
+	time.Sleep(time.Until(warmEnd))
+	for i := 0; ctx.Err() == nil; i++ {
+		due := time.Now()
+		var status int
+		var err error
+		if kind == "management" {
+			status, _, err = api.do(fasthttp.MethodGet, management[i%len(management)], nil)
+		} else {
+			status, _, err = api.query(queries[i%len(queries)])
+		}
+		if err != nil {
+			status = 0
+		}
+		stats.record(status, 0, 0, due, time.Now(), true)
+	}
+}
+
+// cpuProfile saves the server's CPU profile of the measured part of a run, when hedge
+// serves /debug/pprof (hedge serve --pprof).
+func (r *runner) cpuProfile(ctx context.Context, sc scenario, runID uint32, warmEnd, end time.Time) {
+	time.Sleep(time.Until(warmEnd))
+	seconds := int(time.Until(end).Seconds())
+	if sc.Sends > 0 {
+		seconds = 5
+	}
+	if seconds < 1 || ctx.Err() != nil {
+		return
+	}
+	status, body, err := r.target.api.do(fasthttp.MethodGet, fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds), nil)
+	if err == nil && status != fasthttp.StatusOK {
+		err = fmt.Errorf("status %d (is hedge serving with --pprof?)", status)
+	}
+	if err == nil {
+		path := filepath.Join(r.profile, fmt.Sprintf("%s-%08x.cpu.pprof", sc.Name, runID))
+		err = os.WriteFile(path, body, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintf(r.log, "%-20s no CPU profile: %v\n", sc.Name, err)
+	}
+}
+
+// visibilitySampler measures, for some of the events answered 200, how long until the
+// query API reads them: one at a time, so that its queries stay a small load.
+type visibilitySampler struct {
+	api   *apiClient
+	want  atomic.Bool
+	acks  chan ack
+	every time.Duration
+}
+
+type ack struct {
+	uuid []byte
+	at   time.Time
+}
+
+// visibilityTimeout gives up on an event that never shows up (and reports it).
+const visibilityTimeout = 30 * time.Second
+
+func newVisibilitySampler(api *apiClient) *visibilitySampler {
+	// At most ten samples a second: each is a query API call that costs hedge a few
+	// milliseconds of CPU (about 8% of it at 50 ms spacing, measured under capture).
+	return &visibilitySampler{api: api, acks: make(chan ack, 1), every: 100 * time.Millisecond}
+}
+
+// offer hands the first event of an acknowledged send to the sampler if it is waiting
+// for one; it never blocks a worker.
+func (s *visibilitySampler) offer(runID uint32, send uint64, at time.Time) {
+	if s.want.CompareAndSwap(true, false) {
+		s.acks <- ack{uuid: gen.StampedUUID(nil, runID, send, 0), at: at}
+	}
+}
+
+// run samples until ctx ends and returns the delays, a timeout counting as
+// visibilityTimeout.
+func (s *visibilitySampler) run(ctx context.Context) []time.Duration {
+	var delays []time.Duration
+	for {
+		s.want.Store(true)
+		var a ack
+		select {
+		case <-ctx.Done():
+			return delays
+		case a = <-s.acks:
+		}
+		query := fmt.Sprintf("SELECT count() FROM events WHERE uuid = '%s'", a.uuid)
+		// hedge stores before it answers, so the first query finds the event; an
+		// endpoint that stores later is polled less and less often.
+		for wait := 5 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+			row, err := s.api.count(query)
+			if err == nil && row[0] > 0 {
+				delays = append(delays, time.Since(a.at))
+				break
+			}
+			if time.Since(a.at) > visibilityTimeout {
+				delays = append(delays, visibilityTimeout)
+				break
+			}
+			time.Sleep(wait)
+		}
+		time.Sleep(s.every)
+	}
+}

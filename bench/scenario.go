@@ -1,0 +1,175 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hedge-analytics/hedge/bench/gen"
+)
+
+// scenario is one kind of traffic and how long it runs.
+type scenario struct {
+	Name string `json:"name"`
+	// Path is the capture path posted to; Health scenarios GET /_health instead.
+	Path string `json:"path"`
+	// Events per body, at most; MaxBytes caps a body's size instead (batch-20mb).
+	Events   int  `json:"events_per_body"`
+	MaxBytes int  `json:"max_body_bytes,omitempty"`
+	Gzip     bool `json:"gzip,omitempty"` // posthog-js style: gzip sent as text/plain, unannounced
+	// Historical sends historical_migration batches with month-old timestamps.
+	Historical bool `json:"historical,omitempty"`
+	// Personless is the share of ordinary events sent personless (posthog-js: 0.3).
+	Personless  float64 `json:"personless_share"`
+	Connections int     `json:"connections"`
+	// Rate, when positive, sends that many requests a second on a fixed schedule (open
+	// loop: latency counts from when a request was due, so a slow server cannot hide
+	// its queueing); else every connection sends as fast as it is answered.
+	Rate     float64       `json:"rate,omitempty"`
+	Warmup   time.Duration `json:"warmup_ns"`
+	Duration time.Duration `json:"duration_ns"`
+	// Sends, when positive, ends the run after WarmupSends+Sends sends instead of after
+	// Warmup+Duration (Duration then only bounds it).
+	Sends       int `json:"sends,omitempty"`
+	WarmupSends int `json:"warmup_sends,omitempty"`
+	// Reads also reads the management and query APIs while ingesting (mixed).
+	Reads bool `json:"reads,omitempty"`
+	// Soak checks that the server's resident set stays flat.
+	Soak bool `json:"soak,omitempty"`
+	// Health measures plain HTTP on hedge's capture listener (GET /_health): the
+	// ceiling of requests a second that capture's figures are compared with.
+	Health bool `json:"health,omitempty"`
+	// poolEvents is about how many events the prebuilt bodies hold together.
+	poolEvents int
+}
+
+// modes are the suites: standard for `make bench` (under 10 minutes), quick for
+// `make bench-quick` (about a minute of load), tiny for `go test ./bench` (seconds,
+// every scenario, for correctness only).
+var modes = []string{"standard", "quick", "tiny"}
+
+// plan is the scenarios of a mode in the order they run. A scenario named twice or
+// more runs that many times and reports the median; batch-1k and batch-1k-personless
+// alternate, since their ratio is the cost of person processing and the machine's
+// speed drifts.
+func plan(mode string) ([]scenario, error) {
+	const (
+		batch  = "/batch/"
+		single = "/capture/"
+	)
+	type durations struct{ warmup, short, long, soak time.Duration }
+	var d durations
+	// Single-event requests each wait for a group commit, so capture's throughput is
+	// its connections over the commit time: 256 connections reach hedge's plateau on 2
+	// cores (measured: 8.9k req/s with 64, 15.5k with 256, 18.7k with 512), and the
+	// fixed rate needs twice that many in flight when commits slow down.
+	reps, pool, conns, bigBody, bigSends, soakEvents, soakRate, captureRate := 1, 16000, 256, 20<<20, 5, 100, 200.0, 25000.0
+	switch mode {
+	case "standard":
+		d = durations{2 * time.Second, 15 * time.Second, 20 * time.Second, 2 * time.Minute}
+		reps = 3
+	case "quick":
+		d = durations{time.Second, 6 * time.Second, 8 * time.Second, 15 * time.Second}
+		bigSends = 2
+	case "tiny":
+		d = durations{0, 300 * time.Millisecond, 300 * time.Millisecond, time.Second}
+		pool, conns, bigBody, bigSends, soakEvents, soakRate, captureRate = 500, 4, 1<<20, 2, 10, 50, 500
+	default:
+		return nil, fmt.Errorf("unknown mode %q: want one of %s", mode, strings.Join(modes, ", "))
+	}
+	batchEvents := min(1000, pool/5)
+	s := func(sc scenario) scenario {
+		sc.poolEvents = pool
+		if sc.Personless == 0 {
+			sc.Personless = 0.3
+		}
+		if sc.Warmup == 0 && !sc.Health && sc.Sends == 0 {
+			sc.Warmup = d.warmup
+		}
+		return sc
+	}
+	http := s(scenario{Name: "http", Health: true, Connections: conns, Warmup: d.warmup / 2, Duration: d.short / 3})
+	capture := s(scenario{Name: "capture", Path: single, Events: 1, Connections: conns, Duration: d.long})
+	capture25k := s(scenario{Name: "capture-25k", Path: single, Events: 1, Connections: 2 * conns, Rate: captureRate, Duration: d.short})
+	batch1k := s(scenario{Name: "batch-1k", Path: batch, Events: batchEvents, Connections: 4, Duration: d.long / time.Duration(reps)})
+	personless := batch1k
+	personless.Name, personless.Personless = "batch-1k-personless", 1
+	big := s(scenario{Name: "batch-20mb", Path: batch, Events: 1 << 30, MaxBytes: bigBody, Connections: 1,
+		Sends: bigSends, WarmupSends: 1, Duration: 2 * time.Minute})
+	gzip := s(scenario{Name: "gzip", Path: "/e/", Events: batchEvents, Gzip: true, Connections: 4, Duration: d.long})
+	historical := s(scenario{Name: "historical", Path: batch, Events: batchEvents, Historical: true, Connections: 2, Duration: d.short})
+	mixed := s(scenario{Name: "mixed", Path: batch, Events: batchEvents, Connections: 4, Reads: true, Duration: d.long})
+	soak := s(scenario{Name: "soak", Path: batch, Events: soakEvents, Connections: 8, Rate: soakRate, Soak: true, Duration: d.soak})
+
+	scenarios := []scenario{http, capture}
+	if mode != "quick" {
+		scenarios = append(scenarios, capture25k)
+	}
+	for range reps {
+		scenarios = append(scenarios, batch1k, personless)
+	}
+	scenarios = append(scenarios, big, gzip)
+	if mode != "quick" {
+		scenarios = append(scenarios, historical, mixed)
+	}
+	return append(scenarios, soak), nil
+}
+
+// pick keeps the scenarios named in list (comma-separated), in plan order; "" keeps all.
+func pick(scenarios []scenario, list string) ([]scenario, error) {
+	if list == "" {
+		return scenarios, nil
+	}
+	names := strings.Split(list, ",")
+	var kept []scenario
+	for _, sc := range scenarios {
+		if slices.Contains(names, sc.Name) {
+			kept = append(kept, sc)
+		}
+	}
+	for _, name := range names {
+		if !slices.ContainsFunc(kept, func(sc scenario) bool { return sc.Name == name }) {
+			return nil, fmt.Errorf("unknown scenario %q", name)
+		}
+	}
+	return kept, nil
+}
+
+// bodies builds the scenario's prebuilt bodies: enough of them, from different
+// visitors, that the traffic varies, all with the same number of events so that each
+// send's rows can be counted. A body capped by size is built once.
+func (sc scenario) bodies(token string, seed uint64) []*gen.Body {
+	if sc.Health {
+		return nil
+	}
+	g := gen.New(gen.Config{Seed: seed, PersonlessShare: sc.Personless})
+	now := time.Now()
+	if sc.Historical {
+		now = now.AddDate(0, -1, 0)
+	}
+	n := 1
+	if sc.MaxBytes == 0 {
+		n = min(1024, max(1, sc.poolEvents/sc.Events))
+	}
+	bodies := make([]*gen.Body, n)
+	for i := range bodies {
+		if sc.Events == 1 {
+			bodies[i] = g.SingleBody(token, now)
+		} else {
+			bodies[i] = g.BatchBody(gen.BodyConfig{Token: token, Events: sc.Events, MaxBytes: sc.MaxBytes, Historical: sc.Historical, Time: now})
+		}
+		if sc.Gzip {
+			bodies[i] = bodies[i].Gzip()
+		}
+	}
+	return bodies
+}
+
+// contentType is what posthog-js and the server SDKs send with the scenario's bodies.
+func (sc scenario) contentType() string {
+	if sc.Gzip {
+		return "text/plain"
+	}
+	return "application/json"
+}

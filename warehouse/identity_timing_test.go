@@ -1,0 +1,49 @@
+package warehouse
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+)
+
+// BenchmarkIdentity10k runs person processing alone (identity.process for each of
+// 10,000 realistic events, then apply, as a successful commit does) without writing
+// anything: the cost of the identity model that BenchmarkWriterAppender10k/persons
+// pays on top of /personless. The persons exist before timing, as in a running system.
+func BenchmarkIdentity10k(b *testing.B) {
+	for _, personless := range []bool{false, true} {
+		name := "persons"
+		if personless {
+			name = "personless"
+		}
+		b.Run(name, func(b *testing.B) {
+			events, size := benchEvents(b, 10000, personless)
+			ctx := context.Background()
+			w, err := Open(ctx, Config{Path: filepath.Join(b.TempDir(), "hedge.duckdb")})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer w.Close()
+			// An identity of its own over the database: the Writer's belongs to its goroutine.
+			x, err := loadIdentity(ctx, w.DB(), 20000)
+			if err != nil {
+				b.Fatal(err)
+			}
+			round := func() {
+				for i := range events {
+					if _, err := x.process(ctx, &events[i]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				x.apply()
+			}
+			round()
+			b.SetBytes(size)
+			b.ReportAllocs()
+			for b.Loop() {
+				round()
+			}
+			b.ReportMetric(float64(b.N*len(events))/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}
