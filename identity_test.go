@@ -362,3 +362,132 @@ func TestIdentityRestart(t *testing.T) {
 		t.Fatalf("after a restart: %+v, before %+v", after, before)
 	}
 }
+
+// Illegal distinct ids on the other side of a merge from TestIdentityIllegalIDs: the
+// event's own distinct_id, which $identify, $create_alias and $merge_dangerously merge
+// into, and the alias of $create_alias and $merge_dangerously. Either side illegal: no
+// merge, a cannot_merge_with_illegal_distinct_id warning, the event kept (reference
+// posthog-behaviour.md §9.3).
+func TestIdentityIllegalAliasTarget(t *testing.T) {
+	env := newIdentityEnv(t)
+	env.send(false, ev("e", "real-user", `"$set":{"x":1}`))
+	illegal := []string{"anonymous", "Guest", "distinct_id", "null", "None", "undefined", "[object Object]", "NaN", "0", `'null'`, `"undefined"`}
+	var events []event
+	for _, id := range illegal {
+		events = append(events,
+			ev("$create_alias", id, `"alias":"real-user"`),                       // into an illegal id
+			ev("$identify", id, `"$anon_distinct_id":"real-user"`),               // into an illegal id
+			ev("$create_alias", "real-user", fmt.Sprintf(`"alias":%q`, id)),      // an illegal alias
+			ev("$merge_dangerously", "real-user", fmt.Sprintf(`"alias":%q`, id))) // an illegal alias
+	}
+	env.send(false, events...)
+	p := env.person("real-user")
+	if p == nil || !slices.Equal(p.DistinctIDs, []string{"real-user"}) || p.IsIdentified || p.Properties["x"] != float64(1) {
+		t.Fatalf("merged with an illegal id: %+v", p)
+	}
+	if n := env.warnings("cannot_merge_with_illegal_distinct_id"); n != len(events) {
+		t.Fatalf("%d illegal-id warnings, want %d", n, len(events))
+	}
+	var kept int
+	env.s.warehouse.DB().QueryRow(`SELECT count(*) FROM events WHERE event IN ('$create_alias', '$identify', '$merge_dangerously')`).Scan(&kept)
+	if kept != len(events) {
+		t.Fatalf("%d merge events kept, want all %d", kept, len(events))
+	}
+	for _, id := range illegal {
+		if q := env.person(id); q != nil && (q.ID == p.ID || len(q.DistinctIDs) != 1 || q.IsIdentified) {
+			t.Fatalf("the person of the illegal id %q: %+v", id, q)
+		}
+	}
+}
+
+// TestPersonsRead: the persons endpoints answer what ingestion made, for the key's
+// project only: one person by its UUID with all its fields, and the list's search.
+func TestPersonsRead(t *testing.T) {
+	env := newIdentityEnv(t)
+	first := env.at
+	env.send(false, ev("pageview", "anon-7", `"$set_once":{"first_page":"/pricing"}`))
+	env.send(false, ev("$identify", "ada", `"$anon_distinct_id":"anon-7","$set":{"email":"Ada@Example.com","name":"Ada"}`))
+	env.send(false, ev("pageview", "bob-device", `"$set":{"email":"bob@corp.test"}`), ev("pageview", "carol", ``))
+	ada := env.person("ada")
+	projectPath := func(project int64) string { return fmt.Sprintf("%s/api/projects/%d", env.s.adminURL, project) }
+
+	var got struct {
+		ID, UUID, Name string
+		DistinctIDs    []string        `json:"distinct_ids"`
+		Properties     json.RawMessage `json:"properties"`
+		IsIdentified   bool            `json:"is_identified"`
+		CreatedAt      time.Time       `json:"created_at"`
+	}
+	env.get("/persons/"+ada.ID+"/", &got)
+	var props map[string]any
+	json.Unmarshal(got.Properties, &props)
+	propsText, _ := json.Marshal(props)
+	if got.ID != ada.ID || got.UUID != ada.ID || got.Name != "Ada@Example.com" || !slices.Equal(got.DistinctIDs, []string{"ada", "anon-7"}) ||
+		string(propsText) != `{"email":"Ada@Example.com","first_page":"/pricing","name":"Ada"}` || !got.IsIdentified || !got.CreatedAt.Equal(first) {
+		t.Fatalf("GET persons/{uuid}/: %+v (properties %s), want created at %v", got, propsText, first)
+	}
+	for _, id := range []string{uuid.NewString(), "not-a-uuid"} {
+		if status, text := request(t, "GET", projectPath(env.boot.ProjectID)+"/persons/"+id+"/", env.boot.PersonalAPIKey, ""); status != 404 {
+			t.Fatalf("GET persons/%s/: %d %s", id, status, text)
+		}
+	}
+
+	// Another project of the organization, with a person of the same distinct id.
+	status, text := request(t, "POST", fmt.Sprintf("%s/api/organizations/%s/projects/", env.s.adminURL, env.boot.OrganizationID),
+		env.boot.PersonalAPIKey, `{"name": "Other"}`)
+	var other struct {
+		ID       int64  `json:"id"`
+		APIToken string `json:"api_token"`
+	}
+	if err := json.Unmarshal([]byte(text), &other); status != 201 && status != 200 || err != nil || other.APIToken == "" {
+		t.Fatalf("creating a project: %d %s", status, text)
+	}
+	body := fmt.Sprintf(`{"api_key":%q,"batch":[{"event":"pageview","distinct_id":"ada","timestamp":%q,"properties":{"$set":{"email":"other@example.com"}}}]}`,
+		other.APIToken, env.at.Format(time.RFC3339))
+	if status, text := request(t, "POST", env.s.captureURL+"/batch/", "", body); status != 200 {
+		t.Fatalf("batch to the other project: %d %s", status, text)
+	}
+	var page struct {
+		Count   int
+		Results []personView
+	}
+	status, text = request(t, "GET", projectPath(other.ID)+"/persons/?distinct_id=ada", env.boot.PersonalAPIKey, "")
+	if err := json.Unmarshal([]byte(text), &page); status != 200 || err != nil || len(page.Results) != 1 || page.Results[0].ID == ada.ID {
+		t.Fatalf("the other project's ada: %d %s", status, text)
+	}
+	stranger := page.Results[0].ID
+	if status, text := request(t, "GET", projectPath(env.boot.ProjectID)+"/persons/"+stranger+"/", env.boot.PersonalAPIKey, ""); status != 404 {
+		t.Fatalf("another project's person through this one: %d %s", status, text)
+	}
+	if status, _ := request(t, "GET", projectPath(other.ID)+"/persons/"+stranger+"/", env.boot.PersonalAPIKey, ""); status != 200 {
+		t.Fatalf("the other project's person through it: %d", status)
+	}
+
+	// search matches the email property or a distinct id, ignoring case, in this project only.
+	search := func(q string) string {
+		t.Helper()
+		page.Count, page.Results = 0, nil
+		env.get("/persons/?search="+url.QueryEscape(q), &page)
+		var ids []string
+		for _, p := range page.Results {
+			ids = append(ids, p.DistinctIDs[0])
+		}
+		slices.Sort(ids)
+		return fmt.Sprintf("%d %v", page.Count, ids)
+	}
+	for q, want := range map[string]string{
+		"ADA@example": "1 [ada]",
+		"anon-7":      "1 [ada]",
+		"BOB-DEV":     "1 [bob-device]",
+		"corp.test":   "1 [bob-device]",
+		"a":           "2 [ada carol]",
+		"other@":      "0 []",
+		"nobody":      "0 []",
+		"  carol  ":   "1 [carol]",
+		"":            "3 [ada bob-device carol]",
+	} {
+		if got := search(q); got != want {
+			t.Fatalf("search %q: %s, want %s", q, got, want)
+		}
+	}
+}

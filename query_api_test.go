@@ -40,6 +40,19 @@ func TestQueryAPI(t *testing.T) {
 	if status != 200 || fmt.Sprint(out["results"]) != "[[$pageview u1 Chrome]]" || fmt.Sprint(out["columns"]) != "[event distinct_id properties.$browser]" {
 		t.Fatalf("EventsQuery: %d %v", status, out)
 	}
+	// PostHog's events table: its default columns, "-- label" and all, in its DataTableNode.
+	status, out = query(key, `{"query": {"kind": "DataTableNode", "source": {"kind": "EventsQuery", "select": ["*", "event",
+		"person_display_name -- Person", "coalesce(properties.$current_url, properties.$screen_name) -- Url / Screen",
+		"properties.$lib", "timestamp"], "orderBy": ["timestamp ASC"], "after": "-1d"}}}`)
+	rows, _ := out["results"].([]any)
+	if status != 200 || len(rows) != 3 || fmt.Sprint(out["columns"]) != "[uuid event properties timestamp distinct_id person_id event "+
+		"person_display_name -- Person coalesce(properties.$current_url, properties.$screen_name) -- Url / Screen properties.$lib timestamp]" {
+		t.Fatalf("EventsQuery with PostHog's default columns: %d %v", status, out)
+	}
+	if row := rows[0].([]any); row[6] != "$pageview" || row[8] != "https://example.com/pricing" ||
+		fmt.Sprint(row[7].(map[string]any)["display_name"]) != "u1" {
+		t.Fatalf("EventsQuery with PostHog's default columns, first row: %v", row)
+	}
 	status, out = query(key, `{"query": {"kind": "TrendsQuery", "series": [{"kind": "EventsNode", "event": "$pageview", "math": "total"}],
 		"interval": "day", "dateRange": {"date_from": "-1d"}, "breakdownFilter": {"breakdown": "$browser"}}}`)
 	results, _ := out["results"].([]any)
@@ -65,9 +78,15 @@ func TestQueryAPI(t *testing.T) {
 		{`{"query": {"kind": "HogQLQuery", "query": "SELECT * FROM read_csv('/etc/passwd')"}}`, "query", "read_csv is not allowed"},
 		{`{"query": {"kind": "HogQLQuery", "query": "DROP TABLE events"}}`, "query", "only SELECT queries"},
 		{`{"query": {"kind": "HogQLQuery", "query": "SELECT 1; SELECT 2"}}`, "query", "exactly one SELECT"},
+		{`{"query": {"kind": "HogQLQuery", "query": "SELECT * REPLACE ((SELECT string_agg(distinct_id, ',') FROM \"hedge\".main.events WHERE team_id <> 1) AS event) FROM events"}}`,
+			"query", "tables are read by name alone"},
+		{`{"query": {"kind": "HogQLQuery", "query": "SELECT * FROM (WITH \"/etc/hostname\" AS (SELECT 1) SELECT 1) s, \"/etc/hostname\""}}`,
+			"query", "letters, digits and _ only"},
+		{`{"query": {"kind": "EventsQuery", "select": ["* REPLACE (current_setting('memory_limit') AS event)"]}}`, "query", "current_setting is not allowed"},
+		{`{"query": {"kind": "EventsQuery", "select": ["event"], "where": ["1=1) OR (1=1"]}}`, "query", "must be one HogQL expression"},
 		{`{"query": {"kind": "HogQLQuery"}}`, "query__query", "required"},
 		{`{"query": {"kind": "EventsQuery", "limit": 20000}}`, "query", "limit must be between"},
-		{`{"query": {"kind": "EventsQuery", "limit": "many"}}`, "query__limit", "Not a valid integer"},
+		{`{"query": {"kind": "EventsQuery", "limit": "many"}}`, "query__limit", "valid integer"},
 		{`{"query": {"kind": "TrendsQuery", "series": [{"math": "weekly_active"}]}}`, "query", "math must be"},
 		{`{"query": {"kind": "FunnelsQuery"}}`, "query__kind", "not a valid choice"},
 		{`{}`, "query", "required"},

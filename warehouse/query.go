@@ -51,12 +51,14 @@ type Result struct {
 // Queries runs users' queries on a pool of its own: its connections carry per-query
 // views of one project's rows, which must never be seen by the rest of hedge.
 type Queries struct {
-	db         *sql.DB
-	versions   *dataVersions
-	catalog    string // the database's catalog name, which the views name explicitly
-	realTables map[string]bool
-	timeout    time.Duration
-	maxRows    int
+	db       *sql.DB
+	versions *dataVersions
+	catalog  string // the database's catalog name, which the views name explicitly
+	timeout  time.Duration
+	maxRows  int
+	// memoryLimit is DuckDB's memory_limit, as DuckDB writes it, for the message
+	// of a query that needs more.
+	memoryLimit string
 }
 
 // QueryLimits bound every user query: it is cancelled after Timeout, and refused if
@@ -67,7 +69,7 @@ type QueryLimits struct {
 }
 
 func newQueries(ctx context.Context, connector *duckdb.Connector, db *sql.DB, limits QueryLimits, versions *dataVersions) (*Queries, error) {
-	q := &Queries{db: sql.OpenDB(connector), versions: versions, realTables: map[string]bool{}, timeout: limits.Timeout, maxRows: limits.MaxRows}
+	q := &Queries{db: sql.OpenDB(connector), versions: versions, timeout: limits.Timeout, maxRows: limits.MaxRows}
 	if q.timeout <= 0 {
 		q.timeout = 30 * time.Second
 	}
@@ -75,22 +77,11 @@ func newQueries(ctx context.Context, connector *duckdb.Connector, db *sql.DB, li
 		q.maxRows = 100000
 	}
 	q.db.SetMaxOpenConns(4) // user queries are heavy: a few at a time
-	if err := db.QueryRowContext(ctx, `SELECT current_database()`).Scan(&q.catalog); err != nil {
+	err := db.QueryRowContext(ctx, `SELECT current_database(), current_setting('memory_limit')`).Scan(&q.catalog, &q.memoryLimit)
+	if err != nil {
 		return nil, fmt.Errorf("cannot read the catalog name: %w", err)
 	}
-	rows, err := db.QueryContext(ctx, `SELECT lower(table_name) FROM duckdb_tables() UNION SELECT lower(view_name) FROM duckdb_views()`)
-	if err != nil {
-		return nil, fmt.Errorf("cannot list tables: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			return nil, fmt.Errorf("cannot list tables: %w", err)
-		}
-		q.realTables[name] = true
-	}
-	return q, rows.Err()
+	return q, nil
 }
 
 // DataVersion changes whenever rows of the project are committed: a result computed at
@@ -129,8 +120,11 @@ func (q *Queries) run(ctx context.Context, scope Scope, query string, withPerson
 	if err := conn.QueryRowContext(ctx, `SELECT json_serialize_sql(?::VARCHAR)::VARCHAR`, query).Scan(&serialized); err != nil {
 		return nil, fmt.Errorf("cannot parse a query: %w", err)
 	}
-	checker := statementChecker{realTables: q.realTables, params: len(args)}
+	checker := statementChecker{params: len(args)}
 	if err := checker.checkStatement(serialized); err != nil {
+		return nil, err
+	}
+	if err := checkCTENames(ctx, conn, checker.ctes); err != nil {
 		return nil, err
 	}
 	if _, err := conn.ExecContext(ctx, q.views(scope, withPersons)+";"+queryMacros); err != nil {
@@ -148,6 +142,28 @@ func (q *Queries) run(ctx context.Context, scope Scope, query string, withPerson
 	return result, nil
 }
 
+// checkCTENames refuses CTE names that name a table or view of any schema of the
+// database, DuckDB's own (pg_settings, duckdb_databases...) included: where DuckDB
+// does not see the CTE, such a name would read the table. The catalog is read at each
+// query, for tables made after start-up count too.
+func checkCTENames(ctx context.Context, conn *sql.Conn, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	var taken string
+	// The names are plain identifiers (cteNamePattern), so a comma separates them.
+	err := conn.QueryRowContext(ctx, `SELECT lower(name) FROM (
+			SELECT table_name AS name FROM duckdb_tables() UNION ALL SELECT view_name FROM duckdb_views()
+		) WHERE lower(name) IN (SELECT unnest(string_split(?, ','))) LIMIT 1`, strings.Join(names, ",")).Scan(&taken)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cannot read the catalog: %w", err)
+	}
+	return queryErrorf("a WITH query may not be named %q, the name of a table", taken)
+}
+
 // failure is the error to answer for a query that failed: the time limit, DuckDB's own
 // message for a query that is wrong (a user's to fix), or an internal error.
 func (q *Queries) failure(ctx context.Context, err error) error {
@@ -160,6 +176,14 @@ func (q *Queries) failure(ctx context.Context, err error) error {
 		case duckdb.ErrorTypeBinder, duckdb.ErrorTypeParser, duckdb.ErrorTypeConversion, duckdb.ErrorTypeInvalidInput,
 			duckdb.ErrorTypeOutOfRange, duckdb.ErrorTypeDivideByZero, duckdb.ErrorTypeMismatchType, duckdb.ErrorTypeCatalog:
 			return &QueryError{Detail: "the query failed: " + duck.Msg}
+		case duckdb.ErrorTypeOutOfMemory:
+			// The query's own size, not hedge's health: DuckDB stops the query at
+			// memory_limit and carries on.
+			return queryErrorf("the query needs more memory than the limit of %s: aggregate more, select fewer columns, or add a LIMIT", q.memoryLimit)
+		case duckdb.ErrorTypePermission:
+			// DuckDB refused a file or the network (Open turns external access off):
+			// the checker should have refused the query first.
+			return queryErrorf("the query may not read files or settings")
 		}
 	}
 	return fmt.Errorf("cannot run a query: %w", err)

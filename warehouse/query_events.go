@@ -3,14 +3,18 @@ package warehouse
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 )
 
 // EventsQuery is PostHog's EventsQuery: the project's events, newest first by default,
-// with chosen columns. Select, Where and OrderBy items are HogQL expressions, checked
-// like any HogQL query; filter values are bound as parameters.
+// with chosen columns. Select, Where and OrderBy items are HogQL expressions, each one
+// expression (a select item may end with PostHog's "-- label"), checked like any HogQL
+// query; filter values are bound as parameters. The select items person and
+// person_display_name are PostHog's computed person columns.
 type EventsQuery struct {
 	Select     []string         `json:"select"`
 	Event      string           `json:"event"`
@@ -56,16 +60,31 @@ func (q *Queries) Events(ctx context.Context, scope Scope, eq EventsQuery, now t
 	if eq.Offset < 0 {
 		return nil, queryErrorf("offset must not be negative")
 	}
-	var columns []string
-	for _, s := range eq.Select {
-		if strings.TrimSpace(s) == "*" {
-			columns = append(columns, starColumns...)
-		} else {
-			columns = append(columns, s)
+	// Each select, where and orderBy item is checked alone to be one expression (one
+	// ORDER BY term), so that items can be joined without one reaching into another:
+	// a "-- comment" ending an item, or a stray parenthesis, cannot hide or open the
+	// rest of the query. Items go on lines of their own.
+	var columns, selects []string
+	withPersons := false
+	for _, item := range eq.Select {
+		expr := stripLabel(item)
+		switch strings.ToLower(expr) {
+		case "*":
+			columns, selects = append(columns, starColumns...), append(selects, starColumns...)
+			continue
+		case "person":
+			expr, withPersons = personColumn, true
+		case "person_display_name":
+			expr, withPersons = personDisplayNameColumn, true
 		}
+		checked, usesPerson, err := q.fragment(ctx, fragmentSelect, expr)
+		if err != nil {
+			return nil, err
+		}
+		columns, selects, withPersons = append(columns, item), append(selects, checked), withPersons || usesPerson
 	}
 	if len(columns) == 0 {
-		columns = starColumns
+		columns, selects = starColumns, starColumns
 	}
 	var where []string
 	var args []any
@@ -90,33 +109,169 @@ func (q *Queries) Events(ctx context.Context, scope Scope, eq EventsQuery, now t
 		}
 		where, args = append(where, `"timestamp" < ?`), append(args, to)
 	}
-	filters, filterArgs, withPersons, err := propertyFilters(eq.Properties)
+	filters, filterArgs, filterPersons, err := propertyFilters(eq.Properties)
 	if err != nil {
 		return nil, err
 	}
-	where, args = append(where, filters...), append(args, filterArgs...)
+	where, args, withPersons = append(where, filters...), append(args, filterArgs...), withPersons || filterPersons
 	for _, w := range eq.Where {
-		where = append(where, "("+w+")")
+		checked, usesPerson, err := q.fragment(ctx, fragmentWhere, w)
+		if err != nil {
+			return nil, err
+		}
+		where, withPersons = append(where, "("+checked+"\n)"), withPersons || usesPerson
 	}
-	orderBy := eq.OrderBy
-	if len(orderBy) == 0 {
-		orderBy = []string{`"timestamp" DESC`}
+	orderBy := []string{`"timestamp" DESC`}
+	if len(eq.OrderBy) > 0 {
+		orderBy = nil
 	}
-	sql := "SELECT " + strings.Join(columns, ", ") + " FROM events"
+	for _, o := range eq.OrderBy {
+		checked, usesPerson, err := q.fragment(ctx, fragmentOrderBy, o)
+		if err != nil {
+			return nil, err
+		}
+		orderBy, withPersons = append(orderBy, checked), withPersons || usesPerson
+	}
+	sql := "SELECT " + strings.Join(selects, ",\n") + "\nFROM events"
 	if len(where) > 0 {
-		sql += " WHERE " + strings.Join(where, " AND ")
+		sql += "\nWHERE " + strings.Join(where, "\nAND ")
 	}
-	sql += fmt.Sprintf(" ORDER BY %s LIMIT %d OFFSET %d", strings.Join(orderBy, ", "), eq.Limit+1, eq.Offset)
-	rewritten, usesPerson, err := rewriteHogQL(sql)
-	if err != nil {
-		return nil, &QueryError{Detail: err.Error()}
-	}
-	result, err := q.run(ctx, scope, rewritten, withPersons || usesPerson, eq.Limit, args...)
+	sql += fmt.Sprintf("\nORDER BY %s\nLIMIT %d OFFSET %d", strings.Join(orderBy, ",\n"), eq.Limit+1, eq.Offset)
+	result, err := q.run(ctx, scope, sql, withPersons, eq.Limit, args...)
 	if err != nil {
 		return nil, err
 	}
-	result.Columns = columns
+	if len(result.Columns) == len(columns) { // else an item is several columns (COLUMNS(...)): DuckDB's names
+		result.Columns = columns
+	}
 	return result, nil
+}
+
+// The person columns of PostHog's events table, which PostHog computes: the event's
+// person, and the name it is shown by (the first of PostHog's default display name
+// properties that is set, else the distinct id).
+const (
+	personColumn = `struct_pack(uuid := person_id::VARCHAR, distinct_id := distinct_id,
+		properties := json(coalesce(person_properties, '{}')))`
+	personDisplayNameColumn = `struct_pack(display_name := coalesce(
+			json_extract_string(person_properties, '$.email'), json_extract_string(person_properties, '$.Email'),
+			json_extract_string(person_properties, '$.name'), json_extract_string(person_properties, '$.Name'),
+			json_extract_string(person_properties, '$.username'), json_extract_string(person_properties, '$.Username'),
+			json_extract_string(person_properties, '$.UserName'), distinct_id),
+		id := person_id::VARCHAR, distinct_id := distinct_id)`
+)
+
+// stripLabel drops what PostHog writes after an EventsQuery column to name it,
+// "coalesce(properties.$current_url, properties.$screen_name) -- Url / Screen": a
+// line comment ending the item. PostHog answers the column under the whole text.
+func stripLabel(item string) string {
+	toks := lexHogQL(strings.TrimSpace(item))
+	if n := len(toks); n > 0 && toks[n-1].kind == tokComment && strings.HasPrefix(toks[n-1].text, "--") {
+		toks = toks[:n-1]
+	}
+	var out strings.Builder
+	for _, t := range toks {
+		out.WriteString(t.text)
+	}
+	return strings.TrimSpace(out.String())
+}
+
+// The places of an EventsQuery a HogQL item goes: a column, a condition, an ORDER BY
+// term. Each is a query template with a slot for the item.
+type fragmentKind int
+
+const (
+	fragmentSelect fragmentKind = iota
+	fragmentWhere
+	fragmentOrderBy
+)
+
+var fragmentTemplates = [...]struct {
+	name, prefix, suffix string
+	// slot takes the item out of the parsed template, reporting whether its place
+	// held exactly one.
+	slot func(node map[string]any) bool
+}{
+	fragmentSelect: {"select", "SELECT ", "\nFROM events", func(n map[string]any) bool {
+		list, _ := n["select_list"].([]any)
+		delete(n, "select_list")
+		return len(list) == 1
+	}},
+	fragmentWhere: {"where", "SELECT 1 FROM events WHERE ", "\n", func(n map[string]any) bool {
+		ok := n["where_clause"] != nil
+		delete(n, "where_clause")
+		return ok
+	}},
+	fragmentOrderBy: {"orderBy", "SELECT 1 FROM events ORDER BY ", "\n", func(n map[string]any) bool {
+		modifiers, _ := n["modifiers"].([]any)
+		if len(modifiers) != 1 {
+			return false
+		}
+		order, _ := modifiers[0].(map[string]any)
+		orders, _ := order["orders"].([]any)
+		delete(order, "orders")
+		return len(orders) == 1
+	}},
+}
+
+// fragment turns one HogQL item of an EventsQuery into DuckDB's SQL and makes sure it
+// is exactly one item of its kind: the parse of the template with the item, once the
+// item is taken out, must equal the parse of the template with a plain one. It reports
+// whether the item reads person properties. What the item may read is checked with
+// the whole query, by run.
+func (q *Queries) fragment(ctx context.Context, kind fragmentKind, item string) (string, bool, error) {
+	t := fragmentTemplates[kind]
+	rewritten, usesPerson, err := rewriteHogQL(item)
+	if err != nil {
+		return "", false, &QueryError{Detail: err.Error()}
+	}
+	shape := func(sql string) (any, error) {
+		var serialized string
+		if err := q.db.QueryRowContext(ctx, `SELECT json_serialize_sql(?::VARCHAR)::VARCHAR`, sql).Scan(&serialized); err != nil {
+			return nil, fmt.Errorf("cannot parse a query: %w", err)
+		}
+		var parsed struct {
+			Statements []struct {
+				Node map[string]any `json:"node"`
+			} `json:"statements"`
+		}
+		if err := json.Unmarshal([]byte(serialized), &parsed); err != nil {
+			return nil, fmt.Errorf("cannot read the parsed query: %w", err)
+		}
+		if len(parsed.Statements) != 1 || parsed.Statements[0].Node == nil || !t.slot(parsed.Statements[0].Node) {
+			return nil, nil
+		}
+		return withoutLocations(parsed.Statements[0].Node), nil
+	}
+	got, err := shape(t.prefix + rewritten + t.suffix)
+	if err != nil {
+		return "", false, err
+	}
+	want, err := shape(t.prefix + "1" + t.suffix)
+	if err != nil {
+		return "", false, err
+	}
+	if got == nil || want == nil || !reflect.DeepEqual(got, want) {
+		return "", false, queryErrorf("%s item %q must be one HogQL expression", t.name, item)
+	}
+	return rewritten, usesPerson, nil
+}
+
+// withoutLocations drops the query_location fields of a parse: where in the text a
+// node starts.
+func withoutLocations(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		delete(v, "query_location")
+		for _, x := range v {
+			withoutLocations(x)
+		}
+	case []any:
+		for _, x := range v {
+			withoutLocations(x)
+		}
+	}
+	return v
 }
 
 // propertyFilters turns PostHog property filters into SQL conditions over the events

@@ -129,9 +129,17 @@ func (q *Queries) trendsSeries(ctx context.Context, scope Scope, tq TrendsQuery,
 	interval string, from, to time.Time, buckets []time.Time) ([]TrendsLine, error) {
 	var where []string
 	var args []any
+	// The bucket of an event, as a wall-clock time: the start of its interval in the
+	// project's time zone, but for hours the start of its real hour in UTC. Hours go by
+	// the instant they start at because a wall-clock hour repeats when clocks go back:
+	// 01:30 EDT and 01:30 EST are two hours, two buckets (bucketStarts makes the same).
 	bucket := `date_trunc('` + interval + `', timezone(?, "timestamp"))`
 	bucketArgs := []any{scope.timezone()}
-	if interval == "week" && scope.WeekStartDay == 0 { // date_trunc's weeks start on Monday
+	switch {
+	case interval == "hour":
+		bucket = `timezone('UTC', "timestamp" - (timezone(?, "timestamp") - date_trunc('hour', timezone(?, "timestamp"))))`
+		bucketArgs = append(bucketArgs, scope.timezone())
+	case interval == "week" && scope.WeekStartDay == 0: // date_trunc's weeks start on Monday
 		bucket = `(date_trunc('week', timezone(?, "timestamp") + INTERVAL 1 DAY) - INTERVAL 1 DAY)`
 	}
 	event := ""
@@ -199,7 +207,7 @@ func (q *Queries) trendsSeries(ctx context.Context, scope Scope, tq TrendsQuery,
 
 	index := map[string]int{}
 	for i, b := range buckets {
-		index[b.Format(time.DateTime)] = i
+		index[bucketKey(b, interval)] = i
 	}
 	lines := map[string]*TrendsLine{}
 	var keys []string
@@ -276,6 +284,15 @@ func breakdownLabel(value string) string {
 	return value
 }
 
+// bucketKey is how the query names the bucket that starts at b (b in the project's
+// location): its wall-clock start there, or for hours its start in UTC.
+func bucketKey(b time.Time, interval string) string {
+	if interval == "hour" {
+		return b.UTC().Format(time.DateTime)
+	}
+	return b.Format(time.DateTime)
+}
+
 // bucketStarts are the starts of the intervals from from's to to's, in from's location.
 func bucketStarts(from, to time.Time, interval string, weekStartDay int) []time.Time {
 	start := truncate(from, interval, weekStartDay)
@@ -291,7 +308,9 @@ func truncate(t time.Time, interval string, weekStartDay int) time.Time {
 	y, m, d := t.Date()
 	switch interval {
 	case "hour":
-		return time.Date(y, m, d, t.Hour(), 0, 0, 0, t.Location())
+		// Back by the minutes past the hour on the local clock, not to a wall-clock
+		// hour, which is ambiguous when the clock goes back.
+		return t.Add(-time.Duration(t.Minute())*time.Minute - time.Duration(t.Second())*time.Second - time.Duration(t.Nanosecond()))
 	case "week":
 		day := time.Date(y, m, d, 0, 0, 0, 0, t.Location())
 		back := (int(day.Weekday()) - weekStartDay + 7) % 7
@@ -305,6 +324,11 @@ func truncate(t time.Time, interval string, weekStartDay int) time.Time {
 func next(t time.Time, interval string) time.Time {
 	switch interval {
 	case "hour":
+		// The next start of an hour on the local clock: an hour later, unless the
+		// offset moved by a half hour on the way (Lord Howe Island).
+		if n := truncate(t.Add(time.Hour), "hour", 0); n.After(t) {
+			return n
+		}
 		return t.Add(time.Hour)
 	case "week":
 		return t.AddDate(0, 0, 7)

@@ -15,7 +15,10 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	duckdb "github.com/duckdb/duckdb-go/v2"
@@ -63,6 +66,10 @@ type Config struct {
 	// Query bounds the queries users run (the query API).
 	Query QueryLimits
 
+	// Now is the clock that stamps inserted_at (default time.Now); tests of batch
+	// exports move it to place events in windows of their choosing.
+	Now func() time.Time
+
 	// Migrations replaces the embedded schemas.Migrations; tests use it to build an
 	// older database.
 	Migrations fs.FS
@@ -91,6 +98,9 @@ func (c *Config) setDefaults() {
 	if c.CheckpointInterval <= 0 {
 		c.CheckpointInterval = 5 * time.Minute
 	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
 	if c.Migrations == nil {
 		c.Migrations = schemas.Migrations
 	}
@@ -105,6 +115,7 @@ type Warehouse struct {
 	db        *sql.DB
 	writer    *Writer
 	queries   *Queries
+	staging   string
 	log       *slog.Logger
 }
 
@@ -118,12 +129,38 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 	if cfg.Threads > 0 {
 		opts.Set("threads", strconv.Itoa(cfg.Threads))
 	}
+	// No extension is installed or loaded after start-up: the ones hedge uses (json,
+	// parquet, icu) are linked in and loaded already.
+	opts.Set("autoinstall_known_extensions", "false")
+	opts.Set("autoload_known_extensions", "false")
+	staging, err := filepath.Abs(filepath.Join(filepath.Dir(cfg.Path), "staging"))
+	if err != nil {
+		return nil, fmt.Errorf("cannot place the staging directory beside %s: %w", cfg.Path, err)
+	}
+	if err := os.MkdirAll(staging, 0o700); err != nil {
+		return nil, fmt.Errorf("cannot create the staging directory: %w", err)
+	}
 	connector, err := duckdb.NewConnector(cfg.Path+"?"+opts.Encode(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open DuckDB file %s (is another hedge using this data directory?): %w", cfg.Path, err)
 	}
 	db := sql.OpenDB(connector)
-	w := &Warehouse{connector: connector, db: db, log: cfg.Logger}
+	w := &Warehouse{connector: connector, db: db, staging: staging, log: cfg.Logger}
+	// DuckDB may touch no file but its own (the database, its WAL, its spill directory)
+	// and the staging directory, and no network, whatever a query asks: a second wall
+	// behind the query checker (see statementChecker). Then the configuration is locked,
+	// so that no SET can undo it. The order matters: allowed_directories cannot change
+	// once external access is off, and nothing can change once locked. These are
+	// global settings of the instance, so any connection sets them; allowed_directories
+	// cannot be given in the DSN (DuckDB refuses it as a start-up option), and a DSN
+	// applies its options in no fixed order anyway.
+	lockDown := `SET GLOBAL allowed_directories = ['` + strings.ReplaceAll(staging, "'", "''") + `'];
+		SET GLOBAL enable_external_access = false;
+		SET GLOBAL lock_configuration = true`
+	if _, err := db.ExecContext(ctx, lockDown); err != nil {
+		w.closeDB()
+		return nil, fmt.Errorf("cannot restrict DuckDB's file access to %s: %w", staging, err)
+	}
 	if err := migrate(ctx, db, cfg.Migrations, cfg.Logger); err != nil {
 		w.closeDB()
 		return nil, err
@@ -156,6 +193,12 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 // DB is the pool for everything but event appends. Its connections share the one
 // DuckDB instance with the Writer.
 func (w *Warehouse) DB() *sql.DB { return w.db }
+
+// StagingDir is the one directory DuckDB may write and read outside its own files:
+// Parquet exports write there (COPY ... TO a directory under it) and read their files
+// back, and nothing else may put files there. Any other path is refused by DuckDB
+// itself, even to a query on DB.
+func (w *Warehouse) StagingDir() string { return w.staging }
 
 // Writer is the group-commit writer of events.
 func (w *Warehouse) Writer() *Writer { return w.writer }
