@@ -45,6 +45,7 @@ func newTestEnv(t *testing.T, publicURL string) *testEnv {
 	if err != nil || boot == nil {
 		t.Fatalf("bootstrap: %v %v", boot, err)
 	}
+	withoutDashboards(t, wh, boot.ProjectID)
 	api, err := New(ctx, Config{DB: wh.DB(), Queries: wh.Queries(), PublicURL: publicURL, Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
@@ -61,6 +62,24 @@ func newTestEnv(t *testing.T, publicURL string) *testEnv {
 		wh.Close()
 	})
 	return &testEnv{url: "http://" + ln.Addr().String(), dataDir: dir, warehouse: wh, boot: boot}
+}
+
+// withoutDashboards empties a project of the primary dashboard (and its insights)
+// that bootstrap gives it, for the tests that count dashboards and insights from
+// zero, as PostHog's own test team starts without one. newMgmtEnv keeps it, and
+// TestBootstrapPrimaryDashboard checks it.
+func withoutDashboards(t *testing.T, wh *warehouse.Warehouse, project int64) {
+	t.Helper()
+	for _, query := range []string{
+		`DELETE FROM meta.dashboard_tiles WHERE dashboard_id IN (SELECT id FROM meta.dashboards WHERE team_id = ?)`,
+		`DELETE FROM meta.insights WHERE team_id = ?`,
+		`DELETE FROM meta.dashboards WHERE team_id = ?`,
+		`UPDATE meta.projects SET settings = json_merge_patch(settings, '{"primary_dashboard":null}') WHERE id = ?`,
+	} {
+		if _, err := wh.DB().Exec(query, project); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // scenario is one request and what must come back. In path and body, {org} stands for

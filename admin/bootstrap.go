@@ -29,9 +29,10 @@ type Bootstrap struct {
 }
 
 // BootstrapIfEmpty creates the first organization, its owner (b.UserEmail), a project
-// and a personal API key with scope "*" when the database has no organization yet, and
-// writes them with b's URLs to <dataDir>/bootstrap.json. On a database that has an
-// organization it creates nothing and returns nil.
+// with its primary dashboard ("My App Dashboard") and a personal API key with scope
+// "*" when the database has no organization yet, and writes them with b's URLs to
+// <dataDir>/bootstrap.json. On a database that has an organization it creates nothing
+// and returns nil.
 //
 // The file is written as bootstrap.json.tmp before the rows commit and renamed after,
 // so a crash in between cannot lose the only copy of the key: the next start finishes
@@ -71,6 +72,11 @@ func BootstrapIfEmpty(ctx context.Context, db *sql.DB, dataDir string, b Bootstr
 	}
 	projectID, token, err := insertProject(ctx, tx, organizationID, "Default project")
 	if err != nil {
+		return nil, err
+	}
+	// As PostHog's Organization.objects.bootstrap: the project starts with its
+	// primary dashboard.
+	if err := addPrimaryDashboard(ctx, tx, projectID, userID); err != nil {
 		return nil, err
 	}
 	key, err := insertPersonalAPIKey(ctx, tx, userID, "bootstrap", []string{"*"})

@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -154,5 +155,27 @@ func TestBootstrapRejectsBadEmail(t *testing.T) {
 	}
 	if n := countOrganizations(t, wh); n != 0 {
 		t.Fatalf("%d organizations after a refused bootstrap", n)
+	}
+}
+
+// As in PostHog, the bootstrap project and the default project of a new organization
+// start with their primary dashboard, "My App Dashboard" (reference §6.2).
+func TestBootstrapPrimaryDashboard(t *testing.T) {
+	env := newMgmtEnv(t, nil)
+	second := env.must(t, 201, "POST", "/api/organizations/", env.owner, `{"name":"Second"}`)
+	secondProject := int(second["teams"].([]any)[0].(map[string]any)["id"].(float64))
+	for _, c := range []struct {
+		organization string
+		project      int
+	}{{env.org.String(), int(env.boot.ProjectID)}, {second["id"].(string), secondProject}} {
+		project := env.must(t, 200, "GET", fmt.Sprintf("/api/organizations/%s/projects/%d/", c.organization, c.project), env.owner, "")
+		primary, ok := project["primary_dashboard"].(float64)
+		if !ok {
+			t.Fatalf("project %d: primary_dashboard %v", c.project, project["primary_dashboard"])
+		}
+		dashboard := env.must(t, 200, "GET", fmt.Sprintf("/api/projects/%d/dashboards/%d/", c.project, int(primary)), env.owner, "")
+		if dashboard["name"] != "My App Dashboard" || dashboard["pinned"] != true || len(dashboard["tiles"].([]any)) != 5 {
+			t.Fatalf("project %d: primary dashboard %v", c.project, dashboard)
+		}
 	}
 }

@@ -99,9 +99,11 @@ type domainInput struct {
 
 var domainPattern = regexp.MustCompile(`^([a-z0-9]+(-[a-z0-9]+)*\.)+[a-z]{2,}$`)
 
-// ssoProviders are the values of sso_enforcement PostHog acts on ("" is off). hedge
-// has no login to enforce them on; it keeps them for PostHog's clients.
-var ssoProviders = []string{"", "google-oauth2", "github", "gitlab", "saml"}
+// maxSSOEnforcement is the length of PostHog's sso_enforcement column. Its meaningful
+// values are "" (off), google-oauth2, github, gitlab and saml, but PostHog's
+// serializer does not check them (reference §4), so neither does hedge, which has no
+// login to enforce them on and keeps the value for PostHog's clients.
+const maxSSOEnforcement = 28
 
 // apply validates the input and applies it to r, the domain as it is (a new one when
 // creating). SSO enforcement and JIT provisioning need a verified domain.
@@ -123,8 +125,8 @@ func (in *domainInput) apply(r *domainRecord, creating bool) error {
 	}
 	if in.SSOEnforcement.Set && !in.SSOEnforcement.Null {
 		r.SSOEnforcement = in.SSOEnforcement.Value
-		if !slices.Contains(ssoProviders, r.SSOEnforcement) {
-			return errValidation("sso_enforcement", "invalid_choice", fmt.Sprintf("%q is not a valid choice.", r.SSOEnforcement))
+		if utf8.RuneCountInString(r.SSOEnforcement) > maxSSOEnforcement {
+			return errValidation("sso_enforcement", "max_length", fmt.Sprintf("Ensure this field has no more than %d characters.", maxSSOEnforcement))
 		}
 		if r.SSOEnforcement != "" && !r.IsVerified {
 			return errValidation("sso_enforcement", "verification_required", "This attribute cannot be updated until the domain is verified.")

@@ -22,7 +22,8 @@ func TestDomains(t *testing.T) {
 		t.Fatalf("created %v", created)
 	}
 	env.must(t, 201, "POST", env.orgPath("domains/"), env.owner, `{"domain":"alpha.example.com"}`)
-	env.must(t, 201, "POST", "/api/organizations/"+otherOrg.String()+"/domains/", outsiderKey, `{"domain":"other.example.com"}`)
+	theirs := env.must(t, 201, "POST", "/api/organizations/"+otherOrg.String()+"/domains/", outsiderKey, `{"domain":"other.example.com"}`)["id"].(string)
+	notFound := []string{`{"type":"invalid_request","code":"not_found","detail":"Not found.","attr":null}`}
 
 	_, _, list := env.call(t, "GET", env.orgPath("domains/"), memberKey, "")
 	inOrder(t, list, `"domain":"alpha.example.com"`, `"domain":"zeta.example.com"`)
@@ -32,6 +33,15 @@ func TestDomains(t *testing.T) {
 		{name: "retrieve", method: "GET", path: domains + id + "/", key: memberKey, status: 200,
 			want: []string{`"domain":"zeta.example.com"`, `"saml_entity_id":"https://idp"`, `"saml_acs_url":null`}},
 		{name: "another organization's domain", method: "GET", path: "/api/organizations/" + otherOrg.String() + "/domains/", key: env.owner, status: 404},
+		// Another organization's domain id under one's own organization is not found,
+		// whatever the method.
+		{name: "their domain under our path", method: "GET", path: domains + theirs + "/", key: env.owner, status: 404, want: notFound},
+		{name: "their domain cannot be changed", method: "PATCH", path: domains + theirs + "/", key: env.owner, body: `{"saml_entity_id":"x"}`,
+			status: 404, want: notFound},
+		{name: "their domain cannot be deleted", method: "DELETE", path: domains + theirs + "/", key: env.owner, status: 404, want: notFound},
+		{name: "their domain cannot be verified", method: "POST", path: domains + theirs + "/verify/", key: env.owner, status: 404, want: notFound},
+		{name: "their domain is untouched", method: "GET", path: "/api/organizations/" + otherOrg.String() + "/domains/" + theirs + "/",
+			key: outsiderKey, status: 200, want: []string{`"domain":"other.example.com"`, `"saml_entity_id":null`}},
 		{name: "unique across the instance", method: "POST", path: domains, key: env.owner, body: `{"domain":"other.example.com"}`, status: 400,
 			want: []string{`{"type":"validation_error","code":"unique","detail":"domain with this domain already exists.","attr":"domain"}`}},
 		{name: "domain required", method: "POST", path: domains, key: env.owner, body: `{}`, status: 400,
@@ -48,8 +58,8 @@ func TestDomains(t *testing.T) {
 			status: 400, want: []string{`"code":"verification_required"`, `"attr":"sso_enforcement"`}},
 		{name: "turning them off needs nothing", method: "PATCH", path: domains + id + "/", key: env.owner,
 			body: `{"sso_enforcement":"","jit_provisioning_enabled":false}`, status: 200},
-		{name: "an unknown SSO provider", method: "PATCH", path: domains + id + "/", key: env.owner, body: `{"sso_enforcement":"okta"}`,
-			status: 400, want: []string{`"code":"invalid_choice"`, `"attr":"sso_enforcement"`}},
+		{name: "any SSO provider needs a verified domain", method: "PATCH", path: domains + id + "/", key: env.owner, body: `{"sso_enforcement":"okta"}`,
+			status: 400, want: []string{`"code":"verification_required"`, `"attr":"sso_enforcement"`}},
 		{name: "has_saml when all three SAML fields are set", method: "PATCH", path: domains + id + "/", key: env.owner,
 			body: `{"saml_acs_url":"https://acs","saml_x509_cert":"-----BEGIN CERTIFICATE-----","domain":"renamed.example.com"}`, status: 200,
 			want: []string{`"has_saml":true`, `"domain":"zeta.example.com"`, `"saml_entity_id":"https://idp"`}},
@@ -103,5 +113,11 @@ func TestDomainVerify(t *testing.T) {
 		{name: "SSO enforcement once verified", method: "PATCH", path: domain, key: env.owner,
 			body: `{"sso_enforcement":"saml","jit_provisioning_enabled":true}`, status: 200,
 			want: []string{`"sso_enforcement":"saml"`, `"jit_provisioning_enabled":true`}},
+		// PostHog's serializer does not check the provider (reference §4), only the length.
+		{name: "any provider name", method: "PATCH", path: domain, key: env.owner, body: `{"sso_enforcement":"okta"}`, status: 200,
+			want: []string{`"sso_enforcement":"okta"`}},
+		{name: "of 28 characters at most", method: "PATCH", path: domain, key: env.owner,
+			body: `{"sso_enforcement":"` + strings.Repeat("s", 29) + `"}`, status: 400,
+			want: []string{`{"type":"validation_error","code":"max_length","detail":"Ensure this field has no more than 28 characters.","attr":"sso_enforcement"}`}},
 	})
 }

@@ -3,6 +3,7 @@ package admin
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -22,7 +23,13 @@ func (o *optional[T]) UnmarshalJSON(b []byte) error {
 		o.Null = true
 		return nil
 	}
-	return json.Unmarshal(b, &o.Value)
+	err := json.Unmarshal(b, &o.Value)
+	// The error's Offset counts in b: read its number here, while b is at hand.
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		withNumber(typeErr, b)
+	}
+	return err
 }
 
 // jsonText is a VARCHAR column holding JSON text, or NULL: it scans the text and

@@ -35,9 +35,10 @@ func (a *API) bindInvites(mail *mailer) {
 }
 
 // inviteRecord is the spec's Organization invite as PostHog returns it: send_email and
-// combine_pending_invites are write-only.
+// combine_pending_invites are write-only. ID is null in a list read by a member whose
+// level is below the invite's (see inviteList).
 type inviteRecord struct {
-	ID                   string      `json:"id"`
+	ID                   *string     `json:"id"`
 	TargetEmail          string      `json:"target_email"`
 	FirstName            string      `json:"first_name"`
 	EmailingAttemptMade  bool        `json:"emailing_attempt_made"`
@@ -194,7 +195,8 @@ func loadInvites(ctx context.Context, q querier, where string, args ...any) ([]i
 	for rows.Next() {
 		var r inviteRecord
 		var createdBy *int64
-		if err := rows.Scan(&r.ID, &r.TargetEmail, &r.FirstName, &r.EmailingAttemptMade, &r.Level, &r.IsExpired,
+		r.ID = new(string)
+		if err := rows.Scan(r.ID, &r.TargetEmail, &r.FirstName, &r.EmailingAttemptMade, &r.Level, &r.IsExpired,
 			&r.CreatedAt, &r.UpdatedAt, &r.Message, &r.PrivateProjectAccess, &createdBy); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("cannot read invites: %w", err)
@@ -226,6 +228,14 @@ func loadInvites(ctx context.Context, q querier, where string, args ...any) ([]i
 
 // GET /api/organizations/{organization_id}/invites/ (organization_member:read)
 // Every invite of the organization, expired ones too (is_expired), newest first.
+//
+// Decision: an invite's id is also the secret that accepts it (POST
+// /api/signup/{invite_id}/ needs nothing else), and in PostHog every member may list
+// every invite, so a plain member could read an owner-level invite's id and sign up
+// as an owner. hedge keeps PostHog's list, every invite in it, but shows an invite's
+// id only to members whose level is at least the invite's; for the others id is
+// null. Whoever sees an id could have made that invite themselves (nobody invites
+// above their own level), so reading the list grants nothing new.
 func (a *API) inviteList(c *fiber.Ctx) error {
 	p := principalOf(c)
 	m, err := a.organizationWide(c, p)
@@ -242,6 +252,11 @@ func (a *API) inviteList(c *fiber.Ctx) error {
 		m.organizationID, pg.limit, pg.offset)
 	if err != nil {
 		return err
+	}
+	for i := range invites {
+		if invites[i].Level > m.level {
+			invites[i].ID = nil
+		}
 	}
 	return a.sendPage(c, pg, count, invites)
 }
@@ -285,10 +300,12 @@ func (a *API) inviteBulk(c *fiber.Ctx, mail *mailer) error {
 		return err
 	}
 	var items []json.RawMessage
-	if body := bytes.TrimSpace(c.Body()); len(body) > 0 && !json.Valid(body) {
+	body := bytes.TrimSpace(c.Body())
+	if len(body) > 0 && !json.Valid(body) {
 		return bindBody(c, &items) // the parse error
 	}
-	if json.Unmarshal(c.Body(), &items) != nil {
+	// Only an array: null would decode as no items, and answer 200 having done nothing.
+	if len(body) == 0 || body[0] != '[' || json.Unmarshal(body, &items) != nil {
 		return errValidation("", "invalid_input", "This endpoint needs an array of data for bulk invite creation.")
 	}
 	if len(items) > maxBulkInvites {
@@ -315,16 +332,12 @@ func (a *API) inviteBulk(c *fiber.Ctx, mail *mailer) error {
 // decodeItem decodes one item of a bulk body as bindBody decodes a body: a field of
 // the wrong type is a 400 naming it, prefixed with the item's index.
 func decodeItem(raw json.RawMessage, dst any, prefix string) error {
-	err := json.Unmarshal(raw, dst)
-	var typeErr *json.UnmarshalTypeError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &typeErr) && typeErr.Field != "":
-		return errValidation(prefix+strings.ReplaceAll(typeErr.Field, ".", "__"), "invalid_input",
-			"Not a valid "+jsonKind(typeErr.Type.Kind().String())+".")
+	err := decodeJSON(raw, dst, prefix)
+	var apiErr *Error
+	if err == nil || errors.As(err, &apiErr) {
+		return err
 	}
-	return errValidation(strings.TrimSuffix(prefix, "__"), "invalid_input", "Invalid data. Expected a dictionary.")
+	return errValidation(strings.TrimSuffix(prefix, "__"), "invalid_input", "Invalid data. Expected a dictionary, but got "+pythonTypeOf(raw)+".")
 }
 
 // prefixAttr puts a bulk item's index in front of a validation error's field.
@@ -369,7 +382,7 @@ func (a *API) insertInvites(ctx context.Context, c *fiber.Ctx, p *principal, m m
 				level = max(level, old.Level)
 				var oldAccess []projectAccess
 				if err := json.Unmarshal(old.PrivateProjectAccess, &oldAccess); err != nil {
-					return nil, fmt.Errorf("cannot read the project access of invite %s: %w", old.ID, err)
+					return nil, fmt.Errorf("cannot read the project access of invite %s: %w", *old.ID, err)
 				}
 				access = mergeProjectAccess(oldAccess, access)
 			}

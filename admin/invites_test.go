@@ -17,9 +17,10 @@ func TestInvites(t *testing.T) {
 	env := newMgmtEnv(t, nil) // no SMTP: nothing is e-mailed
 	_, adminKey := env.member(t, "admin@example.com", levelAdmin, "organization_member:write")
 	_, memberKey := env.member(t, "member@example.com", levelMember, "organization_member:write")
-	_, outsiderKey := env.addUser(t, "outsider@example.com", uuid.Nil, levelOwner, "*")
+	otherOrg, outsiderKey := env.addUser(t, "outsider@example.com", uuid.Nil, levelOwner, "*")
 	private := env.must(t, 201, "POST", env.orgPath("projects/"), env.owner, `{"name":"Private","access_control":true}`)["id"].(float64)
 	invites := "/api/organizations/{org}/invites/"
+	theirs := env.must(t, 201, "POST", "/api/organizations/"+otherOrg.String()+"/invites/", outsiderKey, `{"target_email":"theirs@example.com"}`)["id"].(string)
 
 	first := env.must(t, 201, "POST", env.orgPath("invites/"), memberKey, `{"target_email":"New@Example.com","first_name":"Ada","message":"hi"}`)
 	env.run(t, []scenario{
@@ -37,7 +38,7 @@ func TestInvites(t *testing.T) {
 		{name: "a level that is not 1, 8 or 15", method: "POST", path: invites, key: env.owner, body: `{"target_email":"a@example.com","level":2}`,
 			status: 400, want: []string{`"code":"invalid_choice"`, `"attr":"level"`}},
 		{name: "a level of the wrong type", method: "POST", path: invites, key: env.owner, body: `{"target_email":"a@example.com","level":"admin"}`,
-			status: 400, want: []string{`"detail":"Not a valid integer."`, `"attr":"level"`}},
+			status: 400, want: []string{`{"type":"validation_error","code":"invalid_input","detail":"A valid integer is required.","attr":"level"}`}},
 		{name: "above the inviter's level", method: "POST", path: invites, key: memberKey, body: `{"target_email":"a@example.com","level":8}`,
 			status: 403, want: []string{`{"type":"authentication_error","code":"permission_denied","detail":"You cannot invite a user with a higher permission level than your own.","attr":null}`}},
 		{name: "admins do not invite owners", method: "POST", path: invites, key: adminKey, body: `{"target_email":"a@example.com","level":15}`,
@@ -74,6 +75,10 @@ func TestInvites(t *testing.T) {
 		{name: "members do not cancel invites", method: "DELETE", path: invites + first["id"].(string) + "/", key: memberKey, status: 403,
 			want: []string{`"detail":"Your organization access level is insufficient."`}},
 		{name: "no such invite", method: "DELETE", path: invites + uuid.NewString() + "/", key: adminKey, status: 404},
+		{name: "another organization's invite under ours", method: "DELETE", path: invites + theirs + "/", key: env.owner, status: 404,
+			want: []string{`{"type":"invalid_request","code":"not_found","detail":"Not found.","attr":null}`}},
+		{name: "is still theirs", method: "GET", path: "/api/organizations/" + otherOrg.String() + "/invites/", key: outsiderKey, status: 200,
+			want: []string{`"count":1`, `"id":"` + theirs + `"`}},
 		{name: "admins cancel invites", method: "DELETE", path: invites + first["id"].(string) + "/", key: adminKey, status: 204},
 		{name: "cancelled", method: "GET", path: invites, key: adminKey, status: 200, want: []string{`"count":2`},
 			notWant: []string{first["id"].(string)}},
@@ -130,6 +135,14 @@ func TestInviteBulk(t *testing.T) {
 	env.run(t, []scenario{
 		{name: "not an array", method: "POST", path: bulk, key: env.owner, body: `{"target_email":"a@example.com"}`, status: 400,
 			want: []string{`{"type":"validation_error","code":"invalid_input","detail":"This endpoint needs an array of data for bulk invite creation.","attr":null}`}},
+		{name: "null is not an array", method: "POST", path: bulk, key: env.owner, body: `null`, status: 400,
+			want: []string{`{"type":"validation_error","code":"invalid_input","detail":"This endpoint needs an array of data for bulk invite creation.","attr":null}`}},
+		{name: "nor a string", method: "POST", path: bulk, key: env.owner, body: `"a@example.com"`, status: 400,
+			want: []string{`"detail":"This endpoint needs an array of data for bulk invite creation."`}},
+		{name: "nor a number", method: "POST", path: bulk, key: env.owner, body: ` 7 `, status: 400,
+			want: []string{`"detail":"This endpoint needs an array of data for bulk invite creation."`}},
+		{name: "nor no body", method: "POST", path: bulk, key: env.owner, status: 400,
+			want: []string{`"detail":"This endpoint needs an array of data for bulk invite creation."`}},
 		{name: "not JSON", method: "POST", path: bulk, key: env.owner, body: `[{`, status: 400, want: []string{`"code":"parse_error"`}},
 		{name: "more than 20", method: "POST", path: bulk, key: env.owner, body: items(21), status: 400,
 			want: []string{`{"type":"validation_error","code":"max_length","detail":"A maximum of 20 invites can be sent in a single request.","attr":null}`}},
@@ -139,7 +152,9 @@ func TestInviteBulk(t *testing.T) {
 		{name: "an item of the wrong type", method: "POST", path: bulk, key: env.owner, body: `[{"target_email":"a@example.com","level":"x"}]`,
 			status: 400, want: []string{`"attr":"0__level"`}},
 		{name: "an item that is not an object", method: "POST", path: bulk, key: env.owner, body: `[{"target_email":"a@example.com"},7]`,
-			status: 400, want: []string{`"attr":"1"`}},
+			status: 400, want: []string{`{"type":"validation_error","code":"invalid_input","detail":"Invalid data. Expected a dictionary, but got int.","attr":"1"}`}},
+		{name: "an item that is a list", method: "POST", path: bulk, key: env.owner, body: `[[]]`,
+			status: 400, want: []string{`{"type":"validation_error","code":"invalid_input","detail":"Invalid data. Expected a dictionary, but got list.","attr":"0"}`}},
 		{name: "one item above the inviter's level creates none", method: "POST", path: bulk, key: memberKey,
 			body: `[{"target_email":"a@example.com"},{"target_email":"b@example.com","level":8}]`, status: 403},
 		{name: "nothing was created", method: "GET", path: "/api/organizations/{org}/invites/", key: env.owner, status: 200,
@@ -151,6 +166,65 @@ func TestInviteBulk(t *testing.T) {
 	status, _, text := env.call(t, "POST", env.orgPath("invites/bulk/"), env.owner, `[{"target_email":"one@example.com"}]`)
 	if status != 200 || text != "" {
 		t.Fatalf("bulk answers 200 with no body: %d %q", status, text)
+	}
+}
+
+// An invite's id accepts it, so the list shows it only to members whose level is at
+// least the invite's: a member cannot read an owner's invite and sign up as an owner.
+// The invites themselves are all listed, to everyone.
+func TestInviteIDsByLevel(t *testing.T) {
+	env := newMgmtEnv(t, nil)
+	_, adminKey := env.member(t, "admin@example.com", levelAdmin, "organization_member:read")
+	_, memberKey := env.member(t, "member@example.com", levelMember, "organization_member:read")
+	invite := func(email string, level int) string {
+		body := fmt.Sprintf(`{"target_email":%q,"level":%d}`, email, level)
+		return env.must(t, 201, "POST", env.orgPath("invites/"), env.owner, body)["id"].(string)
+	}
+	ownerInvite, adminInvite, memberInvite := invite("boss@example.com", levelOwner), invite("adm@example.com", levelAdmin), invite("mem@example.com", levelMember)
+	invites := "/api/organizations/{org}/invites/"
+	env.run(t, []scenario{
+		{name: "a member sees the ids of member invites only", method: "GET", path: invites, key: memberKey, status: 200,
+			want: []string{`"count":3`, `"id":null,"target_email":"boss@example.com"`, `"id":null,"target_email":"adm@example.com"`,
+				`"id":"` + memberInvite + `","target_email":"mem@example.com"`},
+			notWant: []string{ownerInvite, adminInvite}},
+		{name: "an admin those of admin and member invites", method: "GET", path: invites, key: adminKey, status: 200,
+			want: []string{`"count":3`, `"id":null,"target_email":"boss@example.com"`, `"id":"` + adminInvite + `","target_email":"adm@example.com"`,
+				`"id":"` + memberInvite + `"`},
+			notWant: []string{ownerInvite}},
+		{name: "an owner all of them", method: "GET", path: invites, key: env.owner, status: 200,
+			want: []string{`"id":"` + ownerInvite + `","target_email":"boss@example.com"`, `"id":"` + adminInvite + `"`, `"id":"` + memberInvite + `"`}},
+	})
+}
+
+// Invites list newest first, 100 to a page by default.
+func TestInviteListOrderAndPages(t *testing.T) {
+	env := newMgmtEnv(t, nil)
+	for _, email := range []string{"first@example.com", "second@example.com", "third@example.com"} {
+		env.must(t, 201, "POST", env.orgPath("invites/"), env.owner, `{"target_email":"`+email+`"}`)
+	}
+	_, _, list := env.call(t, "GET", env.orgPath("invites/"), env.owner, "")
+	inOrder(t, list, "third@example.com", "second@example.com", "first@example.com")
+
+	for batch := range 6 {
+		var items []string
+		for i := range maxBulkInvites {
+			items = append(items, fmt.Sprintf(`{"target_email":"bulk%d-%d@example.com","send_email":false}`, batch, i))
+		}
+		env.must(t, 200, "POST", env.orgPath("invites/bulk/"), env.owner, "["+strings.Join(items, ",")+"]")
+	}
+	page := env.must(t, 200, "GET", env.orgPath("invites/"), env.owner, "")
+	next := env.url + env.orgPath("invites/?limit=100&offset=100")
+	if page["count"] != float64(123) || len(page["results"].([]any)) != 100 || page["next"] != next || page["previous"] != nil {
+		t.Fatalf("first page: count %v, %d results, next %v, previous %v", page["count"], len(page["results"].([]any)), page["next"], page["previous"])
+	}
+	// Newest first: the last bulk's invites lead, the first three invites end the list.
+	if first := page["results"].([]any)[0].(map[string]any); !strings.HasPrefix(first["target_email"].(string), "bulk5-") {
+		t.Fatalf("first of the page: %v", first["target_email"])
+	}
+	last := env.must(t, 200, "GET", env.orgPath("invites/?limit=100&offset=100"), env.owner, "")
+	results := last["results"].([]any)
+	if len(results) != 23 || last["next"] != nil || results[22].(map[string]any)["target_email"] != "first@example.com" {
+		t.Fatalf("second page: %d results, next %v", len(results), last["next"])
 	}
 }
 

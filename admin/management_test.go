@@ -203,13 +203,23 @@ func startDNS(t *testing.T) (string, *dnsZone) {
 		}
 		w.WriteMsg(reply)
 	})
-	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tcp, err := net.Listen("tcp", udp.LocalAddr().String())
-	if err != nil {
-		t.Fatal(err)
+	// The resolver tries TCP on the UDP server's port (for truncated answers), so both
+	// need one port: a free UDP port may be taken for TCP by another test process, so
+	// try a few.
+	var udp net.PacketConn
+	var tcp net.Listener
+	for attempt := 0; ; attempt++ {
+		var err error
+		if udp, err = net.ListenPacket("udp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+		if tcp, err = net.Listen("tcp", udp.LocalAddr().String()); err == nil {
+			break
+		}
+		udp.Close()
+		if attempt == 20 {
+			t.Fatal(err)
+		}
 	}
 	servers := []*dns.Server{{PacketConn: udp, Handler: handler}, {Listener: tcp, Handler: handler}}
 	for _, s := range servers {

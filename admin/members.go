@@ -161,13 +161,15 @@ func (a *API) memberTarget(ctx context.Context, c *fiber.Ctx, p *principal, m me
 }
 
 // mayEdit is PostHog's OrganizationMembership.validate_update: the rules, in its
-// order, for changing the target's level to newLevel (0 for removing the target).
+// order, for changing the target's level to newLevel, or for touching the target at
+// all when newLevel is 0 (removing it, or a PATCH without level, which PostHog's
+// object permission checks the same way).
 func (t editedMember) mayEdit(self bool, newLevel int) error {
 	switch {
 	case self && newLevel != 0:
 		return errPermissionDenied("You can't change your own access level.")
 	case self:
-		return nil // leaving: anyone may, the last owner excepted (checked by the caller)
+		return nil // leaving: anyone may, an owner excepted (checked by the caller)
 	case newLevel == levelOwner && t.callerLevel < levelOwner:
 		return errPermissionDenied("You can only make another member owner if you're this organization's owner.")
 	case newLevel > t.callerLevel:
@@ -178,16 +180,6 @@ func (t editedMember) mayEdit(self bool, newLevel int) error {
 		return errPermissionDenied("You can only edit others with level lower or equal to you.")
 	}
 	return nil
-}
-
-// countOwners counts the owners of the organization.
-func countOwners(ctx context.Context, q querier, organizationID uuid.UUID) (int, error) {
-	var n int
-	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM meta.memberships WHERE organization_id = ? AND level = ?`,
-		organizationID, levelOwner).Scan(&n); err != nil {
-		return 0, fmt.Errorf("cannot count owners of %s: %w", organizationID, err)
-	}
-	return n, nil
 }
 
 // PATCH /api/organizations/{organization_id}/members/{user__uuid}/ (organization_member:write)
@@ -213,10 +205,16 @@ func (a *API) memberUpdate(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	// Without level nothing changes, but the permission checks run all the same: a
+	// member may not PATCH the owner even with an empty body.
+	newLevel := 0
 	if in.Level.Set {
-		if err := t.mayEdit(t.userID == p.userID, in.Level.Value); err != nil {
-			return err
-		}
+		newLevel = in.Level.Value
+	}
+	if err := t.mayEdit(t.userID == p.userID, newLevel); err != nil {
+		return err
+	}
+	if in.Level.Set {
 		if _, err := a.db.ExecContext(ctx, `UPDATE meta.memberships SET level = ?, updated_at = now()
 			WHERE organization_id = ? AND user_id = ?`, in.Level.Value, m.organizationID, t.userID); err != nil {
 			return fmt.Errorf("cannot change the level of user %d in %s: %w", t.userID, m.organizationID, err)
@@ -239,7 +237,9 @@ func levelText(level optional[int]) string {
 
 // DELETE /api/organizations/{organization_id}/members/{user__uuid}/ (organization_member:write)
 // Removes a member, or the caller leaves (@me or their own uuid). Admins remove members
-// and admins, owners anyone; the organization's last owner cannot leave.
+// and admins. An owner can neither leave nor be removed, by anyone: PostHog's
+// User.leave refuses every owner, not only the last one (reference §2.4), so another
+// owner must first make them an admin. An organization thus always keeps an owner.
 func (a *API) memberDelete(c *fiber.Ctx) error {
 	p := principalOf(c)
 	m, err := a.organizationWide(c, p)
@@ -257,14 +257,7 @@ func (a *API) memberDelete(c *fiber.Ctx) error {
 		return err
 	}
 	if t.level == levelOwner {
-		owners, err := countOwners(ctx, a.db, m.organizationID)
-		if err != nil {
-			return err
-		}
-		if owners <= 1 {
-			return errValidation("", "invalid_input",
-				"Cannot leave the organization as its last owner! Make another member an owner first.")
-		}
+		return errValidation("", "invalid_input", "Cannot leave the organization as its owner!")
 	}
 	if _, err := a.db.ExecContext(ctx, `DELETE FROM meta.memberships WHERE organization_id = ? AND user_id = ?`,
 		m.organizationID, t.userID); err != nil {

@@ -21,9 +21,9 @@ func (a *API) bindOrganizations() {
 }
 
 // membershipWrites serialises the changes that must keep an organization with an
-// owner (members leaving, levels changing). DuckDB's snapshot isolation would let two
-// owners who each see the other leave at the same moment; one process owns the
-// database file, so a process-wide lock is enough.
+// owner (levels changing, members leaving, invites accepted). DuckDB's snapshot
+// isolation would let two owners who demote each other at the same moment both
+// succeed; one process owns the database file, so a process-wide lock is enough.
 var membershipWrites sync.Mutex
 
 // errAccessLevel is PostHog's 403 for a member whose level is below what the action
@@ -41,17 +41,29 @@ func (m membership) atLeast(level int) error {
 }
 
 // organizationWide resolves the organization of the path for the endpoints that act
-// on the organization as a whole (members, invites, domains, creating projects): a key
-// scoped to some projects may not use them, as in PostHog.
+// on the organization as a whole (the organization itself, its members, invites,
+// domains, projects list and batch exports): a key scoped to some projects may not
+// use them, as in PostHog (reference §1.3).
 func (a *API) organizationWide(c *fiber.Ctx, p *principal) (membership, error) {
 	m, err := a.organizationOf(c, p)
 	if err != nil {
 		return membership{}, err
 	}
-	if len(p.scopedTeams) > 0 {
-		return membership{}, errPermissionDenied("API keys with scoped projects are only supported on project-based endpoints.")
+	if err := notProjectScoped(p); err != nil {
+		return membership{}, err
 	}
 	return m, nil
+}
+
+// notProjectScoped is PostHog's 403 for a key scoped to some projects on an endpoint
+// that is not about one project: /api/organizations/ and everything under an
+// organization but a project of it (PostHog's APIScopePermission, whose only
+// exception is the user's own record, /api/users/@me/).
+func notProjectScoped(p *principal) error {
+	if len(p.scopedTeams) > 0 {
+		return errPermissionDenied("API keys with scoped projects are only supported on project-based endpoints.")
+	}
+	return nil
 }
 
 // insertOrganization creates an organization and returns its id.
@@ -103,6 +115,9 @@ const organizationVisible = `m.user_id = ? AND (len(?::VARCHAR[]) = 0 OR list_co
 // The organizations of the key's user (those the key is scoped to), oldest first.
 func (a *API) organizationList(c *fiber.Ctx) error {
 	p := principalOf(c)
+	if err := notProjectScoped(p); err != nil {
+		return err
+	}
 	pg := pageOf(c)
 	ctx := c.UserContext()
 	args := []any{p.userID, nonNil(p.scopedOrganizations), nonNil(p.scopedOrganizations)}
@@ -143,9 +158,13 @@ func (a *API) organizationList(c *fiber.Ctx) error {
 
 // POST /api/organizations/ (organization:write)
 // Creates an organization with the caller as its owner and, as PostHog's bootstrap
-// does, a "Default project" in it, so that the new organization can capture at once.
+// does, a "Default project" in it with its primary dashboard, so that the new
+// organization can capture at once.
 func (a *API) organizationCreate(c *fiber.Ctx) error {
 	p := principalOf(c)
+	if err := notProjectScoped(p); err != nil {
+		return err
+	}
 	var in organizationInput
 	if err := bindBody(c, &in); err != nil {
 		return err
@@ -170,6 +189,9 @@ func (a *API) organizationCreate(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if err := addPrimaryDashboard(ctx, tx, projectID, p.userID); err != nil {
+		return err
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("cannot commit organization %q: %w", in.Name.Value, err)
 	}
@@ -184,7 +206,7 @@ func (a *API) organizationCreate(c *fiber.Ctx) error {
 // GET /api/organizations/{organization_id}/ (organization:read)
 func (a *API) organizationRetrieve(c *fiber.Ctx) error {
 	p := principalOf(c)
-	m, err := a.organizationOf(c, p)
+	m, err := a.organizationWide(c, p)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"database/sql"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	_ "time/tzdata" // timezone validation must not depend on the host's zoneinfo
+	_ "time/tzdata" // the zones of timezones load wherever hedge runs, whatever the host has
 	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
@@ -40,10 +41,11 @@ type projectListItem struct {
 }
 
 // GET /api/organizations/{organization_id}/projects/ (project:read)
-// The organization's projects, oldest first; a key scoped to some projects sees only those.
+// The organization's projects, oldest first. A key scoped to some projects may not
+// list them: PostHog answers 403, as on every endpoint that is not one project's.
 func (a *API) projectList(c *fiber.Ctx) error {
 	p := principalOf(c)
-	m, err := a.organizationOf(c, p)
+	m, err := a.organizationWide(c, p)
 	if err != nil {
 		return err
 	}
@@ -223,21 +225,31 @@ func organizationEmailDomain(ctx context.Context, q querier, organizationID uuid
 	return "", rows.Err()
 }
 
-var (
-	sampleRatePattern = regexp.MustCompile(`^(0(\.\d{1,2})?|1(\.0{1,2})?)$`)
-	// pytz and Go's tz database both accept these aliases, which are not places.
-	notTimezones = map[string]bool{"": true, "Local": true}
-)
+var sampleRatePattern = regexp.MustCompile(`^(0(\.\d{1,2})?|1(\.0{1,2})?)$`)
 
-// validTimezone reports whether name is an IANA time zone name (the tz database is
-// embedded, so the answer does not depend on the host).
-func validTimezone(name string) bool {
-	if notTimezones[name] || strings.HasPrefix(name, "/") || strings.Contains(name, "..") {
-		return false
+// timezoneList is the IANA time zone names of the tz database Go embeds
+// (time/tzdata): the entries of $GOROOT/lib/time/zoneinfo.zip, one a line. The
+// embedded zip cannot be listed at run time, so the names are kept here, and
+// TestTimezoneList fails when they drift from the toolchain's (go test -run
+// TestTimezoneList -update-timezones ./admin rewrites the file).
+//
+//go:embed timezones.txt
+var timezoneList string
+
+// timezones is the set of timezoneList: what a project's timezone may be. A fixed set,
+// so that the answer does not depend on the host, whose zoneinfo directory also has
+// files that are not zones (localtime, posixrules, posix/..., right/...).
+var timezones = func() map[string]bool {
+	set := map[string]bool{}
+	for _, name := range strings.Fields(timezoneList) {
+		set[name] = true
 	}
-	_, err := time.LoadLocation(name)
-	return err == nil
-}
+	return set
+}()
+
+// validTimezone reports whether name is an IANA time zone name, as PostHog checks
+// against pytz.all_timezones.
+func validTimezone(name string) bool { return timezones[name] }
 
 // validate checks the column fields on create.
 func (f *projectFields) validate() error {
@@ -311,15 +323,15 @@ func (s *projectSettings) validate() error {
 }
 
 // checkJSONKind checks that a structured field is null or a JSON value of kind
-// ('{' object, '[' array).
+// ('{' object, '[' array), with DRF's ListField and DictField answers.
 func checkJSONKind(attr string, value jsonText, kind byte) error {
 	if len(value) == 0 || value[0] == kind {
 		return nil
 	}
 	if kind == '[' {
-		return errValidation(attr, "not_a_list", "Expected a list of items.")
+		return errValidation(attr, "not_a_list", fmt.Sprintf("Expected a list of items but got type %q.", pythonTypeOf(value)))
 	}
-	return errValidation(attr, "invalid_input", "Expected a JSON object.")
+	return errValidation(attr, "not_a_dict", fmt.Sprintf("Expected a dictionary of items but got type %q.", pythonTypeOf(value)))
 }
 
 // projectRecord is the full Project of the spec (create and retrieve). Of PostHog's
@@ -346,9 +358,10 @@ type projectRecord struct {
 }
 
 // POST /api/organizations/{organization_id}/projects/ (project:write)
-// Creates a project with PostHog's defaults for every field not sent. Admins and
-// owners may; members only a demo project (is_demo: true), as in PostHog. The new
-// token is accepted by the capture listener as soon as this answers.
+// Creates a project with PostHog's defaults for every field not sent, its primary
+// dashboard included (not for a demo project, as in PostHog). Admins and owners may;
+// members only a demo project (is_demo: true), as in PostHog. The new token is
+// accepted by the capture listener as soon as this answers.
 func (a *API) projectCreate(c *fiber.Ctx) error {
 	p := principalOf(c)
 	m, err := a.organizationWide(c, p)
@@ -380,9 +393,22 @@ func (a *API) projectCreate(c *fiber.Ctx) error {
 	if err := settings.validate(); err != nil {
 		return err
 	}
-	id, token, err := insertProjectWith(ctx, a.db, m.organizationID, fields, settings)
+	tx, err := a.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("cannot begin creating project %q: %w", fields.Name, err)
+	}
+	defer tx.Rollback()
+	id, token, err := insertProjectWith(ctx, tx, m.organizationID, fields, settings)
 	if err != nil {
 		return err
+	}
+	if !fields.IsDemo {
+		if err := addPrimaryDashboard(ctx, tx, id, p.userID); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("cannot commit project %q: %w", fields.Name, err)
 	}
 	a.tokens.set(token, id)
 	r, err := loadProject(ctx, a.db, m, id)
@@ -485,4 +511,57 @@ func insertProjectWith(ctx context.Context, q querier, organizationID uuid.UUID,
 		return 0, "", fmt.Errorf("cannot create project %q in %s: %w", f.Name, organizationID, err)
 	}
 	return id, token, nil
+}
+
+// primaryDashboardName and primaryDashboardTemplate make the dashboard a new project
+// starts with: PostHog's "My App Dashboard" from its DEFAULT_APP template.
+const (
+	primaryDashboardName     = "My App Dashboard"
+	primaryDashboardTemplate = "DEFAULT_APP"
+)
+
+// addPrimaryDashboard gives a new project, in tx, PostHog's default dashboard (pinned,
+// with the tiles of the DEFAULT_APP template) and makes it the project's
+// primary_dashboard, as PostHog's Team.objects.create_with_data does for every
+// project but a demo one (reference §6.2). userID, who creates the project, creates
+// the dashboard and its insights.
+func addPrimaryDashboard(ctx context.Context, tx *sql.Tx, team, userID int64) error {
+	template, ok, err := builtinTemplate(primaryDashboardTemplate)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("cannot create the primary dashboard of project %d: no built-in template %s", team, primaryDashboardTemplate)
+	}
+	filters := "{}"
+	if len(template.DashboardFilters) > 0 {
+		filters = string(template.DashboardFilters)
+	}
+	// creation_mode "default": PostHog creates this dashboard plainly, then fills it
+	// from the template.
+	id, err := insertDashboard(ctx, tx, team, userID, newDashboard{
+		name: primaryDashboardName, description: template.DashboardDescription, pinned: true, creationMode: "default",
+		restrictionLevel: restrictionEveryoneEdits, filters: filters, tags: normalizeTags(template.Tags),
+		useTemplate: primaryDashboardTemplate,
+	})
+	if err != nil {
+		return err
+	}
+	if err := addTemplateTiles(ctx, tx, team, id, userID, template); err != nil {
+		return err
+	}
+	// primary_dashboard is one of the settings, kept whole as one JSON object.
+	var text string
+	if err := tx.QueryRowContext(ctx, `SELECT settings FROM meta.projects WHERE id = ?`, team).Scan(&text); err != nil {
+		return fmt.Errorf("cannot read the settings of project %d: %w", team, err)
+	}
+	settings := defaultProjectSettings()
+	if err := json.Unmarshal([]byte(text), &settings); err != nil {
+		return fmt.Errorf("cannot read the settings of project %d: %w", team, err)
+	}
+	settings.PrimaryDashboard = &id
+	if _, err := tx.ExecContext(ctx, `UPDATE meta.projects SET settings = ? WHERE id = ?`, mustJSON(settings), team); err != nil {
+		return fmt.Errorf("cannot set the primary dashboard of project %d: %w", team, err)
+	}
+	return nil
 }

@@ -1,13 +1,21 @@
 package admin
 
 import (
+	"archive/zip"
 	"context"
 	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -89,17 +97,25 @@ func TestProjectListItems(t *testing.T) {
 	}
 }
 
+// A key scoped to some projects reaches each of them, but not the organization's
+// list: PostHog answers 403 on every endpoint that is not one project's.
 func TestProjectListScopedTeams(t *testing.T) {
 	env := newTestEnv(t, "")
 	env.addProjects(t, 2)
-	_, key := env.addUser(t, "scoped@example.com", uuid.MustParse(env.boot.OrganizationID), levelMember, "project:read")
+	_, key := env.addUser(t, "scoped@example.com", uuid.MustParse(env.boot.OrganizationID), levelMember, "project:write")
 	if _, err := env.warehouse.DB().Exec(`UPDATE meta.personal_api_keys SET scoped_teams = '[3]' WHERE secure_value = ?`, hashKey(key)); err != nil {
 		t.Fatal(err)
 	}
-	env.run(t, []scenario{{
-		name: "only the scoped project", method: "GET", path: "/api/organizations/{org}/projects/", key: key, status: 200,
-		want: []string{`"count":1`, `"id":3`}, notWant: []string{`"id":1,`, `"id":2,`},
-	}})
+	denied := []string{`{"type":"authentication_error","code":"permission_denied","detail":"API keys with scoped projects are only supported on project-based endpoints.","attr":null}`}
+	env.run(t, []scenario{
+		{name: "not the list", method: "GET", path: "/api/organizations/{org}/projects/", key: key, status: 403, want: denied},
+		{name: "nor a new project", method: "POST", path: "/api/organizations/{org}/projects/", key: key, body: `{"is_demo":true}`,
+			status: 403, want: denied},
+		{name: "the scoped project", method: "GET", path: "/api/organizations/{org}/projects/3/", key: key, status: 200,
+			want: []string{`"id":3,`}},
+		{name: "another project", method: "GET", path: "/api/organizations/{org}/projects/2/", key: key, status: 403,
+			want: []string{`"detail":"API key does not have access to the requested project: ID 2."`}},
+	})
 }
 
 func TestProjectCreate(t *testing.T) {
@@ -122,7 +138,7 @@ func TestProjectCreate(t *testing.T) {
 		"session_recording_sample_rate": nil, "session_recording_minimum_duration_milliseconds": nil,
 		"session_recording_linked_flag": nil, "session_recording_network_payload_capture_config": nil,
 		"session_replay_config": nil, "survey_config": nil, "access_control": false, "week_start_day": nil,
-		"primary_dashboard": nil, "live_events_columns": nil, "recording_domains": nil,
+		"live_events_columns": nil, "recording_domains": nil,
 		"person_on_events_querying_enabled": "true", "inject_web_apps": nil, "extra_settings": nil, "modifiers": nil,
 		"default_modifiers": "{}", "has_completed_onboarding_for": nil, "surveys_opt_in": nil, "heatmaps_opt_in": nil,
 		"product_intents": "[]", "flags_persistence_default": false, "effective_membership_level": float64(levelAdmin),
@@ -166,6 +182,23 @@ func TestProjectCreate(t *testing.T) {
 	}
 	id := strconv.Itoa(int(created["id"].(float64)))
 
+	// The new project has PostHog's primary dashboard: "My App Dashboard", pinned,
+	// with the DEFAULT_APP template's tiles (reference §6.2).
+	primary, ok := created["primary_dashboard"].(float64)
+	if !ok {
+		t.Fatalf("primary_dashboard = %v, want a dashboard id", created["primary_dashboard"])
+	}
+	dashboards := env.must(t, 200, "GET", "/api/projects/"+id+"/dashboards/", env.owner, "")
+	listed := dashboards["results"].([]any)
+	if dashboards["count"] != float64(1) || listed[0].(map[string]any)["id"] != primary ||
+		listed[0].(map[string]any)["name"] != "My App Dashboard" || listed[0].(map[string]any)["pinned"] != true {
+		t.Fatalf("dashboards of the new project: %v", dashboards)
+	}
+	dashboard := env.must(t, 200, "GET", fmt.Sprintf("/api/projects/%s/dashboards/%d/", id, int(primary)), env.owner, "")
+	if tiles := dashboard["tiles"].([]any); len(tiles) != 5 || !strings.Contains(mustText(t, tiles), `"name":"Daily active users (DAUs)"`) {
+		t.Fatalf("tiles of the primary dashboard: %v", mustText(t, dashboard["tiles"]))
+	}
+
 	env.run(t, []scenario{
 		{name: "retrieve", method: "GET", path: projects + id + "/", key: memberKey, status: 200,
 			want: []string{`"id":` + id + `,`, `"name":"Web"`, `"effective_membership_level":1`, `"api_token":"` + token + `"`}},
@@ -182,8 +215,8 @@ func TestProjectCreate(t *testing.T) {
 
 		{name: "members do not create projects", method: "POST", path: projects, key: memberKey, body: `{"name":"X"}`, status: 403,
 			want: []string{`{"type":"authentication_error","code":"permission_denied","detail":"Your organization access level is insufficient.","attr":null}`}},
-		{name: "members create demo projects", method: "POST", path: projects, key: memberKey, body: `{"name":"Demo","is_demo":true}`,
-			status: 201, want: []string{`"is_demo":true`, `"effective_membership_level":1`}},
+		{name: "members create demo projects, without a dashboard", method: "POST", path: projects, key: memberKey, body: `{"name":"Demo","is_demo":true}`,
+			status: 201, want: []string{`"is_demo":true`, `"effective_membership_level":1`, `"primary_dashboard":null`}},
 		{name: "no key", method: "POST", path: projects, body: `{"name":"X"}`, status: 401},
 		{name: "another tenant", method: "POST", path: projects, key: outsiderKey, body: `{"name":"X"}`, status: 404},
 
@@ -193,16 +226,50 @@ func TestProjectCreate(t *testing.T) {
 			want: []string{`{"type":"validation_error","code":"invalid_choice","detail":"\"America/I_Dont_Exist\" is not a valid choice.","attr":"timezone"}`}},
 		{name: "Local is not a time zone", method: "POST", path: projects, key: env.owner, body: `{"timezone":"Local"}`, status: 400,
 			want: []string{`"attr":"timezone"`}},
+		// Files of a host's zoneinfo directory that are not IANA zones.
+		{name: "localtime is not a time zone", method: "POST", path: projects, key: env.owner, body: `{"timezone":"localtime"}`, status: 400,
+			want: []string{`{"type":"validation_error","code":"invalid_choice","detail":"\"localtime\" is not a valid choice.","attr":"timezone"}`}},
+		{name: "posixrules is not a time zone", method: "POST", path: projects, key: env.owner, body: `{"timezone":"posixrules"}`, status: 400,
+			want: []string{`{"type":"validation_error","code":"invalid_choice","detail":"\"posixrules\" is not a valid choice.","attr":"timezone"}`}},
+		{name: "right/UTC is not a time zone", method: "POST", path: projects, key: env.owner, body: `{"timezone":"right/UTC"}`, status: 400,
+			want: []string{`{"type":"validation_error","code":"invalid_choice","detail":"\"right/UTC\" is not a valid choice.","attr":"timezone"}`}},
+		{name: "posix/Asia/Tokyo is not a time zone", method: "POST", path: projects, key: env.owner, body: `{"timezone":"posix/Asia/Tokyo"}`, status: 400,
+			want: []string{`{"type":"validation_error","code":"invalid_choice","detail":"\"posix/Asia/Tokyo\" is not a valid choice.","attr":"timezone"}`}},
+		{name: "a path is not a time zone", method: "POST", path: projects, key: env.owner, body: `{"timezone":"../../etc/passwd"}`, status: 400,
+			want: []string{`"code":"invalid_choice"`, `"attr":"timezone"`}},
+		{name: "case matters", method: "POST", path: projects, key: env.owner, body: `{"timezone":"asia/tokyo"}`, status: 400,
+			want: []string{`"code":"invalid_choice"`, `"attr":"timezone"`}},
+		{name: "an empty time zone", method: "POST", path: projects, key: env.owner, body: `{"timezone":""}`, status: 400,
+			want: []string{`{"type":"validation_error","code":"invalid_choice","detail":"\"\" is not a valid choice.","attr":"timezone"}`}},
+		{name: "a backward-compatible IANA name", method: "POST", path: projects, key: env.owner, body: `{"name":"East","timezone":"US/Eastern","is_demo":true}`,
+			status: 201, want: []string{`"timezone":"US/Eastern"`}},
+		{name: "an Etc zone", method: "POST", path: projects, key: env.owner, body: `{"name":"Etc","timezone":"Etc/GMT+5","is_demo":true}`,
+			status: 201, want: []string{`"timezone":"Etc/GMT+5"`}},
 		{name: "week_start_day 0 or 1", method: "POST", path: projects, key: env.owner, body: `{"week_start_day":2}`, status: 400,
 			want: []string{`{"type":"validation_error","code":"invalid_choice","detail":"\"2\" is not a valid choice.","attr":"week_start_day"}`}},
 		{name: "a blank name", method: "POST", path: projects, key: env.owner, body: `{"name":""}`, status: 400,
 			want: []string{`"code":"blank"`, `"attr":"name"`}},
-		{name: "a field of the wrong type", method: "POST", path: projects, key: env.owner, body: `{"anonymize_ips":"yes"}`, status: 400,
-			want: []string{`{"type":"validation_error","code":"invalid_input","detail":"Not a valid boolean.","attr":"anonymize_ips"}`}},
-		{name: "a list that is not a list", method: "POST", path: projects, key: env.owner, body: `{"test_account_filters":{}}`, status: 400,
-			want: []string{`"attr":"test_account_filters"`}},
-		{name: "an object that is not an object", method: "POST", path: projects, key: env.owner, body: `{"session_replay_config":[]}`, status: 400,
-			want: []string{`"attr":"session_replay_config"`}},
+		// Wrong types, in DRF's words ("maybe" is not one of DRF's boolean strings).
+		{name: "a field of the wrong type", method: "POST", path: projects, key: env.owner, body: `{"anonymize_ips":"maybe"}`, status: 400,
+			want: []string{`{"type":"validation_error","code":"invalid_input","detail":"Must be a valid boolean.","attr":"anonymize_ips"}`}},
+		{name: "an integer that is not one", method: "POST", path: projects, key: env.owner, body: `{"week_start_day":"monday"}`, status: 400,
+			want: []string{`{"type":"validation_error","code":"invalid_input","detail":"A valid integer is required.","attr":"week_start_day"}`}},
+		{name: "a string that is not one", method: "POST", path: projects, key: env.owner, body: `{"name":7}`, status: 400,
+			want: []string{`{"type":"validation_error","code":"invalid_input","detail":"Not a valid string.","attr":"name"}`}},
+		{name: "a list of strings that is a string", method: "POST", path: projects, key: env.owner, body: `{"app_urls":"https://a"}`, status: 400,
+			want: []string{`{"type":"validation_error","code":"not_a_list","detail":"Expected a list of items but got type \"str\".","attr":"app_urls"}`}},
+		{name: "a list of strings that is a number", method: "POST", path: projects, key: env.owner, body: `{"live_events_columns":12}`, status: 400,
+			want: []string{`"code":"not_a_list"`, `"detail":"Expected a list of items but got type \"int\"."`}},
+		{name: "a list of strings that is a float", method: "POST", path: projects, key: env.owner, body: `{"recording_domains":1.5}`, status: 400,
+			want: []string{`"detail":"Expected a list of items but got type \"float\"."`}},
+		{name: "a list of strings that is a boolean", method: "POST", path: projects, key: env.owner, body: `{"person_display_name_properties":true}`, status: 400,
+			want: []string{`"detail":"Expected a list of items but got type \"bool\"."`}},
+		{name: "a list that is an object", method: "POST", path: projects, key: env.owner, body: `{"test_account_filters":{}}`, status: 400,
+			want: []string{`{"type":"validation_error","code":"not_a_list","detail":"Expected a list of items but got type \"dict\".","attr":"test_account_filters"}`}},
+		{name: "an object that is a list", method: "POST", path: projects, key: env.owner, body: `{"session_replay_config":[]}`, status: 400,
+			want: []string{`{"type":"validation_error","code":"not_a_dict","detail":"Expected a dictionary of items but got type \"list\".","attr":"session_replay_config"}`}},
+		{name: "a body that is not an object", method: "POST", path: projects, key: env.owner, body: `["Web"]`, status: 400,
+			want: []string{`{"type":"validation_error","code":"invalid_input","detail":"Invalid data. Expected a dictionary, but got list.","attr":null}`}},
 		{name: "a sample rate above 1", method: "POST", path: projects, key: env.owner, body: `{"session_recording_sample_rate":"1.5"}`, status: 400,
 			want: []string{`"attr":"session_recording_sample_rate"`}},
 		{name: "a minimum duration above 30 s", method: "POST", path: projects, key: env.owner,
@@ -228,8 +295,45 @@ func TestProjectCreate(t *testing.T) {
 				`"week_start_day":0`, `"access_control":true`, `"has_completed_onboarding_for":{"product_analytics":true}`,
 				`"path_cleaning_filters":[{"regex":"/\\d+","alias":"/:id"}]`, `"test_account_filters":[]`, `"flags_persistence_default":true`,
 				`"capture_console_log_opt_in":false`, `"modifiers":{"personsOnEventsMode":"disabled"}`}},
-		{name: "the full project lists with its fields", method: "GET", path: projects + "?limit=1&offset=4", key: env.owner, status: 200,
+		{name: "the full project lists with its fields", method: "GET", path: projects + "?limit=1&offset=6", key: env.owner, status: 200,
 			want: []string{`"name":"Full"`, `"completed_snippet_onboarding":true`, `"has_completed_onboarding_for":{"product_analytics":true}`,
 				`"timezone":"Europe/Paris"`, `"access_control":true`}},
 	})
+}
+
+var updateTimezones = flag.Bool("update-timezones", false, "rewrite timezones.txt from the Go toolchain's tz database")
+
+// TestTimezoneList checks that every name of timezones.txt loads, and that the list
+// is the tz database of the Go toolchain that builds hedge (the zip time/tzdata
+// embeds).
+func TestTimezoneList(t *testing.T) {
+	for _, name := range strings.Fields(timezoneList) {
+		if _, err := time.LoadLocation(name); err != nil {
+			t.Errorf("%s does not load: %v", name, err)
+		}
+	}
+	goroot, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Skipf("no go command to find the toolchain's tz database: %v", err)
+	}
+	archive, err := zip.OpenReader(filepath.Join(strings.TrimSpace(string(goroot)), "lib", "time", "zoneinfo.zip"))
+	if err != nil {
+		t.Skipf("no tz database in the toolchain: %v", err)
+	}
+	defer archive.Close()
+	var names []string
+	for _, f := range archive.File {
+		names = append(names, f.Name)
+	}
+	sort.Strings(names)
+	want := strings.Join(names, "\n") + "\n"
+	if *updateTimezones {
+		if err := os.WriteFile("timezones.txt", []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if timezoneList != want {
+		t.Fatal("timezones.txt is not the toolchain's tz database: go test -run TestTimezoneList -update-timezones ./admin")
+	}
 }

@@ -113,10 +113,10 @@ func (a *API) runQuery(ctx context.Context, scope warehouse.Scope, raw json.RawM
 
 // decodeQuery reads the query object into q; a field of the wrong type is a 400 naming it.
 func decodeQuery(raw json.RawMessage, q any) error {
-	err := json.Unmarshal(raw, q)
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) {
-		return errValidation("query__"+typeErr.Field, "invalid_input", "Not a valid "+jsonKind(typeErr.Type.Kind().String())+".")
+	err := decodeJSON(raw, q, "query__")
+	var apiErr *Error
+	if errors.As(err, &apiErr) {
+		return err
 	}
 	if err != nil {
 		return errValidation("query", "invalid_input", "The query is not valid JSON.")

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -41,14 +42,20 @@ type pendingInvite struct {
 	expired          bool
 }
 
+// signupScope is what a key must grant to accept an invite for its user: joining is
+// creating a membership, an organization_member write in the invite's organization.
+const signupScope = "organization_member:write"
+
 // POST /api/signup/{invite_id}/ (no key)
 // Accepts an invite. Without a key it creates the invited user with first_name
 // (else the invite's) and last_name, at the invite's level, and answers 201 with a new
 // personal API key. An e-mail that already has a user must accept with that user's
 // key instead (else anyone holding the invite id, its inviter included, would get a
-// key to that user's other organizations); that answers 200 without a key. Either way
-// the invites to that e-mail in the organization are consumed. An unknown, used or
-// expired invite is a 400.
+// key to that user's other organizations); that answers 200 without a key. The key
+// must grant organization_member:write and reach the invite's organization, and, as
+// in PostHog, the invite must be to its user's own e-mail. Either way the invites to
+// that e-mail in the organization are consumed. An unknown, used or expired invite is
+// a 400.
 func (a *API) signup(c *fiber.Ctx) error {
 	var in signupInput
 	if err := bindBody(c, &in); err != nil {
@@ -60,6 +67,9 @@ func (a *API) signup(c *fiber.Ctx) error {
 		p, err := a.authenticate(c)
 		if err != nil {
 			return err
+		}
+		if !p.allows(signupScope) {
+			return errPermissionDenied(fmt.Sprintf("API key missing required scope '%s'", signupScope))
 		}
 		existing = p
 	}
@@ -118,7 +128,9 @@ func (a *API) signup(c *fiber.Ctx) error {
 }
 
 // signupExisting accepts an invite for the user of the request's key, whose e-mail
-// must be the invited one.
+// must be the invited one (checked first: a key of another user learns nothing more
+// about the invite). A key restricted to some projects or to other organizations
+// cannot join one: it is an organization-level write elsewhere.
 func (a *API) signupExisting(c *fiber.Ctx, p *principal, invite pendingInvite) error {
 	ctx := c.UserContext()
 	var email string
@@ -127,6 +139,12 @@ func (a *API) signupExisting(c *fiber.Ctx, p *principal, invite pendingInvite) e
 	}
 	if email != invite.email {
 		return errValidation("", "invalid_recipient", "This invite is intended for another email address.")
+	}
+	if err := notProjectScoped(p); err != nil {
+		return err
+	}
+	if len(p.scopedOrganizations) > 0 && !slices.Contains(p.scopedOrganizations, invite.organizationID.String()) {
+		return errPermissionDenied(fmt.Sprintf("API key does not have access to the requested organization: ID %s.", invite.organizationID))
 	}
 	member, err := memberOfOrganization(ctx, a.db, invite.organizationID, email)
 	if err != nil {

@@ -39,8 +39,11 @@ func TestSignup(t *testing.T) {
 		t.Fatalf("joined %v", org)
 	}
 	env.run(t, []scenario{
-		{name: "the new key works with scope *", method: "GET", path: "/api/organizations/{org}/members/?email=ada@example.com", key: key, status: 200,
+		{name: "the new key works", method: "GET", path: "/api/organizations/{org}/members/?email=ada@example.com", key: key, status: 200,
 			want: []string{`"count":1`, `"level":8`, `"first_name":"Augusta"`}},
+		{name: "the new key has scope * and no restriction", method: "GET", path: "/api/personal_api_keys/", key: key, status: 200,
+			want:    []string{`"label":"signup"`, `"value":null`, `"scopes":["*"],"scoped_teams":[],"scoped_organizations":[]}]`},
+			notWant: []string{`},{`}},
 		{name: "the invite is consumed", method: "GET", path: "/api/organizations/{org}/invites/", key: key, status: 200,
 			want: []string{`"count":0`}},
 		{name: "a used invite", method: "POST", path: signup, body: `{"first_name":"Ada"}`, status: 400,
@@ -52,7 +55,22 @@ func TestSignup(t *testing.T) {
 	// An invite to an existing user: accepted with that user's key, not by anyone.
 	second, _ := env.must(t, 201, "POST", "/api/organizations/"+otherOrg.String()+"/invites/", otherKey, `{"target_email":"ada@example.com"}`)["id"].(string)
 	_, strangerKey := env.member(t, "stranger@example.com", levelMember, "*")
+	adaKey := func(body string) string {
+		t.Helper()
+		return env.must(t, 201, "POST", "/api/personal_api_keys/", key, body)["value"].(string)
+	}
+	readOnly := adaKey(`{"label":"read","scopes":["organization:read","organization_member:read"]}`)
+	scopedHere := adaKey(`{"label":"here","scopes":["*"],"scoped_organizations":["` + env.org.String() + `"]}`)
+	oneProject := adaKey(`{"label":"one project","scopes":["*"],"scoped_teams":[1]}`)
 	env.run(t, []scenario{
+		{name: "not with a key without organization_member:write", method: "POST", path: "/api/signup/" + second + "/", key: readOnly, status: 403,
+			want: []string{`{"type":"authentication_error","code":"permission_denied","detail":"API key missing required scope 'organization_member:write'","attr":null}`}},
+		{name: "not with a key scoped to other organizations", method: "POST", path: "/api/signup/" + second + "/", key: scopedHere, status: 403,
+			want: []string{`"detail":"API key does not have access to the requested organization: ID ` + otherOrg.String() + `."`}},
+		{name: "not with a key scoped to some projects", method: "POST", path: "/api/signup/" + second + "/", key: oneProject, status: 403,
+			want: []string{`"detail":"API keys with scoped projects are only supported on project-based endpoints."`}},
+		{name: "the refused attempts left the invite", method: "GET", path: "/api/organizations/" + otherOrg.String() + "/invites/", key: otherKey,
+			status: 200, want: []string{`"count":1`, `"id":"` + second + `"`}},
 		{name: "an existing user cannot be signed up without a key", method: "POST", path: "/api/signup/" + second + "/", body: `{"first_name":"Ada"}`,
 			status: 400, want: []string{`"code":"user_already_exists"`}},
 		{name: "nor with another user's key", method: "POST", path: "/api/signup/" + second + "/", key: strangerKey, status: 400,

@@ -84,6 +84,9 @@ type meRecord struct {
 }
 
 // GET /api/users/@me/ (user:read)
+// Open to a key scoped to some projects too: PostHog exempts the user's own record
+// from the "only project-based endpoints" rule (APIScopePermission skips scope object
+// "user"); organizations and team are still narrowed to what the key reaches.
 func (a *API) userMe(c *fiber.Ctx) error {
 	p := principalOf(c)
 	ctx := c.UserContext()
