@@ -1,9 +1,11 @@
 package admin
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -40,13 +42,30 @@ func scanCollaborator(row interface{ Scan(...any) error }) (collaboratorRecord, 
 // dashboardNotFound is the answer for a collaborator route on a dashboard that is not there.
 var dashboardNotFound = errNotFound("Dashboard not found.")
 
+// collaboratorDashboard is dashboardOf for the collaborator routes: a project the caller
+// cannot reach is "Project not found." as on every project route, a dashboard that is
+// not there "Dashboard not found." (PostHog's words).
+func (a *API) collaboratorDashboard(c *fiber.Ctx) (project, dashboardRow, error) {
+	pr, err := a.projectOf(c, principalOf(c))
+	if err != nil {
+		return pr, dashboardRow{}, err
+	}
+	id, err := strconv.ParseInt(c.Params("dashboard_id"), 10, 64)
+	if err != nil {
+		return pr, dashboardRow{}, dashboardNotFound
+	}
+	d, err := loadDashboard(c.UserContext(), a.db, pr.id, id, false)
+	if isNotFound(err) {
+		return pr, d, dashboardNotFound
+	}
+	return pr, d, err
+}
+
 // GET /api/projects/{project_id}/dashboards/{dashboard_id}/collaborators/ (dashboard:read)
 // The collaborators, as a plain JSON array (PostHog does not paginate them).
 func (a *API) collaboratorList(c *fiber.Ctx) error {
-	_, d, err := a.dashboardOf(c)
-	if isNotFound(err) {
-		return dashboardNotFound
-	} else if err != nil {
+	_, d, err := a.collaboratorDashboard(c)
+	if err != nil {
 		return err
 	}
 	rows, err := a.db.QueryContext(c.UserContext(), collaboratorColumns+` WHERE c.dashboard_id = ? ORDER BY c.added_at, c.id`, d.id)
@@ -80,10 +99,8 @@ func isNotFound(err error) bool {
 // (its creator, project admins), never twice, only for members of the organization.
 func (a *API) collaboratorAdd(c *fiber.Ctx) error {
 	p := principalOf(c)
-	pr, d, err := a.dashboardOf(c)
-	if isNotFound(err) {
-		return dashboardNotFound
-	} else if err != nil {
+	pr, d, err := a.collaboratorDashboard(c)
+	if err != nil {
 		return err
 	}
 	var body struct {
@@ -137,16 +154,9 @@ func (a *API) collaboratorAdd(c *fiber.Ctx) error {
 	if (d.createdBy != nil && *d.createdBy == userID) || level >= levelAdmin {
 		return errValidation("user_uuid", "invalid_input", "Cannot add collaborators that already have inherent access (the dashboard owner or a project admins).")
 	}
-	var already int
-	if err := a.db.QueryRowContext(ctx, `SELECT count(*) FROM meta.dashboard_collaborators WHERE dashboard_id = ? AND user_id = ?`, d.id, userID).Scan(&already); err != nil {
-		return fmt.Errorf("cannot look up collaborators of dashboard %d: %w", d.id, err)
-	}
-	if already > 0 {
-		return errValidation("user_uuid", "unique", "User already is a collaborator.")
-	}
-	id := uuid.Must(uuid.NewV7())
-	if _, err := a.db.ExecContext(ctx, `INSERT INTO meta.dashboard_collaborators VALUES (?, ?, ?, ?, now(), now())`, id, d.id, userID, body.Level.Value); err != nil {
-		return fmt.Errorf("cannot add collaborator %d to dashboard %d: %w", userID, d.id, err)
+	id, err := a.insertCollaborator(ctx, d.id, userID, body.Level.Value)
+	if err != nil {
+		return err
 	}
 	r, err := scanCollaborator(a.db.QueryRowContext(ctx, collaboratorColumns+` WHERE c.id = ?`, id))
 	if err != nil {
@@ -155,13 +165,32 @@ func (a *API) collaboratorAdd(c *fiber.Ctx) error {
 	return c.Status(fiber.StatusCreated).JSON(r)
 }
 
+// insertCollaborator makes the user a collaborator of the dashboard, or answers 400
+// when it already is one; concurrent requests for the same user are taken one at a
+// time (dashboardRowsMu), so all but the first get the 400.
+func (a *API) insertCollaborator(ctx context.Context, dashboardID, userID int64, level int) (uuid.UUID, error) {
+	dashboardRowsMu.Lock()
+	defer dashboardRowsMu.Unlock()
+	var already int
+	if err := a.db.QueryRowContext(ctx, `SELECT count(*) FROM meta.dashboard_collaborators WHERE dashboard_id = ? AND user_id = ?`,
+		dashboardID, userID).Scan(&already); err != nil {
+		return uuid.Nil, fmt.Errorf("cannot look up collaborators of dashboard %d: %w", dashboardID, err)
+	}
+	if already > 0 {
+		return uuid.Nil, errValidation("user_uuid", "unique", "User already is a collaborator.")
+	}
+	id := uuid.Must(uuid.NewV7())
+	if _, err := a.db.ExecContext(ctx, `INSERT INTO meta.dashboard_collaborators VALUES (?, ?, ?, ?, now(), now())`, id, dashboardID, userID, level); err != nil {
+		return uuid.Nil, fmt.Errorf("cannot add collaborator %d to dashboard %d: %w", userID, dashboardID, err)
+	}
+	return id, nil
+}
+
 // DELETE /api/projects/{project_id}/dashboards/{dashboard_id}/collaborators/{user__uuid}/ (dashboard:write)
 func (a *API) collaboratorRemove(c *fiber.Ctx) error {
 	p := principalOf(c)
-	pr, d, err := a.dashboardOf(c)
-	if isNotFound(err) {
-		return dashboardNotFound
-	} else if err != nil {
+	pr, d, err := a.collaboratorDashboard(c)
+	if err != nil {
 		return err
 	}
 	ctx := c.UserContext()

@@ -146,7 +146,11 @@ type tileEdit struct {
 	Deleted          optional[bool]     `json:"deleted"`
 }
 
-const maxTextBody = 4000
+// The longest text card body and tile color (PostHog's model limits).
+const (
+	maxTextBody  = 4000
+	maxTileColor = 400
+)
 
 func editTiles(ctx context.Context, tx *sql.Tx, team, dashboardID, userID int64, edits []tileEdit) error {
 	for i, e := range edits {
@@ -156,6 +160,12 @@ func editTiles(ctx context.Context, tx *sql.Tx, team, dashboardID, userID int64,
 		}
 		if e.Layouts.Set && !e.Layouts.Null && !isJSONObject(e.Layouts.Value) {
 			return errValidation(attr+"__layouts", "invalid_input", "Layouts must be a dictionary.")
+		}
+		if e.Color.Set && len([]rune(e.Color.Value)) > maxTileColor {
+			return errValidation(attr+"__color", "max_length", "Ensure this field has no more than 400 characters.")
+		}
+		if e.FiltersOverrides.Set && !e.FiltersOverrides.Null && !isJSONObject(e.FiltersOverrides.Value) {
+			return errValidation(attr+"__filters_overrides", "invalid_input", "Filters overrides must be a dictionary.")
 		}
 		if e.ID == nil {
 			if e.Text == nil || e.Text.Body == nil {

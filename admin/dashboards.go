@@ -231,7 +231,8 @@ func (a *API) usersByID(ctx context.Context, ids []int64) (map[int64]userRecord,
 }
 
 // GET /api/projects/{project_id}/dashboards/ (dashboard:read)
-// The project's dashboards that are not deleted: pinned first, then by name.
+// The project's dashboards that are not deleted: pinned first, then by name in any
+// case ("apple" before "Banana", as PostHog's Postgres collation sorts), unnamed last.
 func (a *API) dashboardList(c *fiber.Ctx) error {
 	p := principalOf(c)
 	pr, err := a.projectOf(c, p)
@@ -244,7 +245,7 @@ func (a *API) dashboardList(c *fiber.Ctx) error {
 		return fmt.Errorf("cannot count dashboards of project %d: %w", pr.id, err)
 	}
 	rows, err := a.db.QueryContext(ctx, dashboardColumns+` WHERE d.team_id = ? AND NOT d.deleted
-		ORDER BY d.pinned DESC, d.name, d.id LIMIT ? OFFSET ?`, pr.id, pg.limit, pg.offset)
+		ORDER BY d.pinned DESC, lower(d.name) NULLS LAST, d.name, d.id LIMIT ? OFFSET ?`, pr.id, pg.limit, pg.offset)
 	if err != nil {
 		return fmt.Errorf("cannot list dashboards of project %d: %w", pr.id, err)
 	}
@@ -307,10 +308,10 @@ func (a *API) dashboardRetrieve(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	// Decision: PostHog notes last_accessed_at on every retrieve; hedge neither notes
+	// nor shows it. The write made concurrent reads of one dashboard fail on DuckDB's
+	// optimistic concurrency ("Conflict on update"), and the spec has no such field.
 	ctx := c.UserContext()
-	if _, err := a.db.ExecContext(ctx, `UPDATE meta.dashboards SET last_accessed_at = now() WHERE id = ?`, d.id); err != nil {
-		return fmt.Errorf("cannot note access to dashboard %d: %w", d.id, err)
-	}
 	x, err := a.accessTo(ctx, d, pr, principalOf(c).userID)
 	if err != nil {
 		return err
@@ -342,6 +343,13 @@ type dashboardInput struct {
 
 // validate checks the fields that were sent.
 func (in *dashboardInput) validate() error {
+	// DRF: description and pinned are not nullable (name is).
+	if in.Description.Null {
+		return errValidation("description", "null", "This field may not be null.")
+	}
+	if in.Pinned.Null {
+		return errValidation("pinned", "null", "This field may not be null.")
+	}
 	if in.Name.Set && len([]rune(in.Name.Value)) > 400 {
 		return errValidation("name", "max_length", "Ensure this field has no more than 400 characters.")
 	}
@@ -571,13 +579,6 @@ func (a *API) dashboardUpdate(c *fiber.Ctx) error {
 	if err != nil {
 		return errNotFound("Not found.")
 	}
-	var in dashboardInput
-	if err := bindBody(c, &in); err != nil {
-		return err
-	}
-	if err := in.validate(); err != nil {
-		return err
-	}
 	ctx := c.UserContext()
 	if isExactlyUndelete(c.Body()) {
 		if d, err := loadDashboard(ctx, a.db, pr.id, id, true); err == nil {
@@ -588,12 +589,21 @@ func (a *API) dashboardUpdate(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	// Edit rights first, then the body, as DRF checks object permissions before the
+	// serializer: a viewer gets 403 whatever it sends.
 	x, err := a.accessTo(ctx, d, pr, p.userID)
 	if err != nil {
 		return err
 	}
 	if !x.canEdit {
 		return errNoEditRights
+	}
+	var in dashboardInput
+	if err := bindBody(c, &in); err != nil {
+		return err
+	}
+	if err := in.validate(); err != nil {
+		return err
 	}
 	if in.RestrictionLevel.Set && in.RestrictionLevel.Value != d.restrictionLevel && !x.canRestrict {
 		return errPermissionDenied("Only the dashboard owner and project admins have the restriction rights required to change the dashboard's restriction level.")

@@ -3,10 +3,13 @@ package admin
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -500,4 +503,480 @@ func TestInsightResults(t *testing.T) {
 	})
 	env.ok(t, 200, "PATCH", path, env.key, `{"deleted": true}`)
 	env.ok(t, 404, "GET", path, env.key, "")
+}
+
+// newDashEnvWith is newDashEnv with a Config of the test's choosing.
+func newDashEnvWith(t *testing.T, configure func(*Config)) *dashEnv {
+	m := newMgmtEnv(t, configure)
+	return &dashEnv{testEnv: m.testEnv, key: m.owner, project: fmt.Sprintf("/api/projects/%d", m.boot.ProjectID)}
+}
+
+// otherProject makes a second project in the bootstrap organization and returns its
+// path (/api/projects/{id}).
+func (env *dashEnv) otherProject(t *testing.T) string {
+	t.Helper()
+	p := env.ok(t, 201, "POST", "/api/organizations/{org}/projects/", env.key, `{"name": "Other"}`)
+	return fmt.Sprintf("/api/projects/%d", int64(p["id"].(float64)))
+}
+
+// insight makes an insight of the bootstrap project and returns its id.
+func (env *dashEnv) insight(t *testing.T, body string) int64 {
+	t.Helper()
+	i := env.ok(t, 201, "POST", env.project+"/insights/", env.key, body)
+	return int64(i["id"].(float64))
+}
+
+func (env *dashEnv) insightPath(id int64) string {
+	return fmt.Sprintf("%s/insights/%d/", env.project, id)
+}
+
+// tileIDs are the ids of a dashboard's tiles, in order.
+func tileIDs(d map[string]any) []int64 {
+	var ids []int64
+	for _, tile := range d["tiles"].([]any) {
+		ids = append(ids, int64(tile.(map[string]any)["id"].(float64)))
+	}
+	return ids
+}
+
+// answer is one response of a burst of concurrent requests.
+type answer struct {
+	status int
+	body   string
+	err    error
+}
+
+// burst sends n copies of a request at once (all released together) and returns the
+// answers. It runs off the test's goroutine, so transport errors are returned.
+func (env *dashEnv) burst(n int, method, path, key, body string) []answer {
+	answers := make([]answer, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, err := http.NewRequest(method, env.url+env.expand(path), strings.NewReader(body))
+			if err != nil {
+				answers[i].err = err
+				return
+			}
+			req.Header.Set("Authorization", "Bearer "+key)
+			if body != "" {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			<-start
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				answers[i].err = err
+				return
+			}
+			defer resp.Body.Close()
+			text, err := io.ReadAll(resp.Body)
+			answers[i] = answer{status: resp.StatusCode, body: string(text), err: err}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return answers
+}
+
+const concurrentRequests = 32
+
+// Concurrent reads of one dashboard all succeed: a read writes nothing that two
+// transactions could conflict on.
+func TestDashboardConcurrentRetrieve(t *testing.T) {
+	env := newDashEnv(t)
+	id, _ := env.dashboard(t, `{"name": "Busy"}`)
+	env.ok(t, 200, "PATCH", env.dashPath(id, ""), env.key, `{"tiles": [{"text": {"body": "hello"}}]}`)
+	env.insight(t, fmt.Sprintf(`{"name": "Views", "query": {"kind": "TrendsQuery", "series": [{"event": "$pageview"}]}, "dashboards": [%d]}`, id))
+	for i, a := range env.burst(concurrentRequests, "GET", env.dashPath(id, ""), env.key, "") {
+		if a.err != nil || a.status != 200 || !strings.Contains(a.body, `"name":"Busy"`) {
+			t.Fatalf("read %d: %d %v %s", i, a.status, a.err, a.body)
+		}
+	}
+}
+
+// Concurrent first reads of a sharing configuration all answer the same one.
+func TestSharingConcurrentFirstRetrieve(t *testing.T) {
+	env := newDashEnv(t)
+	id, _ := env.dashboard(t, `{"name": "Shared"}`)
+	tokens := map[string]int{}
+	for i, a := range env.burst(concurrentRequests, "GET", env.dashPath(id, "sharing/"), env.key, "") {
+		var s map[string]any
+		if a.err != nil || a.status != 200 || json.Unmarshal([]byte(a.body), &s) != nil {
+			t.Fatalf("read %d: %d %v %s", i, a.status, a.err, a.body)
+		}
+		tokens[s["access_token"].(string)]++
+	}
+	if len(tokens) != 1 {
+		t.Fatalf("concurrent first reads answered %d different tokens: %v", len(tokens), tokens)
+	}
+	if s := env.ok(t, 200, "GET", env.dashPath(id, "sharing/"), env.key, ""); tokens[s["access_token"].(string)] == 0 {
+		t.Fatalf("a later read answered another token: %v", s)
+	}
+}
+
+// Concurrent requests to add the same collaborator: one adds it, the others are told
+// it already is one.
+func TestCollaboratorConcurrentAdd(t *testing.T) {
+	env := newDashEnv(t)
+	id, _ := env.dashboard(t, `{"name": "Restricted", "restriction_level": 37}`)
+	memberID, _ := env.member(t, "member@example.com", levelMember)
+	created := 0
+	for i, a := range env.burst(concurrentRequests, "POST", env.dashPath(id, "collaborators/"), env.key, fmt.Sprintf(`{"user_uuid": %q, "level": 37}`, memberID)) {
+		switch {
+		case a.err == nil && a.status == 201:
+			created++
+		case a.err == nil && a.status == 400 && a.body == `{"type":"validation_error","code":"unique","detail":"User already is a collaborator.","attr":"user_uuid"}`:
+		default:
+			t.Fatalf("request %d: %d %v %s", i, a.status, a.err, a.body)
+		}
+	}
+	status, text, _ := env.do(t, "GET", env.dashPath(id, "collaborators/"), env.key, nil, "")
+	var collaborators []map[string]any
+	if created != 1 || status != 200 || json.Unmarshal([]byte(text), &collaborators) != nil || len(collaborators) != 1 {
+		t.Fatalf("%d added; collaborators %d %s", created, status, text)
+	}
+}
+
+// Field rules of reference §7.3 and §7.4.
+func TestDashboardValidation(t *testing.T) {
+	env := newDashEnv(t)
+	id, _ := env.dashboard(t, `{"name": "Rules"}`)
+	d := env.ok(t, 200, "PATCH", env.dashPath(id, ""), env.key, `{"tiles": [{"text": {"body": "card"}}]}`)
+	tile := tileIDs(d)[0]
+	long := strings.Repeat("c", 401)
+	nullField := func(attr string) string {
+		return `{"type":"validation_error","code":"null","detail":"This field may not be null.","attr":"` + attr + `"}`
+	}
+	env.run(t, []scenario{
+		{name: "description null on create", method: "POST", path: env.project + "/dashboards/", key: env.key, body: `{"name": "x", "description": null}`,
+			status: 400, want: []string{nullField("description")}},
+		{name: "pinned null on create", method: "POST", path: env.project + "/dashboards/", key: env.key, body: `{"name": "x", "pinned": null}`,
+			status: 400, want: []string{nullField("pinned")}},
+		{name: "description null", method: "PATCH", path: env.dashPath(id, ""), key: env.key, body: `{"description": null}`,
+			status: 400, want: []string{nullField("description")}},
+		{name: "pinned null", method: "PATCH", path: env.dashPath(id, ""), key: env.key, body: `{"pinned": null}`,
+			status: 400, want: []string{nullField("pinned")}},
+		{name: "name null clears it", method: "PATCH", path: env.dashPath(id, ""), key: env.key, body: `{"name": null}`,
+			status: 200, want: []string{`"name":null`}},
+		{name: "color too long on a new tile", method: "PATCH", path: env.dashPath(id, ""), key: env.key,
+			body: `{"tiles": [{"text": {"body": "x"}, "color": "` + long + `"}]}`, status: 400,
+			want: []string{`{"type":"validation_error","code":"max_length","detail":"Ensure this field has no more than 400 characters.","attr":"tiles__0__color"}`}},
+		{name: "color too long on a tile", method: "PATCH", path: env.dashPath(id, ""), key: env.key,
+			body: fmt.Sprintf(`{"tiles": [{"id": %d, "color": %q}]}`, tile, long), status: 400, want: []string{`"attr":"tiles__0__color"`}},
+		{name: "color of 400 characters", method: "PATCH", path: env.dashPath(id, ""), key: env.key,
+			body: fmt.Sprintf(`{"tiles": [{"id": %d, "color": %q}]}`, tile, long[1:]), status: 200, want: []string{`"color":"` + long[1:] + `"`}},
+		{name: "filters_overrides not an object", method: "PATCH", path: env.dashPath(id, ""), key: env.key,
+			body: fmt.Sprintf(`{"tiles": [{"id": %d, "filters_overrides": [1]}]}`, tile), status: 400,
+			want: []string{`"code":"invalid_input"`, `"attr":"tiles__0__filters_overrides"`}},
+		{name: "filters_overrides a string", method: "PATCH", path: env.dashPath(id, ""), key: env.key,
+			body: fmt.Sprintf(`{"tiles": [{"id": %d, "filters_overrides": "x"}]}`, tile), status: 400,
+			want: []string{`"attr":"tiles__0__filters_overrides"`}},
+	})
+	// Nothing of a refused request was kept.
+	if d := env.ok(t, 200, "GET", env.dashPath(id, ""), env.key, ""); len(d["tiles"].([]any)) != 1 || d["description"] != "" || d["pinned"] != false {
+		t.Fatalf("after refused edits: %v", d)
+	}
+}
+
+// A viewer is refused before its body is looked at, as DRF checks object permissions
+// before the serializer.
+func TestDashboardEditRightsBeforeValidation(t *testing.T) {
+	env := newDashEnv(t)
+	id, _ := env.dashboard(t, `{"name": "Restricted", "restriction_level": 37}`)
+	_, memberKey := env.member(t, "member@example.com", levelMember)
+	for _, body := range []string{`{"restriction_level": 50}`, `{"name": 5}`, `{"description": null}`, `not json`} {
+		env.run(t, []scenario{{name: "viewer sends " + body, method: "PATCH", path: env.dashPath(id, ""), key: memberKey, body: body,
+			status: 403, want: []string{`{"type":"authentication_error","code":"permission_denied","detail":"You don't have edit permissions for this dashboard.","attr":null}`}}})
+	}
+}
+
+// The list sorts names in any case, as PostHog's Postgres collation does, and pages.
+func TestDashboardListOrderAndPages(t *testing.T) {
+	env := newDashEnv(t)
+	for _, name := range []string{"cherry", "Banana", "", "apple", "Date"} {
+		env.dashboard(t, fmt.Sprintf(`{"name": %q}`, name))
+	}
+	env.dashboard(t, `{"name": "zebra", "pinned": true}`)
+	names := func(list map[string]any) string {
+		var out []string
+		for _, r := range list["results"].([]any) {
+			out = append(out, fmt.Sprint(r.(map[string]any)["name"]))
+		}
+		return strings.Join(out, ",")
+	}
+	if got := names(env.ok(t, 200, "GET", env.project+"/dashboards/", env.key, "")); got != "zebra,apple,Banana,cherry,Date,<nil>" {
+		t.Fatalf("list order %s", got)
+	}
+	first := env.ok(t, 200, "GET", env.project+"/dashboards/?limit=2", env.key, "")
+	if names(first) != "zebra,apple" || first["count"] != 6.0 || first["previous"] != nil ||
+		first["next"] != env.url+env.project+"/dashboards/?limit=2&offset=2" {
+		t.Fatalf("first page %s, count %v, next %v, previous %v", names(first), first["count"], first["next"], first["previous"])
+	}
+	second := env.ok(t, 200, "GET", strings.TrimPrefix(first["next"].(string), env.url), env.key, "")
+	if names(second) != "Banana,cherry" || second["previous"] != env.url+env.project+"/dashboards/?limit=2" {
+		t.Fatalf("second page %s, previous %v", names(second), second["previous"])
+	}
+	last := env.ok(t, 200, "GET", env.project+"/dashboards/?limit=2&offset=4", env.key, "")
+	if names(last) != "Date,<nil>" || last["next"] != nil {
+		t.Fatalf("last page %s, next %v", names(last), last["next"])
+	}
+}
+
+// Who may do what on a dashboard (reference §7.2).
+func TestDashboardAccessLevels(t *testing.T) {
+	env := newDashEnv(t)
+	_, adminKey := env.member(t, "admin@example.com", levelAdmin)
+	_, memberKey := env.member(t, "member@example.com", levelMember)
+	open, _ := env.dashboard(t, `{"name": "Open"}`)
+	restricted, _ := env.dashboard(t, `{"name": "Restricted", "restriction_level": 37}`)
+
+	// An admin who did not create it manages it.
+	if d := env.ok(t, 200, "GET", env.dashPath(restricted, ""), adminKey, ""); d["user_access_level"] != "manager" || d["effective_privilege_level"] != 37.0 {
+		t.Fatalf("an admin sees %v %v", d["user_access_level"], d["effective_privilege_level"])
+	}
+	if d := env.ok(t, 200, "PATCH", env.dashPath(restricted, ""), adminKey, `{"restriction_level": 21}`); d["restriction_level"] != 21.0 {
+		t.Fatalf("an admin changed the level: %v", d["restriction_level"])
+	}
+	env.ok(t, 200, "PATCH", env.dashPath(restricted, ""), adminKey, `{"restriction_level": 37}`)
+
+	// A member edits an open dashboard, but may not restrict it.
+	if d := env.ok(t, 200, "GET", env.dashPath(open, ""), memberKey, ""); d["user_access_level"] != "editor" || d["effective_privilege_level"] != 37.0 {
+		t.Fatalf("a member on an open dashboard sees %v %v", d["user_access_level"], d["effective_privilege_level"])
+	}
+	if d := env.ok(t, 200, "PATCH", env.dashPath(open, ""), memberKey, `{"name": "Open, edited", "tiles": [{"text": {"body": "by a member"}}]}`); d["name"] != "Open, edited" || len(d["tiles"].([]any)) != 1 {
+		t.Fatalf("a member edited %v", d)
+	}
+	env.run(t, []scenario{
+		{name: "member restricts", method: "PATCH", path: env.dashPath(open, ""), key: memberKey, body: `{"restriction_level": 37}`, status: 403,
+			want: []string{`"detail":"Only the dashboard owner and project admins have the restriction rights required to change the dashboard's restriction level."`}},
+		{name: "member sends the level it has", method: "PATCH", path: env.dashPath(open, ""), key: memberKey, body: `{"restriction_level": 21}`, status: 200},
+		{name: "member soft-deletes a restricted dashboard", method: "PATCH", path: env.dashPath(restricted, ""), key: memberKey,
+			body: `{"deleted": true}`, status: 403, want: []string{"You don't have edit permissions for this dashboard."}},
+	})
+	if d := env.ok(t, 200, "GET", env.dashPath(restricted, ""), env.key, ""); d["deleted"] != false {
+		t.Fatal("a refused soft delete deleted the dashboard")
+	}
+	// Restoring needs edit rights too.
+	env.ok(t, 200, "PATCH", env.dashPath(restricted, ""), env.key, `{"deleted": true}`)
+	env.run(t, []scenario{{name: "member restores a restricted dashboard", method: "PATCH", path: env.dashPath(restricted, ""), key: memberKey,
+		body: `{"deleted": false}`, status: 403, want: []string{"You don't have edit permissions for this dashboard."}}})
+	env.ok(t, 404, "GET", env.dashPath(restricted, ""), env.key, "")
+	env.ok(t, 200, "PATCH", env.dashPath(restricted, ""), adminKey, `{"deleted": false}`)
+}
+
+// tilesDeleted are the deleted flags of a dashboard's tile rows, by tile id.
+func (env *dashEnv) tilesDeleted(t *testing.T, dashboard int64) map[int64]bool {
+	t.Helper()
+	rows, err := env.warehouse.DB().Query(`SELECT id, deleted FROM meta.dashboard_tiles WHERE dashboard_id = ?`, dashboard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	flags := map[int64]bool{}
+	for rows.Next() {
+		var id int64
+		var deleted bool
+		if err := rows.Scan(&id, &deleted); err != nil {
+			t.Fatal(err)
+		}
+		flags[id] = deleted
+	}
+	return flags
+}
+
+// A soft delete without delete_insights keeps the insights, and marks the tile rows
+// deleted; a restore brings them back.
+func TestDashboardSoftDeleteKeepsInsights(t *testing.T) {
+	env := newDashEnv(t)
+	id, _ := env.dashboard(t, `{"name": "Doomed"}`)
+	insight := env.insight(t, fmt.Sprintf(`{"name": "only here", "query": {"kind": "TrendsQuery", "series": [{"event": "$pageview"}]}, "dashboards": [%d]}`, id))
+	d := env.ok(t, 200, "PATCH", env.dashPath(id, ""), env.key, `{"tiles": [{"text": {"body": "card"}}]}`)
+	if len(tileIDs(d)) != 2 {
+		t.Fatalf("tiles %v", d["tiles"])
+	}
+	env.ok(t, 200, "PATCH", env.dashPath(id, ""), env.key, `{"deleted": true, "delete_insights": false}`)
+	flags := env.tilesDeleted(t, id)
+	if len(flags) != 2 {
+		t.Fatalf("tile rows %v", flags)
+	}
+	for tile, deleted := range flags {
+		if !deleted {
+			t.Fatalf("tile %d of a deleted dashboard is not marked deleted", tile)
+		}
+	}
+	i := env.ok(t, 200, "GET", env.insightPath(insight), env.key, "")
+	if i["deleted"] != false || fmt.Sprint(i["dashboards"]) != "[]" {
+		t.Fatalf("the insight after its dashboard was deleted: %v %v", i["deleted"], i["dashboards"])
+	}
+	env.ok(t, 200, "PATCH", env.dashPath(id, ""), env.key, `{"deleted": false}`)
+	for tile, deleted := range env.tilesDeleted(t, id) {
+		if deleted {
+			t.Fatalf("tile %d still deleted after the restore", tile)
+		}
+	}
+	if i := env.ok(t, 200, "GET", env.insightPath(insight), env.key, ""); fmt.Sprint(i["dashboards"]) != fmt.Sprintf("[%d]", id) {
+		t.Fatalf("the insight after the restore: %v", i["dashboards"])
+	}
+}
+
+func TestMoveTileRules(t *testing.T) {
+	env := newDashEnv(t)
+	_, memberKey := env.member(t, "member@example.com", levelMember)
+	textTile := func(dashboard int64) int64 {
+		t.Helper()
+		ids := tileIDs(env.ok(t, 200, "PATCH", env.dashPath(dashboard, ""), env.key, `{"tiles": [{"text": {"body": "tile"}}]}`))
+		return ids[len(ids)-1]
+	}
+	move := func(tile, to int64) string { return fmt.Sprintf(`{"tile": {"id": %d}, "toDashboard": %d}`, tile, to) }
+	open, _ := env.dashboard(t, `{"name": "Open"}`)
+	open2, _ := env.dashboard(t, `{"name": "Open too"}`)
+	restricted, _ := env.dashboard(t, `{"name": "Restricted", "restriction_level": 37}`)
+	deleted, _ := env.dashboard(t, `{"name": "Deleted"}`)
+	env.ok(t, 200, "PATCH", env.dashPath(deleted, ""), env.key, `{"deleted": true}`)
+	other := env.otherProject(t)
+	foreign := int64(env.ok(t, 201, "POST", other+"/dashboards/", env.key, `{"name": "Elsewhere"}`)["id"].(float64))
+	onOpen, onRestricted := textTile(open), textTile(restricted)
+
+	noEdit := `{"type":"authentication_error","code":"permission_denied","detail":"You don't have edit permissions for this dashboard.","attr":null}`
+	env.run(t, []scenario{
+		{name: "to a dashboard of another project", method: "PATCH", path: env.dashPath(open, "move_tile/"), key: env.key, body: move(onOpen, foreign),
+			status: 404, want: []string{`"detail":"Dashboard not found."`}},
+		{name: "to a deleted dashboard", method: "PATCH", path: env.dashPath(open, "move_tile/"), key: env.key, body: move(onOpen, deleted),
+			status: 404, want: []string{`"detail":"Dashboard not found."`}},
+		{name: "from a deleted dashboard", method: "PATCH", path: env.dashPath(deleted, "move_tile/"), key: env.key, body: move(onOpen, open),
+			status: 404},
+		{name: "without edit rights on the source", method: "PATCH", path: env.dashPath(restricted, "move_tile/"), key: memberKey,
+			body: move(onRestricted, open), status: 403, want: []string{noEdit}},
+		{name: "without edit rights on the target", method: "PATCH", path: env.dashPath(open, "move_tile/"), key: memberKey,
+			body: move(onOpen, restricted), status: 403, want: []string{noEdit}},
+	})
+	// Nothing moved.
+	if ids := tileIDs(env.ok(t, 200, "GET", env.dashPath(open, ""), env.key, "")); fmt.Sprint(ids) != fmt.Sprintf("[%d]", onOpen) {
+		t.Fatalf("the open dashboard's tiles after refused moves: %v", ids)
+	}
+	if d := env.ok(t, 200, "GET", other+fmt.Sprintf("/dashboards/%d/", foreign), env.key, ""); len(d["tiles"].([]any)) != 0 {
+		t.Fatalf("the other project's dashboard got a tile: %v", d["tiles"])
+	}
+	// A member moves between dashboards it may edit.
+	if status, text, _ := env.do(t, "PATCH", env.dashPath(open, "move_tile/"), memberKey, nil, move(onOpen, open2)); status != 200 || text != "" {
+		t.Fatalf("a member's move: %d %q", status, text)
+	}
+}
+
+func TestCollaboratorRules(t *testing.T) {
+	env := newDashEnv(t)
+	id, _ := env.dashboard(t, `{"name": "Restricted", "restriction_level": 37}`)
+	collab := env.dashPath(id, "collaborators/")
+	memberID, memberKey := env.member(t, "member@example.com", levelMember)
+	goneID, _ := env.member(t, "gone@example.com", levelMember)
+	if _, err := env.warehouse.DB().Exec(`UPDATE meta.users SET is_active = false WHERE email = 'gone@example.com'`); err != nil {
+		t.Fatal(err)
+	}
+	env.ok(t, 201, "POST", collab, env.key, fmt.Sprintf(`{"user_uuid": %q, "level": 37}`, memberID))
+	otherID, otherKey := env.member(t, "other@example.com", levelMember)
+	env.ok(t, 201, "POST", collab, env.key, fmt.Sprintf(`{"user_uuid": %q, "level": 37}`, otherID))
+	notFound := `{"type":"invalid_request","code":"not_found","detail":"Dashboard not found.","attr":null}`
+	_, viewerKey := env.member(t, "viewer@example.com", levelMember)
+	env.run(t, []scenario{
+		{name: "an inactive user", method: "POST", path: collab, key: env.key, body: fmt.Sprintf(`{"user_uuid": %q, "level": 37}`, goneID),
+			status: 400, want: []string{`{"type":"validation_error","code":"invalid_input","detail":"User does not exist.","attr":"user_uuid"}`}},
+		{name: "remove by a non-editor", method: "DELETE", path: env.dashPath(id, "collaborators/"+memberID+"/"), key: viewerKey, status: 403,
+			want: []string{`"detail":"You don't have edit permissions for this dashboard."`}},
+		{name: "list of an unknown dashboard", method: "GET", path: env.dashPath(9999, "collaborators/"), key: env.key, status: 404, want: []string{notFound}},
+		{name: "add to an unknown dashboard", method: "POST", path: env.dashPath(9999, "collaborators/"), key: env.key,
+			body: fmt.Sprintf(`{"user_uuid": %q, "level": 37}`, memberID), status: 404, want: []string{notFound}},
+		{name: "remove from an unknown dashboard", method: "DELETE", path: env.dashPath(9999, "collaborators/"+memberID+"/"), key: env.key,
+			status: 404, want: []string{notFound}},
+		{name: "a dashboard id that is no number", method: "GET", path: env.project + "/dashboards/abc/collaborators/", key: env.key, status: 404, want: []string{notFound}},
+	})
+	// A collaborator may remove another one: it has edit rights.
+	if status, _, _ := env.do(t, "DELETE", env.dashPath(id, "collaborators/"+otherID+"/"), memberKey, nil, ""); status != 204 {
+		t.Fatalf("a collaborator removing another: %d", status)
+	}
+	env.run(t, []scenario{{name: "a removed collaborator edits", method: "PATCH", path: env.dashPath(id, ""), key: otherKey, body: `{"name": "x"}`, status: 403}})
+}
+
+func TestSharingRules(t *testing.T) {
+	env := newDashEnv(t)
+	id, _ := env.dashboard(t, `{"name": "Restricted", "restriction_level": 37}`)
+	_, memberKey := env.member(t, "member@example.com", levelMember)
+	s := env.ok(t, 200, "GET", env.dashPath(id, "sharing/"), memberKey, "") // reading needs no edit rights
+	token := s["access_token"].(string)
+	env.run(t, []scenario{{name: "refresh by a non-editor", method: "POST", path: env.dashPath(id, "sharing/refresh/"), key: memberKey, status: 403,
+		want: []string{`{"type":"authentication_error","code":"permission_denied","detail":"You don't have edit permissions for this dashboard.","attr":null}`}}})
+	if again := env.ok(t, 200, "GET", env.dashPath(id, "sharing/"), env.key, ""); again["access_token"] != token {
+		t.Fatal("a refused refresh rotated the token")
+	}
+	env.ok(t, 200, "PATCH", env.dashPath(id, "sharing/"), env.key, `{"enabled": true}`)
+	env.ok(t, 200, "GET", "/shared/"+token, "", "")
+	env.ok(t, 200, "PATCH", env.dashPath(id, ""), env.key, `{"deleted": true}`)
+	env.run(t, []scenario{
+		{name: "public link of a deleted dashboard", method: "GET", path: "/shared/" + token, status: 404,
+			want: []string{`{"type":"invalid_request","code":"not_found","detail":"Not found.","attr":null}`}},
+		{name: "sharing of a deleted dashboard", method: "GET", path: env.dashPath(id, "sharing/"), key: env.key, status: 404},
+	})
+	env.ok(t, 200, "PATCH", env.dashPath(id, ""), env.key, `{"deleted": false}`)
+	env.ok(t, 200, "GET", "/shared/"+token, "", "")
+}
+
+// Insight tiles take layouts, colors and filter overrides like text cards.
+func TestInsightTileEdits(t *testing.T) {
+	env := newDashEnv(t)
+	id, _ := env.dashboard(t, `{"name": "Tiles"}`)
+	insight := env.insight(t, fmt.Sprintf(`{"name": "Views", "query": {"kind": "TrendsQuery", "series": [{"event": "$pageview"}]}, "dashboards": [%d]}`, id))
+	tile := tileIDs(env.ok(t, 200, "GET", env.dashPath(id, ""), env.key, ""))[0]
+	d := env.ok(t, 200, "PATCH", env.dashPath(id, ""), env.key, fmt.Sprintf(`{"tiles": [{"id": %d, "color": "purple",
+		"layouts": {"sm": {"x": 2, "y": 3, "w": 6, "h": 5}}, "filters_overrides": {"date_from": "-30d"}}]}`, tile))
+	got := d["tiles"].([]any)[0].(map[string]any)
+	if got["color"] != "purple" || mustText(t, got["layouts"]) != `{"sm":{"h":5,"w":6,"x":2,"y":3}}` ||
+		mustText(t, got["filters_overrides"]) != `{"date_from":"-30d"}` || got["insight"].(map[string]any)["id"] != float64(insight) {
+		t.Fatalf("edited insight tile %v", got)
+	}
+	// Kept, and the insight is not changed by it.
+	got = env.ok(t, 200, "GET", env.dashPath(id, ""), env.key, "")["tiles"].([]any)[0].(map[string]any)
+	if got["color"] != "purple" || mustText(t, got["filters_overrides"]) != `{"date_from":"-30d"}` {
+		t.Fatalf("insight tile after a read %v", got)
+	}
+	d = env.ok(t, 200, "PATCH", env.dashPath(id, ""), env.key, fmt.Sprintf(`{"tiles": [{"id": %d, "color": null, "filters_overrides": {}}]}`, tile))
+	if got := d["tiles"].([]any)[0].(map[string]any); got["color"] != nil || mustText(t, got["filters_overrides"]) != `{}` || got["layouts"] == nil {
+		t.Fatalf("insight tile after clearing %v", got)
+	}
+}
+
+// use_dashboard copies only dashboards of the same project.
+func TestDuplicateOtherProjectDashboard(t *testing.T) {
+	env := newDashEnv(t)
+	other := env.otherProject(t)
+	foreign := int64(env.ok(t, 201, "POST", other+"/dashboards/", env.key, `{"name": "Elsewhere"}`)["id"].(float64))
+	env.run(t, []scenario{{name: "use_dashboard of another project", method: "POST", path: env.project + "/dashboards/", key: env.key,
+		body: fmt.Sprintf(`{"name": "Copy", "use_dashboard": %d}`, foreign), status: 400,
+		want: []string{`{"type":"validation_error","code":"invalid_input","detail":"Invalid value provided","attr":"use_dashboard"}`}}})
+	if list := env.ok(t, 200, "GET", env.project+"/dashboards/", env.key, ""); list["count"] != 0.0 {
+		t.Fatalf("a refused copy made a dashboard: %v", list)
+	}
+}
+
+// move_tile and create_from_template_json need dashboard:write, which the spec leaves
+// open: written out here, not taken from the route table.
+func TestDashboardActionScopes(t *testing.T) {
+	env := newDashEnv(t)
+	from, _ := env.dashboard(t, `{"name": "From"}`)
+	to, _ := env.dashboard(t, `{"name": "To"}`)
+	tile := tileIDs(env.ok(t, 200, "PATCH", env.dashPath(from, ""), env.key, `{"tiles": [{"text": {"body": "x"}}]}`))[0]
+	_, readKey := env.addUser(t, "reader@example.com", uuid.MustParse(env.boot.OrganizationID), levelOwner, "dashboard:read")
+	_, writeKey := env.addUser(t, "writer@example.com", uuid.MustParse(env.boot.OrganizationID), levelOwner, "dashboard:write")
+	missing := `{"type":"authentication_error","code":"permission_denied","detail":"API key missing required scope 'dashboard:write'","attr":null}`
+	template := `{"template": {"template_name": "T", "dashboard_description": "", "dashboard_filters": {}, "tiles": [{"type": "TEXT", "body": "x"}]}}`
+	moveBody := fmt.Sprintf(`{"tile": {"id": %d}, "toDashboard": %d}`, tile, to)
+	env.run(t, []scenario{
+		{name: "move_tile with dashboard:read", method: "PATCH", path: env.dashPath(from, "move_tile/"), key: readKey, body: moveBody, status: 403, want: []string{missing}},
+		{name: "create_from_template_json with dashboard:read", method: "POST", path: env.project + "/dashboards/create_from_template_json/", key: readKey,
+			body: template, status: 403, want: []string{missing}},
+		{name: "move_tile with dashboard:write", method: "PATCH", path: env.dashPath(from, "move_tile/"), key: writeKey, body: moveBody, status: 200},
+		{name: "create_from_template_json with dashboard:write", method: "POST", path: env.project + "/dashboards/create_from_template_json/", key: writeKey,
+			body: template, status: 200, want: []string{`"name":"T"`}},
+	})
 }

@@ -6,18 +6,25 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/hedge-analytics/hedge/warehouse"
 )
 
-// resultsCache keeps the computed results of insights, per project and query. A result
-// is served while its project's data version is still the one it was computed at (no
-// events since) and it is younger than ttl; then it is computed again.
+// resultsCache keeps the computed results of insights, per project, query and the
+// project settings a query reads (time zone, first day of the week). A result is served
+// while its project's data version is still the one it was computed at (no events
+// since) and it is younger than ttl; then it is computed again. A change of the
+// project's settings makes a new key, so results computed under the old ones are never
+// served (they age out of the LRU).
 type resultsCache struct {
 	ttl     time.Duration
 	entries *lru.Cache[resultKey, cachedResult]
 }
 
+// resultKey names a result: the scope holds the project and every setting of it that
+// a query reads.
 type resultKey struct {
-	team  int64
+	scope warehouse.Scope
 	query [sha256.Size]byte
 }
 
@@ -42,16 +49,16 @@ func newResultsCache(ttl time.Duration) *resultsCache {
 // result is the query's result for the project, the time it was computed, and whether
 // it came from the cache. A query that may not run is a *Error.
 func (rc *resultsCache) result(ctx context.Context, a *API, team int64, query jsonText) (any, time.Time, bool, error) {
-	key := resultKey{team: team, query: sha256.Sum256(query)}
 	// The version is read before computing: rows committed meanwhile make the entry
 	// stale at once, never a stale entry look current.
 	version := a.queries.DataVersion(team)
-	if e, ok := rc.entries.Get(key); ok && e.version == version && time.Since(e.at) < rc.ttl {
-		return e.result, e.at, true, nil
-	}
 	scope, err := a.scopeOf(ctx, team)
 	if err != nil {
 		return nil, time.Time{}, false, err
+	}
+	key := resultKey{scope: scope, query: sha256.Sum256(query)}
+	if e, ok := rc.entries.Get(key); ok && e.version == version && time.Since(e.at) < rc.ttl {
+		return e.result, e.at, true, nil
 	}
 	result, err := a.runQuery(ctx, scope, []byte(query))
 	if err != nil {

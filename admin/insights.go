@@ -171,38 +171,91 @@ func copyInsight(ctx context.Context, tx *sql.Tx, team, id, userID int64) (*int6
 	return &copied, nil
 }
 
-// placeOnDashboards gives the insight a tile on each dashboard of ids, and (unless
-// keepOthers) takes its tiles off the dashboards not in ids. The caller must be able
-// to edit every dashboard it changes.
-func (a *API) placeOnDashboards(ctx context.Context, tx *sql.Tx, pr project, userID, insightID int64, ids []int64, keepOthers bool) error {
+// errInsightNotEditable is PostHog's CanEditInsight refusal.
+var errInsightNotEditable = errPermissionDenied("This insight is on a dashboard that can only be edited by its owner, " +
+	"team members invited to editing the dashboard, and project admins.")
+
+// canEditInsight is PostHog's CanEditInsight: an insight on no live dashboard may be
+// edited by anyone in the project, one on dashboards by whoever may edit at least one
+// of them (reference §7.2 for the dashboards).
+func (a *API) canEditInsight(ctx context.Context, pr project, userID int64, dashboards []int64) (bool, error) {
+	if len(dashboards) == 0 {
+		return true, nil
+	}
+	levels, err := a.collaboratorLevels(ctx, pr.id, userID)
+	if err != nil {
+		return false, err
+	}
+	for _, id := range dashboards {
+		d, err := loadDashboard(ctx, a.db, pr.id, id, false)
+		if isNotFound(err) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return false, err
+		}
+		if dashboardAccessFor(d, userID, pr.level, levels[d.id]).canEdit {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// placeOnDashboards makes ids the live dashboards the insight is on (current are those
+// it is on now): a tile on each one of ids that lacks one, its tiles taken off the
+// others. The caller must be able to edit every dashboard it adds the insight to or
+// takes it off (403 naming the dashboard); dashboards it stays on are not checked.
+func (a *API) placeOnDashboards(ctx context.Context, tx *sql.Tx, pr project, userID, insightID int64, current, ids []int64) error {
 	levels, err := a.collaboratorLevels(ctx, pr.id, userID)
 	if err != nil {
 		return err
 	}
+	mayEdit := func(d dashboardRow) bool { return dashboardAccessFor(d, userID, pr.level, levels[d.id]).canEdit }
 	for i, id := range ids {
 		d, err := loadDashboard(ctx, tx, pr.id, id, false)
-		if err != nil {
+		if isNotFound(err) {
 			return errValidation(fmt.Sprintf("dashboards__%d", i), "invalid_input", fmt.Sprintf("Dashboard %d does not exist in this project.", id))
 		}
-		if !dashboardAccessFor(d, userID, pr.level, levels[d.id]).canEdit {
-			return errNoEditRights
+		if err != nil {
+			return err
 		}
 		var live int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM meta.dashboard_tiles WHERE dashboard_id = ? AND insight_id = ? AND NOT deleted`,
 			id, insightID).Scan(&live); err != nil {
 			return fmt.Errorf("cannot read the tiles of dashboard %d: %w", id, err)
 		}
-		if live == 0 {
-			if err := insertTile(ctx, tx, id, &insightID, nil, "{}", nil, "{}"); err != nil {
-				return err
-			}
+		if live > 0 {
+			continue
+		}
+		if !mayEdit(d) {
+			return errPermissionDenied(fmt.Sprintf("You don't have permission to add insights to dashboard: %d", id))
+		}
+		if err := insertTile(ctx, tx, id, &insightID, nil, "{}", nil, "{}"); err != nil {
+			return err
 		}
 	}
-	if keepOthers {
+	var removed []int64
+	for _, id := range current {
+		if slices.Contains(ids, id) {
+			continue
+		}
+		d, err := loadDashboard(ctx, tx, pr.id, id, false)
+		if isNotFound(err) {
+			continue // deleted meanwhile: its tiles are deleted with it
+		}
+		if err != nil {
+			return err
+		}
+		if !mayEdit(d) {
+			return errPermissionDenied(fmt.Sprintf("You don't have permission to remove insights from dashboard: %d", id))
+		}
+		removed = append(removed, id)
+	}
+	if len(removed) == 0 {
 		return nil
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE meta.dashboard_tiles SET deleted = true
-		WHERE insight_id = ? AND NOT deleted AND NOT list_contains(?::BIGINT[], dashboard_id)`, insightID, ids); err != nil {
+		WHERE insight_id = ? AND NOT deleted AND list_contains(?::BIGINT[], dashboard_id)`, insightID, removed); err != nil {
 		return fmt.Errorf("cannot take insight %d off dashboards: %w", insightID, err)
 	}
 	return nil
@@ -284,7 +337,7 @@ func (a *API) insightCreate(c *fiber.Ctx) error {
 		return err
 	}
 	if in.Dashboards.Set {
-		if err := a.placeOnDashboards(ctx, tx, pr, p.userID, id, in.Dashboards.Value, false); err != nil {
+		if err := a.placeOnDashboards(ctx, tx, pr, p.userID, id, nil, in.Dashboards.Value); err != nil {
 			return err
 		}
 	}
@@ -319,7 +372,8 @@ func (a *API) insightRetrieve(c *fiber.Ctx) error {
 
 // PATCH /api/projects/{project_id}/insights/{id}/ (insight:write)
 // Changes the fields sent; {"deleted": true} soft-deletes it (its tiles show nothing
-// more), dashboards sets the dashboards it is on.
+// more), dashboards sets the dashboards it is on. An insight on dashboards needs edit
+// rights on one of them (PostHog's CanEditInsight).
 func (a *API) insightUpdate(c *fiber.Ctx) error {
 	p := principalOf(c)
 	pr, err := a.projectOf(c, p)
@@ -330,6 +384,18 @@ func (a *API) insightUpdate(c *fiber.Ctx) error {
 	if err != nil {
 		return errInsightNotFound
 	}
+	ctx := c.UserContext()
+	current, err := a.insight(ctx, pr.id, id, false)
+	if err != nil {
+		return err
+	}
+	// Edit rights first, then the body, as DRF checks object permissions before the
+	// serializer.
+	if ok, err := a.canEditInsight(ctx, pr, p.userID, current.Dashboards); err != nil {
+		return err
+	} else if !ok {
+		return errInsightNotEditable
+	}
 	var in insightInput
 	if err := bindBody(c, &in); err != nil {
 		return err
@@ -338,10 +404,6 @@ func (a *API) insightUpdate(c *fiber.Ctx) error {
 		if err := checkInsightQuery(in.Query.Value); err != nil {
 			return err
 		}
-	}
-	ctx := c.UserContext()
-	if _, err := a.insight(ctx, pr.id, id, false); err != nil {
-		return err
 	}
 	tx, err := a.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -376,7 +438,7 @@ func (a *API) insightUpdate(c *fiber.Ctx) error {
 		return err
 	}
 	if in.Dashboards.Set {
-		if err := a.placeOnDashboards(ctx, tx, pr, p.userID, id, in.Dashboards.Value, false); err != nil {
+		if err := a.placeOnDashboards(ctx, tx, pr, p.userID, id, current.Dashboards, in.Dashboards.Value); err != nil {
 			return err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -39,14 +40,41 @@ func newAccessToken() string {
 // with a new token each time until the first change; hedge keeps the first, so the
 // link a user sees is the link they will share.
 func (a *API) sharing(ctx context.Context, d dashboardRow) (sharingRecord, error) {
-	if _, err := a.db.ExecContext(ctx, `INSERT INTO meta.sharing_configurations (dashboard_id, team_id, enabled, access_token, created_at)
-		VALUES (?, ?, false, ?, now()) ON CONFLICT (dashboard_id) DO NOTHING`, d.id, d.team, newAccessToken()); err != nil {
-		return sharingRecord{}, fmt.Errorf("cannot create the sharing configuration of dashboard %d: %w", d.id, err)
+	r, err := a.readSharing(ctx, d.id)
+	if !errors.Is(err, sql.ErrNoRows) {
+		return r, err
 	}
+	// Concurrent first reads: the first one in makes it, the others answer it.
+	dashboardRowsMu.Lock()
+	defer dashboardRowsMu.Unlock()
+	if r, err := a.readSharing(ctx, d.id); !errors.Is(err, sql.ErrNoRows) {
+		return r, err
+	}
+	if _, err := a.db.ExecContext(ctx, `INSERT INTO meta.sharing_configurations (dashboard_id, team_id, enabled, access_token, created_at)
+		VALUES (?, ?, false, ?, now())`, d.id, d.team, newAccessToken()); err != nil {
+		return r, fmt.Errorf("cannot create the sharing configuration of dashboard %d: %w", d.id, err)
+	}
+	return a.readSharing(ctx, d.id)
+}
+
+// dashboardRowsMu serializes the check-then-insert of the rows a dashboard has at most
+// one of: its sharing configuration, a collaborator record per user. DuckDB finds a
+// duplicate key only when the second transaction commits, possibly before the first
+// one's row is visible to a re-read, so concurrent first requests would fail on the
+// key (ON CONFLICT DO NOTHING included) instead of finding the row. One process owns
+// the database file, so a lock in the process is enough.
+var dashboardRowsMu sync.Mutex
+
+// readSharing reads the dashboard's sharing configuration; sql.ErrNoRows when it has none yet.
+func (a *API) readSharing(ctx context.Context, dashboardID int64) (sharingRecord, error) {
 	var r sharingRecord
-	if err := a.db.QueryRowContext(ctx, `SELECT created_at, enabled, access_token FROM meta.sharing_configurations WHERE dashboard_id = ?`, d.id).
-		Scan(&r.CreatedAt, &r.Enabled, &r.AccessToken); err != nil {
-		return r, fmt.Errorf("cannot read the sharing configuration of dashboard %d: %w", d.id, err)
+	err := a.db.QueryRowContext(ctx, `SELECT created_at, enabled, access_token FROM meta.sharing_configurations WHERE dashboard_id = ?`, dashboardID).
+		Scan(&r.CreatedAt, &r.Enabled, &r.AccessToken)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, err
+	}
+	if err != nil {
+		return r, fmt.Errorf("cannot read the sharing configuration of dashboard %d: %w", dashboardID, err)
 	}
 	r.CreatedAt = r.CreatedAt.UTC()
 	return r, nil

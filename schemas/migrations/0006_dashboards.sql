@@ -16,7 +16,6 @@ CREATE TABLE meta.dashboards (
     deleted           BOOLEAN     NOT NULL DEFAULT false,
     created_at        TIMESTAMPTZ NOT NULL,
     created_by        BIGINT,                          -- user id
-    last_accessed_at  TIMESTAMPTZ,
     creation_mode     VARCHAR     NOT NULL DEFAULT 'default', -- default | template | duplicate
     restriction_level SMALLINT    NOT NULL DEFAULT 21,  -- 21: everyone in the project edits; 37: collaborators only
     filters           VARCHAR     NOT NULL DEFAULT '{}', -- JSON object
