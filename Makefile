@@ -8,7 +8,11 @@ export CGO_ENABLED := 1
 # The Node project whose posthog-node and posthog-js the SDK tests drive.
 SDK_TESTS := edge/testdata/sdk-js
 
-.PHONY: run build test lint sdk-deps bench bench-quick
+# The S3-compatible server that the batch export tests upload to, built from the Go
+# module proxy at a pinned version.
+VERSITYGW := github.com/versity/versitygw/cmd/versitygw@v1.8.0
+
+.PHONY: run build test lint sdk-deps s3-server bench bench-quick
 
 ## run: build hedge and serve on 127.0.0.1:8000 (management) and :8001 (capture), data in ./hedge-data
 run: build
@@ -18,13 +22,17 @@ run: build
 build:
 	go build -ldflags "$(LDFLAGS)" -o bin/hedge .
 
-## test: gofmt and go vet, the SDKs the tests drive, then every test
-test: lint sdk-deps
-	HEDGE_REQUIRE_SDK_TESTS=1 go test -count=1 ./...
+## test: gofmt and go vet, the SDKs and the S3 server the tests drive, then every test
+test: lint sdk-deps s3-server
+	HEDGE_REQUIRE_SDK_TESTS=1 HEDGE_REQUIRE_S3_TESTS=1 HEDGE_VERSITYGW=$(CURDIR)/bin/versitygw go test -count=1 ./...
 
 ## sdk-deps: install the pinned posthog-node, posthog-js and jsdom for the SDK tests
 sdk-deps:
 	npm ci --prefix $(SDK_TESTS) --no-audit --no-fund
+
+## s3-server: install the pinned versitygw into ./bin for the S3 export tests
+s3-server:
+	GOBIN=$(CURDIR)/bin go install $(VERSITYGW)
 
 ## lint: fail on unformatted files and on go vet findings
 lint:

@@ -20,6 +20,7 @@ import (
 	"github.com/hedge-analytics/hedge/admin"
 	"github.com/hedge-analytics/hedge/edge"
 	"github.com/hedge-analytics/hedge/warehouse"
+	"github.com/hedge-analytics/hedge/warehouse/batchexport"
 )
 
 // databaseFile is the DuckDB file inside the data directory.
@@ -36,6 +37,8 @@ type serveConfig struct {
 	dnsServer       string
 	pprof           bool
 	insightCacheTTL time.Duration
+	exportRoots     string
+	exportPrivate   bool
 	logLevel        slog.Level
 	shutdownTimeout time.Duration
 	warehouse       warehouse.Config
@@ -60,6 +63,8 @@ func serveCommand(args []string, stderr io.Writer) int {
 	fs.DurationVar(&cfg.warehouse.FlushInterval, "flush-interval", 0, "how long a group commit waits for more events; 0: commit what is queued at once")
 	fs.IntVar(&cfg.warehouse.MaxQueuedRows, "max-queued-events", 200000, "events (and warnings) waiting for a commit, at most; past it capture answers 503")
 	fs.DurationVar(&cfg.warehouse.CheckpointInterval, "checkpoint-interval", 5*time.Minute, "how often DuckDB's WAL is checkpointed into the database file")
+	fs.StringVar(&cfg.exportRoots, "export-roots", "", "comma-separated absolute directories, besides the data directory, that Parquet batch exports may write under")
+	fs.BoolVar(&cfg.exportPrivate, "export-allow-private-endpoints", false, "let S3 batch exports upload to loopback, private and link-local addresses (a MinIO beside hedge); off, exports reach only public addresses")
 	fs.DurationVar(&cfg.insightCacheTTL, "insight-cache-ttl", 15*time.Minute, "how long an insight's computed result is served while its project has no new events")
 	fs.DurationVar(&cfg.warehouse.Query.Timeout, "query-timeout", 30*time.Second, "how long a query of the query API may run")
 	fs.IntVar(&cfg.warehouse.Query.MaxRows, "query-max-rows", 100000, "how many rows a HogQL query may return")
@@ -103,6 +108,7 @@ type server struct {
 	log        *slog.Logger
 	warehouse  *warehouse.Warehouse
 	api        *admin.API
+	exports    *batchexport.Runner
 	capture    *edge.Server
 	adminURL   string
 	captureURL string
@@ -162,8 +168,30 @@ func start(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *server, e
 		log.Info("bootstrapped an organization, a project and a personal API key",
 			"credentials", filepath.Join(cfg.dataDir, admin.BootstrapFile))
 	}
+	dataDir, err := filepath.Abs(cfg.dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("cannot resolve the data directory: %w", err)
+	}
+	policy := batchexport.Policy{DataDir: dataDir, AllowPrivateEndpoints: cfg.exportPrivate}
+	for _, root := range strings.Split(cfg.exportRoots, ",") {
+		if root = strings.TrimSpace(root); root != "" {
+			if !filepath.IsAbs(root) {
+				return nil, fmt.Errorf("cannot use export root %q: it must be an absolute path", root)
+			}
+			policy.ParquetRoots = append(policy.ParquetRoots, root)
+		}
+	}
+	s.exports, err = batchexport.Start(batchexport.Config{Warehouse: s.warehouse, Policy: policy, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.exports.Close()
+		}
+	}()
 	s.api, err = admin.New(ctx, admin.Config{DB: s.warehouse.DB(), Queries: s.warehouse.Queries(), InsightCacheTTL: cfg.insightCacheTTL, PublicURL: cfg.publicURL, Pprof: cfg.pprof, Logger: log,
-		SMTPURL: cfg.smtpURL, DNSServer: cfg.dnsServer})
+		SMTPURL: cfg.smtpURL, DNSServer: cfg.dnsServer, Exports: s.exports, ExportPolicy: policy})
 	if err != nil {
 		return nil, err
 	}
@@ -187,8 +215,9 @@ func (s *server) serve(name string, serve func() error) {
 }
 
 // stop shuts down in the order that keeps every accepted event: stop accepting and
-// let in-flight requests finish (each waits for its commit), then close the warehouse,
-// which commits anything still queued and checkpoints.
+// let in-flight requests finish (each waits for its commit), stop the batch exports (a
+// run in progress runs again at the next start), then close the warehouse, which
+// commits anything still queued and checkpoints.
 func (s *server) stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.shutdownTimeout)
 	defer cancel()
@@ -199,6 +228,7 @@ func (s *server) stop() error {
 	err := errors.Join(<-errs, <-errs)
 	s.serving.Wait()
 	s.log.Info("listeners stopped", "took", time.Since(begin).Round(time.Millisecond))
+	s.exports.Close()
 	return errors.Join(err, s.warehouse.Close())
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/pprof"
 
 	"github.com/hedge-analytics/hedge/warehouse"
+	"github.com/hedge-analytics/hedge/warehouse/batchexport"
 )
 
 // Config is what the management API needs.
@@ -46,19 +47,28 @@ type Config struct {
 	// DNSServer (host[:port]) answers the TXT lookups that verify domains; empty: the
 	// system resolver.
 	DNSServer string
+	// Exports runs the batch exports; the API wakes it when there is work (a backfill,
+	// an unpause). Nil: nothing runs them (tests of the API alone).
+	Exports *batchexport.Runner
+	// ExportPolicy is what batch export destinations may reach: the runner's policy
+	// when Exports is set.
+	ExportPolicy batchexport.Policy
 }
 
 // API is the management API on its own listener.
 type API struct {
-	app       *fiber.App
-	api       fiber.Router // the /api group
-	routes    []route
-	db        *sql.DB
-	tokens    *ProjectTokens
-	queries   *warehouse.Queries
-	results   *resultsCache
-	publicURL string
-	log       *slog.Logger
+	app     *fiber.App
+	api     fiber.Router // the /api group
+	routes  []route
+	db      *sql.DB
+	tokens  *ProjectTokens
+	queries *warehouse.Queries
+	results *resultsCache
+	exports *batchexport.Runner
+	// exportPolicy is what batch export destinations may reach.
+	exportPolicy batchexport.Policy
+	publicURL    string
+	log          *slog.Logger
 }
 
 // route is an authenticated management route and the scope its key needs. The table
@@ -88,12 +98,14 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 		return nil, err
 	}
 	a := &API{
-		db:        cfg.DB,
-		tokens:    tokens,
-		queries:   cfg.Queries,
-		results:   newResultsCache(cfg.InsightCacheTTL),
-		publicURL: strings.TrimSuffix(cfg.PublicURL, "/"),
-		log:       cfg.Logger,
+		db:           cfg.DB,
+		tokens:       tokens,
+		queries:      cfg.Queries,
+		results:      newResultsCache(cfg.InsightCacheTTL),
+		exports:      cfg.Exports,
+		exportPolicy: cfg.ExportPolicy,
+		publicURL:    strings.TrimSuffix(cfg.PublicURL, "/"),
+		log:          cfg.Logger,
 	}
 	a.app = fiber.New(fiber.Config{
 		AppName:               "hedge",

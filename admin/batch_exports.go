@@ -14,19 +14,13 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
+
+	"github.com/hedge-analytics/hedge/warehouse"
+	"github.com/hedge-analytics/hedge/warehouse/batchexport"
 )
 
-// Batch export enums. The destinations are those the export runner implements.
-var (
-	batchExportModels       = []string{"events", "persons"}
-	batchExportIntervals    = []string{"hour", "day", "week", "every 5 minutes", "every 15 minutes"}
-	batchExportDestinations = []string{"S3", "Parquet"}
-	// secretDestinationFields are kept for the runner and never returned (PostHog's
-	// BatchExportDestination.secret_fields).
-	secretDestinationFields = map[string][]string{
-		"S3": {"aws_access_key_id", "aws_secret_access_key"},
-	}
-)
+// batchExportModels are what an export may export.
+var batchExportModels = []string{warehouse.ExportEvents, warehouse.ExportPersons}
 
 // bindBatchExports registers the batch export routes twice, as PostHog does: under an
 // organization (its projects' exports) and under a project.
@@ -39,6 +33,12 @@ func (a *API) bindBatchExports() {
 		a.handle(fiber.MethodDelete, base+":id/", "batch_export:write", a.batchExportDelete)
 		a.handle(fiber.MethodPost, base+":id/pause/", "batch_export:write", a.batchExportPause)
 		a.handle(fiber.MethodPost, base+":id/unpause/", "batch_export:write", a.batchExportUnpause)
+		a.handle(fiber.MethodGet, base+":id/runs/", "batch_export:read", a.batchExportRunList)
+		a.handle(fiber.MethodGet, base+":id/runs/:run_id/", "batch_export:read", a.batchExportRunRetrieve)
+		a.handle(fiber.MethodPost, base+":id/runs/:run_id/retry/", "batch_export:write", a.batchExportRunRetry)
+		a.handle(fiber.MethodPost, base+":id/backfill/", "batch_export:write", a.batchExportBackfill)
+		a.handle(fiber.MethodGet, base+":id/backfills/", "batch_export:read", a.batchExportBackfillList)
+		a.handle(fiber.MethodPost, base+":id/backfills/", "batch_export:write", a.batchExportBackfillCreate)
 	}
 }
 
@@ -69,8 +69,9 @@ func (s exportScope) where() (string, []any) {
 	return `NOT b.deleted AND b.team_id IN (SELECT id FROM meta.projects WHERE organization_id = ?)`, []any{s.organizationID}
 }
 
-// batchExportRecord is the spec's Batch export with id, team_id, created_at and
-// last_updated_at. destination.config never holds the secret fields.
+// batchExportRecord is the spec's Batch export with id, team_id, created_at,
+// last_updated_at and PostHog's latest_runs. destination.config never holds the secret
+// fields.
 type batchExportRecord struct {
 	ID            string                 `json:"id"`
 	TeamID        int64                  `json:"team_id"`
@@ -86,6 +87,7 @@ type batchExportRecord struct {
 	Filters       jsonText               `json:"filters"`
 	CreatedAt     time.Time              `json:"created_at"`
 	LastUpdatedAt time.Time              `json:"last_updated_at"`
+	LatestRuns    []batchExportRunRecord `json:"latest_runs"`
 }
 
 type batchExportDestination struct {
@@ -108,7 +110,7 @@ func scanBatchExport(row interface{ Scan(...any) error }) (batchExportRecord, er
 	if err := json.Unmarshal([]byte(config), &fields); err != nil {
 		return r, fmt.Errorf("cannot read the destination of batch export %s: %w", r.ID, err)
 	}
-	for _, secret := range secretDestinationFields[r.Destination.Type] {
+	for _, secret := range batchexport.SecretFields[r.Destination.Type] {
 		delete(fields, secret)
 	}
 	r.Destination.Config = json.RawMessage(mustJSON(nonNilMap(fields)))
@@ -152,13 +154,12 @@ type batchExport struct {
 	config                    map[string]any
 	paused                    bool
 	startAt, endAt            *time.Time
-	hogqlQuery                *string
 	filters                   jsonText
 }
 
 // apply validates the input and applies it to e, the export as it is (empty when
-// creating).
-func (in *batchExportInput) apply(e *batchExport, creating bool) error {
+// creating); policy is what destinations may reach.
+func (in *batchExportInput) apply(e *batchExport, creating bool, policy batchexport.Policy) error {
 	if creating || in.Name.Set {
 		switch {
 		case !in.Name.Set || in.Name.Null:
@@ -183,12 +184,12 @@ func (in *batchExportInput) apply(e *batchExport, creating bool) error {
 		if !in.Interval.Set || in.Interval.Null {
 			return errValidation("interval", "required", "This field is required.")
 		}
-		if err := choice("interval", in.Interval, batchExportIntervals); err != nil {
+		if err := choice("interval", in.Interval, batchexport.Intervals); err != nil {
 			return err
 		}
 		e.interval = in.Interval.Value
 	}
-	if err := in.applyDestination(e, creating); err != nil {
+	if err := in.applyDestination(e, creating, policy); err != nil {
 		return err
 	}
 	for _, t := range []struct {
@@ -211,15 +212,25 @@ func (in *batchExportInput) apply(e *batchExport, creating bool) error {
 	if e.startAt != nil && e.endAt != nil && !e.endAt.After(*e.startAt) {
 		return errValidation("end_at", "invalid_input", "The end of a batch export must be after its start.")
 	}
-	if in.HogQLQuery.Set {
-		e.hogqlQuery = nil
-		if !in.HogQLQuery.Null && in.HogQLQuery.Value != "" {
-			e.hogqlQuery = &in.HogQLQuery.Value
-		}
+	if in.HogQLQuery.Set && !in.HogQLQuery.Null && in.HogQLQuery.Value != "" {
+		// PostHog can export the rows of a custom query; hedge exports its models,
+		// which filters and include_events/exclude_events narrow. Refused rather than
+		// stored and ignored.
+		return errValidation("hogql_query", "invalid_input",
+			"hedge exports the events or persons model: narrow it with filters, or include_events and exclude_events in the destination's config, instead of a hogql_query.")
 	}
 	if in.Filters.Set {
 		if err := checkJSONKind("filters", in.Filters.Value, '['); err != nil {
 			return err
+		}
+		if len(in.Filters.Value) > 0 {
+			var filters []warehouse.PropertyFilter
+			if err := json.Unmarshal(in.Filters.Value, &filters); err != nil {
+				return errValidation("filters", "invalid_input", "filters must be a list of property filters, e.g. [{\"key\": \"$browser\", \"value\": \"Chrome\", \"type\": \"event\"}].")
+			}
+			if err := warehouse.CheckExportFilters(filters); err != nil {
+				return errValidation("filters", "invalid_input", err.Error())
+			}
 		}
 		e.filters = in.Filters.Value // nil when null
 	}
@@ -227,9 +238,10 @@ func (in *batchExportInput) apply(e *batchExport, creating bool) error {
 }
 
 // applyDestination validates the destination: a type hedge can export to, which an
-// update cannot change, and the config that type needs. An update's config is merged
-// over the stored one, so that secrets need not be sent again.
-func (in *batchExportInput) applyDestination(e *batchExport, creating bool) error {
+// update cannot change, and the config that type needs, within what policy allows. An
+// update's config is merged over the stored one, so that secrets need not be sent
+// again.
+func (in *batchExportInput) applyDestination(e *batchExport, creating bool, policy batchexport.Policy) error {
 	d := in.Destination
 	if !creating && !d.Set {
 		return nil
@@ -241,7 +253,7 @@ func (in *batchExportInput) applyDestination(e *batchExport, creating bool) erro
 		if !d.Value.Type.Set || d.Value.Type.Null {
 			return errValidation("destination", "required", "A destination needs a type: one of S3, Parquet.")
 		}
-		if !slices.Contains(batchExportDestinations, d.Value.Type.Value) {
+		if !slices.Contains(batchexport.DestinationTypes, d.Value.Type.Value) {
 			return errValidation("destination", "invalid_choice",
 				fmt.Sprintf("%q is not a valid destination type: hedge exports to S3 and Parquet.", d.Value.Type.Value))
 		}
@@ -254,31 +266,11 @@ func (in *batchExportInput) applyDestination(e *batchExport, creating bool) erro
 		e.config = map[string]any{}
 	}
 	maps.Copy(e.config, d.Value.Config.Value)
-	return validateDestinationConfig(e.destinationType, e.config)
-}
-
-// validateDestinationConfig checks the fields the export runner cannot do without.
-func validateDestinationConfig(kind string, config map[string]any) error {
-	need := func(field, what string) error {
-		if s, ok := config[field].(string); !ok || strings.TrimSpace(s) == "" {
-			return errValidation("destination__config", "required",
-				fmt.Sprintf("The %s destination needs %q: %s.", kind, field, what))
-		}
-		return nil
-	}
-	switch kind {
-	case "Parquet":
-		return need("path", "the directory the files are written to")
-	case "S3":
-		if err := need("bucket_name", "the bucket to upload to"); err != nil {
-			return err
-		}
-		if err := need("region", "the bucket's region"); err != nil {
-			return err
-		}
-		if format, ok := config["file_format"]; ok && format != "Parquet" {
-			return errValidation("destination__config", "invalid_choice", "hedge uploads Parquet files: file_format must be \"Parquet\".")
-		}
+	var invalid *batchexport.InvalidConfig
+	if err := policy.Check(e.destinationType, e.config); errors.As(err, &invalid) {
+		return errValidation("destination__config", invalid.Code, invalid.Detail)
+	} else if err != nil {
+		return err
 	}
 	return nil
 }
@@ -337,6 +329,12 @@ func (a *API) batchExportList(c *fiber.Ctx) error {
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("cannot read batch exports: %w", err)
 	}
+	rows.Close()
+	for i := range exports {
+		if exports[i].LatestRuns, err = a.latestRuns(ctx, exports[i].ID); err != nil {
+			return err
+		}
+	}
 	return a.sendPage(c, pg, count, exports)
 }
 
@@ -360,18 +358,20 @@ func (a *API) batchExportCreate(c *fiber.Ctx) error {
 		}
 		e.teamID = in.TeamID.Value
 	}
-	if err := in.apply(&e, true); err != nil {
+	if err := in.apply(&e, true, a.exportPolicy); err != nil {
 		return err
 	}
 	e.paused = in.Paused.Set && !in.Paused.Null && in.Paused.Value
 	// An export created paused has been paused since it was created: that is where
-	// an unpause resumes from.
+	// an unpause resumes from. created_at is on the runner's clock: its first window is
+	// the one that holds it.
+	now := a.exportClock()
 	if _, err := a.db.ExecContext(ctx, `
 		INSERT INTO meta.batch_exports (id, team_id, name, model, destination_type, destination_config, "interval",
-			paused, last_paused_at, start_at, end_at, hogql_query, filters, created_at, last_updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, CASE WHEN ? THEN now() END, ?, ?, ?, ?, now(), now())`,
+			paused, last_paused_at, start_at, end_at, filters, created_at, last_updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, CASE WHEN ? THEN ?::TIMESTAMPTZ END, ?, ?, ?, ?, ?)`,
 		e.id, e.teamID, e.name, e.model, e.destinationType, mustJSON(e.config), e.interval,
-		e.paused, e.paused, e.startAt, e.endAt, e.hogqlQuery, nullableJSON(e.filters)); err != nil {
+		e.paused, e.paused, now, e.startAt, e.endAt, nullableJSON(e.filters), now, now); err != nil {
 		return fmt.Errorf("cannot create batch export %q for project %d: %w", e.name, e.teamID, err)
 	}
 	r, err := a.loadBatchExport(ctx, s, e.id)
@@ -420,7 +420,8 @@ func (a *API) loadBatchExport(ctx context.Context, s exportScope, id string) (ba
 	if err != nil {
 		return r, fmt.Errorf("cannot read batch export %s: %w", id, err)
 	}
-	return r, nil
+	r.LatestRuns, err = a.latestRuns(ctx, r.ID)
+	return r, err
 }
 
 // loadStoredBatchExport reads what an update needs of an export, secrets included.
@@ -431,7 +432,7 @@ func (a *API) loadStoredBatchExport(ctx context.Context, s exportScope, id strin
 	}
 	e := batchExport{id: r.ID, name: r.Name, model: r.Model, interval: r.Interval, teamID: r.TeamID,
 		destinationType: r.Destination.Type, paused: r.Paused, startAt: r.StartAt, endAt: r.EndAt,
-		hogqlQuery: r.HogQLQuery, filters: r.Filters}
+		filters: r.Filters}
 	var config string
 	if err := a.db.QueryRowContext(ctx, `SELECT destination_config FROM meta.batch_exports WHERE id = ?`, r.ID).Scan(&config); err != nil {
 		return e, fmt.Errorf("cannot read the destination of batch export %s: %w", r.ID, err)
@@ -471,12 +472,12 @@ func (a *API) batchExportUpdate(c *fiber.Ctx) error {
 	if err := bindBody(c, &in); err != nil {
 		return err
 	}
-	if err := in.apply(&e, false); err != nil {
+	if err := in.apply(&e, false, a.exportPolicy); err != nil {
 		return err
 	}
 	if _, err := a.db.ExecContext(ctx, `UPDATE meta.batch_exports SET name = ?, model = ?, destination_config = ?,
-		"interval" = ?, start_at = ?, end_at = ?, hogql_query = ?, filters = ?, last_updated_at = now() WHERE id = ?`,
-		e.name, e.model, mustJSON(e.config), e.interval, e.startAt, e.endAt, e.hogqlQuery, nullableJSON(e.filters), e.id); err != nil {
+		"interval" = ?, start_at = ?, end_at = ?, filters = ?, last_updated_at = now() WHERE id = ?`,
+		e.name, e.model, mustJSON(e.config), e.interval, e.startAt, e.endAt, nullableJSON(e.filters), e.id); err != nil {
 		return fmt.Errorf("cannot update batch export %s: %w", e.id, err)
 	}
 	if in.Paused.Set && !in.Paused.Null {
@@ -506,18 +507,56 @@ func (a *API) batchExportDelete(c *fiber.Ctx) error {
 	if _, err := a.db.ExecContext(ctx, `UPDATE meta.batch_exports SET deleted = true, last_updated_at = now() WHERE id = ?`, r.ID); err != nil {
 		return fmt.Errorf("cannot delete batch export %s: %w", r.ID, err)
 	}
+	// Its queued runs will not run: the runner skips the runs of deleted exports, and
+	// the record says so.
+	now := a.exportClock()
+	if _, err := a.db.ExecContext(ctx, `UPDATE meta.batch_export_runs SET status = 'Cancelled', next_attempt_at = NULL, finished_at = ?,
+		last_updated_at = ? WHERE batch_export_id = ? AND status IN ('Starting', 'FailedRetryable')`, now, now, r.ID); err != nil {
+		return fmt.Errorf("cannot cancel the runs of batch export %s: %w", r.ID, err)
+	}
 	return c.SendStatus(fiber.StatusNoContent)
 }
 
 // POST .../batch_exports/{id}/pause/ (batch_export:write)
 // 200 with no body (spec). Pausing a paused export changes nothing (last_paused_at
-// stays that of the real pause), as in PostHog. The body is not read.
+// stays that of the real pause), as in PostHog. The body is not read. A paused export
+// starts no runs, its queued ones included, until it is unpaused.
 func (a *API) batchExportPause(c *fiber.Ctx) error { return a.pauseAction(c, true) }
 
 // POST .../batch_exports/{id}/unpause/ (batch_export:write)
 // 200 with no body (spec). Unpausing an active export changes nothing; unpausing
-// keeps last_paused_at.
-func (a *API) batchExportUnpause(c *fiber.Ctx) error { return a.pauseAction(c, false) }
+// keeps last_paused_at, and the export resumes from the window that ends next. With
+// {"backfill": true}, as in PostHog, the windows from last_paused_at until now are
+// backfilled.
+func (a *API) batchExportUnpause(c *fiber.Ctx) error {
+	s, err := a.exportScopeOf(c, principalOf(c))
+	if err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	r, err := a.loadBatchExport(ctx, s, c.Params("id"))
+	if err != nil {
+		return err
+	}
+	var body struct {
+		Backfill optional[bool] `json:"backfill"`
+	}
+	if len(c.Body()) > 0 {
+		if err := bindBody(c, &body); err != nil {
+			return err
+		}
+	}
+	if err := a.setPaused(ctx, r.ID, false); err != nil {
+		return err
+	}
+	if body.Backfill.Value && r.Paused && r.LastPausedAt != nil {
+		if _, err := a.backfill(ctx, r, *r.LastPausedAt, a.exportClock()); err != nil && !isNoWindows(err) {
+			return err
+		}
+	}
+	c.Status(fiber.StatusOK)
+	return nil
+}
 
 func (a *API) pauseAction(c *fiber.Ctx, paused bool) error {
 	s, err := a.exportScopeOf(c, principalOf(c))
@@ -536,13 +575,28 @@ func (a *API) pauseAction(c *fiber.Ctx, paused bool) error {
 	return nil
 }
 
-// setPaused pauses or unpauses an export; only a change of state writes, and only a
-// real pause sets last_paused_at.
+// exportClock is the batch export runner's clock, which the times that decide an
+// export's windows (created_at, last_paused_at, resumed_at) are taken from.
+func (a *API) exportClock() time.Time {
+	if a.exports != nil {
+		return a.exports.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// setPaused pauses or unpauses an export; only a change of state writes. A real pause
+// sets last_paused_at, a real unpause resumed_at: the runner skips the windows that
+// ended in between.
 func (a *API) setPaused(ctx context.Context, id string, paused bool) error {
-	if _, err := a.db.ExecContext(ctx, `UPDATE meta.batch_exports SET paused = ?, last_updated_at = now(),
-		last_paused_at = CASE WHEN ? THEN now() ELSE last_paused_at END
-		WHERE id = ? AND paused <> ?`, paused, paused, id, paused); err != nil {
+	now := a.exportClock()
+	if _, err := a.db.ExecContext(ctx, `UPDATE meta.batch_exports SET paused = ?, last_updated_at = ?,
+		last_paused_at = CASE WHEN ? THEN ?::TIMESTAMPTZ ELSE last_paused_at END,
+		resumed_at = CASE WHEN ? THEN resumed_at ELSE ?::TIMESTAMPTZ END
+		WHERE id = ? AND paused <> ?`, paused, now, paused, now, paused, now, id, paused); err != nil {
 		return fmt.Errorf("cannot set batch export %s paused=%t: %w", id, paused, err)
+	}
+	if !paused && a.exports != nil {
+		a.exports.Wake()
 	}
 	return nil
 }

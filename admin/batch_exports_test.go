@@ -12,7 +12,7 @@ import (
 const s3Export = `{"name":"nightly","model":"persons","interval":"day","team_id":1,
 	"destination":{"type":"S3","config":{"bucket_name":"b","region":"eu-west-1","prefix":"hedge/",
 		"aws_access_key_id":"AKIA-SECRET-ID","aws_secret_access_key":"very-secret-key"}},
-	"start_at":"2026-01-01T00:00:00Z","end_at":"2027-01-01T00:00:00+01:00","hogql_query":"SELECT event FROM events",
+	"start_at":"2026-01-01T00:00:00Z","end_at":"2027-01-01T00:00:00+01:00",
 	"filters":[{"key":"$browser","value":"Chrome","type":"event"}]}`
 
 func TestBatchExports(t *testing.T) {
@@ -30,7 +30,7 @@ func TestBatchExports(t *testing.T) {
 	for _, want := range []string{`"team_id":1`, `"name":"nightly"`, `"model":"persons"`, `"interval":"day"`, `"paused":false`,
 		`"last_paused_at":null`, `"start_at":"2026-01-01T00:00:00Z"`, `"end_at":"2026-12-31T23:00:00Z"`,
 		`"destination":{"config":{"bucket_name":"b","prefix":"hedge/","region":"eu-west-1"},"type":"S3"}`,
-		`"hogql_query":"SELECT event FROM events"`, `"filters":[{"key":"$browser","type":"event","value":"Chrome"}]`} {
+		`"hogql_query":null`, `"filters":[{"key":"$browser","type":"event","value":"Chrome"}]`, `"latest_runs":[]`} {
 		if !strings.Contains(text, want) {
 			t.Fatalf("created export lacks %s: %s", want, text)
 		}
@@ -91,7 +91,7 @@ func TestBatchExports(t *testing.T) {
 			status: 400, want: []string{`"attr":"destination__config"`}},
 		{name: "a config of the wrong type", method: "POST", path: projectExports, key: memberKey,
 			body: `{"name":"x","interval":"hour","destination":{"type":"S3","config":"b"}}`, status: 400,
-			want: []string{`"attr":"destination__config"`, `"detail":"Not a valid object."`}},
+			want: []string{`{"type":"validation_error","code":"not_a_dict","detail":"Expected a dictionary of items but got type \"str\".","attr":"destination__config"}`}},
 		{name: "a timestamp that is not one", method: "POST", path: projectExports, key: memberKey,
 			body:   `{"name":"x","interval":"hour","start_at":"yesterday","destination":{"type":"Parquet","config":{"path":"p"}}}`,
 			status: 400, want: []string{`"attr":"start_at"`}},
@@ -101,6 +101,36 @@ func TestBatchExports(t *testing.T) {
 		{name: "filters are a list", method: "POST", path: projectExports, key: memberKey,
 			body:   `{"name":"x","interval":"hour","filters":{},"destination":{"type":"Parquet","config":{"path":"p"}}}`,
 			status: 400, want: []string{`"attr":"filters"`}},
+		{name: "filters are event property filters", method: "POST", path: projectExports, key: memberKey,
+			body:   `{"name":"x","interval":"hour","filters":[{"key":"email","value":"a","type":"person"}],"destination":{"type":"Parquet","config":{"path":"p"}}}`,
+			status: 400, want: []string{`"attr":"filters"`, `event properties`}},
+		{name: "a custom hogql_query is refused, not ignored", method: "POST", path: projectExports, key: memberKey,
+			body:   `{"name":"x","interval":"hour","hogql_query":"SELECT event FROM events","destination":{"type":"Parquet","config":{"path":"p"}}}`,
+			status: 400, want: []string{`"attr":"hogql_query"`}},
+		{name: "a Parquet path stays in the data directory", method: "POST", path: projectExports, key: memberKey,
+			body:   `{"name":"x","interval":"hour","destination":{"type":"Parquet","config":{"path":"../elsewhere"}}}`,
+			status: 400, want: []string{`"attr":"destination__config"`, `inside hedge's data directory`}},
+		{name: "an absolute Parquet path needs an allowed root", method: "POST", path: projectExports, key: memberKey,
+			body:   `{"name":"x","interval":"hour","destination":{"type":"Parquet","config":{"path":"/etc/cron.d"}}}`,
+			status: 400, want: []string{`"attr":"destination__config"`, `--export-roots`}},
+		{name: "an S3 endpoint on this host's network is refused", method: "POST", path: projectExports, key: memberKey,
+			body: `{"name":"x","interval":"hour","destination":{"type":"S3","config":{"bucket":"b","region":"r","aws_access_key_id":"k","aws_secret_access_key":"s",
+				"endpoint_url":"http://169.254.169.254"}}}`,
+			status: 400, want: []string{`"attr":"destination__config"`, `--export-allow-private-endpoints`}},
+		{name: "an S3 endpoint is a base URL", method: "POST", path: projectExports, key: memberKey,
+			body: `{"name":"x","interval":"hour","destination":{"type":"S3","config":{"bucket":"b","region":"r","aws_access_key_id":"k","aws_secret_access_key":"s",
+				"endpoint_url":"ftp://s3.example.com/x"}}}`,
+			status: 400, want: []string{`"attr":"destination__config"`, `endpoint_url`}},
+		{name: "compression is one Parquet knows", method: "POST", path: projectExports, key: memberKey,
+			body:   `{"name":"x","interval":"hour","destination":{"type":"Parquet","config":{"path":"p","compression":"rar"}}}`,
+			status: 400, want: []string{`"attr":"destination__config"`, `compression`}},
+		{name: "include_events is a list of names", method: "POST", path: projectExports, key: memberKey,
+			body:   `{"name":"x","interval":"hour","destination":{"type":"Parquet","config":{"path":"p","include_events":"$pageview"}}}`,
+			status: 400, want: []string{`"attr":"destination__config"`, `include_events`}},
+		{name: "bucket is read as bucket_name", method: "POST", path: projectExports, key: memberKey,
+			body: `{"name":"x","interval":"hour","destination":{"type":"S3","config":{"bucket":"b","region":"r","aws_access_key_id":"k","aws_secret_access_key":"s",
+				"endpoint_url":"https://s3.example.com"}}}`,
+			status: 201, want: []string{`"bucket_name":"b"`, `"endpoint_url":"https://s3.example.com"`}, notWant: []string{`"bucket":`}},
 
 		{name: "update merges the config and keeps the secrets", method: "PATCH", path: orgExports + id + "/", key: memberKey,
 			body: `{"name":"renamed","interval":"hour","destination":{"config":{"prefix":"new/"}},"filters":null,"end_at":null}`, status: 200,
@@ -123,7 +153,7 @@ func TestBatchExports(t *testing.T) {
 	env.run(t, []scenario{
 		{name: "delete", method: "DELETE", path: projectExports + id + "/", key: memberKey, status: 204},
 		{name: "gone from retrieve", method: "GET", path: orgExports + id + "/", key: readKey, status: 404},
-		{name: "gone from lists", method: "GET", path: orgExports, key: readKey, status: 200, want: []string{`"count":1`}, notWant: []string{id}},
+		{name: "gone from lists", method: "GET", path: orgExports, key: readKey, status: 200, want: []string{`"count":2`}, notWant: []string{id}},
 		{name: "deleted exports do not pause", method: "POST", path: orgExports + id + "/pause/", key: memberKey, status: 404},
 		{name: "deleted again", method: "DELETE", path: projectExports + id + "/", key: memberKey, status: 404},
 	})

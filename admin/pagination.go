@@ -54,16 +54,24 @@ func (a *API) sendPage(c *fiber.Ctx, p page, count int, results any) error {
 // pageURL is the request's own URL with limit and offset replaced; an offset of 0 or
 // less is dropped, as DRF does. Query keys come out sorted (DRF re-encodes them so).
 func (a *API) pageURL(c *fiber.Ctx, limit, offset int) string {
+	return a.requestURL(c, func(query url.Values) {
+		query.Set("limit", strconv.Itoa(limit))
+		if offset > 0 {
+			query.Set("offset", strconv.Itoa(offset))
+		} else {
+			query.Del("offset")
+		}
+	})
+}
+
+// requestURL is the request's own absolute URL (from --public-url when set) with its
+// query parameters changed by edit.
+func (a *API) requestURL(c *fiber.Ctx, edit func(url.Values)) string {
 	query := url.Values{}
 	c.Context().QueryArgs().VisitAll(func(k, v []byte) {
 		query.Add(string(k), string(v))
 	})
-	query.Set("limit", strconv.Itoa(limit))
-	if offset > 0 {
-		query.Set("offset", strconv.Itoa(offset))
-	} else {
-		query.Del("offset")
-	}
+	edit(query)
 	base := a.publicURL
 	if base == "" {
 		base = c.BaseURL()

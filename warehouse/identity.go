@@ -564,7 +564,7 @@ func (x *identity) mutableGroup(k groupKey, g *group) *group {
 // through the appenders; changed persons and moved distinct ids staged and applied by
 // one UPDATE each; the rare deletes and group writes as statements run by exec on the
 // transaction's connection (UUIDs go as text, cast in SQL).
-func (x *identity) flush(a *appenders, exec func(query string, args ...any) error) error {
+func (x *identity) flush(a *appenders, at time.Time, exec func(query string, args ...any) error) error {
 	var stagedPersons, stagedDistinctIDs int
 	for _, p := range x.delta.persons {
 		appender := a.persons
@@ -573,9 +573,9 @@ func (x *identity) flush(a *appenders, exec func(query string, args ...any) erro
 		}
 		var err error
 		if p.stored {
-			err = appender.AppendRow(duckdb.UUID(p.id), p.propertiesJSON(), p.createdAt, p.identified, p.version)
+			err = appender.AppendRow(duckdb.UUID(p.id), p.propertiesJSON(), p.createdAt, p.identified, p.version, at)
 		} else {
-			err = appender.AppendRow(duckdb.UUID(p.id), p.team, p.propertiesJSON(), p.createdAt, p.identified, p.version)
+			err = appender.AppendRow(duckdb.UUID(p.id), p.team, p.propertiesJSON(), p.createdAt, p.identified, p.version, at)
 		}
 		if err != nil {
 			return fmt.Errorf("cannot append person %s: %w", p.id, err)
@@ -584,10 +584,10 @@ func (x *identity) flush(a *appenders, exec func(query string, args ...any) erro
 	for k, id := range x.delta.distinct {
 		var err error
 		if _, stored := x.distinct[k]; stored {
-			err = a.stagedDistinctIDs.AppendRow(k.team, k.id, duckdb.UUID(id))
+			err = a.stagedDistinctIDs.AppendRow(k.team, k.id, duckdb.UUID(id), at)
 			stagedDistinctIDs++
 		} else {
-			err = a.distinctIDs.AppendRow(k.team, k.id, duckdb.UUID(id), int64(0))
+			err = a.distinctIDs.AppendRow(k.team, k.id, duckdb.UUID(id), int64(0), at)
 		}
 		if err != nil {
 			return fmt.Errorf("cannot append distinct id %q: %w", k.id, err)
@@ -600,8 +600,8 @@ func (x *identity) flush(a *appenders, exec func(query string, args ...any) erro
 		table    string
 	}{
 		{stagedPersons, a.stagedPersons, `UPDATE persons SET properties = s.properties, created_at = s.created_at,
-			is_identified = s.is_identified, version = s.version FROM temp.staged_persons s WHERE persons.id = s.id`, "staged_persons"},
-		{stagedDistinctIDs, a.stagedDistinctIDs, `UPDATE person_distinct_ids SET person_id = s.person_id, version = version + 1
+			is_identified = s.is_identified, version = s.version, updated_at = s.updated_at FROM temp.staged_persons s WHERE persons.id = s.id`, "staged_persons"},
+		{stagedDistinctIDs, a.stagedDistinctIDs, `UPDATE person_distinct_ids SET person_id = s.person_id, version = version + 1, updated_at = s.updated_at
 			FROM temp.staged_distinct_ids s WHERE person_distinct_ids.team_id = s.team_id AND person_distinct_ids.distinct_id = s.distinct_id`, "staged_distinct_ids"},
 	} {
 		if staged.rows == 0 {

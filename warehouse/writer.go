@@ -63,6 +63,12 @@ type Writer struct {
 	mu      sync.RWMutex
 	closing bool
 
+	// committing is the inserted_at of the commit in progress, zero between commits:
+	// what Committed reports. commitMu orders reading the clock for a new commit against
+	// Committed reading it.
+	commitMu   sync.Mutex
+	committing time.Time
+
 	// Owned by the writer goroutine.
 	open                [laneCount]bool
 	group               [laneCount][]*submission
@@ -95,8 +101,8 @@ func (a *appenders) all() []*duckdb.Appender {
 
 // stagingTables are the Writer connection's TEMP tables for bulk updates (see appenders).
 const stagingTables = `
-	CREATE TEMP TABLE staged_persons (id UUID, properties VARCHAR, created_at TIMESTAMPTZ, is_identified BOOLEAN, version BIGINT);
-	CREATE TEMP TABLE staged_distinct_ids (team_id BIGINT, distinct_id VARCHAR, person_id UUID)`
+	CREATE TEMP TABLE staged_persons (id UUID, properties VARCHAR, created_at TIMESTAMPTZ, is_identified BOOLEAN, version BIGINT, updated_at TIMESTAMPTZ);
+	CREATE TEMP TABLE staged_distinct_ids (team_id BIGINT, distinct_id VARCHAR, person_id UUID, updated_at TIMESTAMPTZ)`
 
 func newWriter(conn driver.Conn, identity *identity, versions *dataVersions, cfg *Config) (*Writer, error) {
 	w := &Writer{
@@ -395,7 +401,8 @@ func (w *Writer) commit(group []*submission) (err error) {
 	}()
 	ctx := context.Background()
 	a := w.appenders
-	insertedAt := time.Now().UTC()
+	insertedAt := w.beginCommit()
+	defer w.endCommit()
 	var events [laneCount]int
 	warnings := 0
 	for _, s := range group {
@@ -431,7 +438,7 @@ func (w *Writer) commit(group []*submission) (err error) {
 		events[b.Lane] += len(b.Events)
 		warnings += len(b.Warnings)
 	}
-	if err := w.identity.flush(a, w.exec); err != nil {
+	if err := w.identity.flush(a, insertedAt, w.exec); err != nil {
 		return err
 	}
 	for _, appender := range a.all() {
@@ -454,6 +461,33 @@ func (w *Writer) commit(group []*submission) (err error) {
 	}
 	w.rowsSinceCheckpoint += warnings
 	return nil
+}
+
+// beginCommit is the inserted_at of the rows of the commit that begins: the clock's
+// time, which Committed will not report again until the commit has ended.
+func (w *Writer) beginCommit() time.Time {
+	w.commitMu.Lock()
+	defer w.commitMu.Unlock()
+	w.committing = w.cfg.Now().UTC()
+	return w.committing
+}
+
+func (w *Writer) endCommit() {
+	w.commitMu.Lock()
+	w.committing = time.Time{}
+	w.commitMu.Unlock()
+}
+
+// Committed is a time before which every event's commit has ended: each row whose
+// inserted_at is earlier is committed (or was rolled back) and visible to a new read.
+// Batch exports wait for it to pass the end of a window before reading the window.
+func (w *Writer) Committed() time.Time {
+	w.commitMu.Lock()
+	defer w.commitMu.Unlock()
+	if !w.committing.IsZero() {
+		return w.committing
+	}
+	return w.cfg.Now().UTC()
 }
 
 // groupColumn is a $group_N column value: NULL when the event has no group of that type.

@@ -1,0 +1,394 @@
+package batchexport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/hedge-analytics/hedge/warehouse"
+)
+
+// Destination types: where the Parquet files of a run go.
+const (
+	// Parquet writes them into a directory of this machine.
+	Parquet = "Parquet"
+	// S3 uploads them to a bucket of S3 or of an S3-compatible store.
+	S3 = "S3"
+)
+
+// DestinationTypes are the destination types hedge exports to.
+var DestinationTypes = []string{S3, Parquet}
+
+// SecretFields are the config fields of each destination type that the API stores for
+// the runner and never shows (PostHog's BatchExportDestination.secret_fields).
+var SecretFields = map[string][]string{
+	S3: {"aws_access_key_id", "aws_secret_access_key"},
+}
+
+// Policy is what the operator allows destinations to reach.
+type Policy struct {
+	// DataDir is hedge's data directory: a Parquet destination's relative path is
+	// under it, and an absolute one must be inside it or inside one of ParquetRoots.
+	DataDir string
+	// ParquetRoots are further directories that Parquet destinations may write under.
+	ParquetRoots []string
+	// AllowPrivateEndpoints lets an S3 endpoint_url name a loopback, private or
+	// link-local address (a MinIO beside hedge, say). Off, an export cannot be aimed at
+	// the services of hedge's own network.
+	AllowPrivateEndpoints bool
+}
+
+// InvalidConfig is a destination config that a batch export cannot use. Its Detail is
+// meant for the user who sent it; Code is "required" for a missing field, else
+// "invalid_input".
+type InvalidConfig struct{ Code, Detail string }
+
+func (e *InvalidConfig) Error() string { return e.Detail }
+
+func invalidf(format string, args ...any) error {
+	return &InvalidConfig{Code: "invalid_input", Detail: fmt.Sprintf(format, args...)}
+}
+
+// Check validates the config of a destination of the given type, and normalizes it
+// in place: PostHog's bucket_name may also be sent as bucket.
+func (p Policy) Check(kind string, config map[string]any) error {
+	for _, field := range []string{"include_events", "exclude_events"} {
+		if _, err := stringList(config, field); err != nil {
+			return err
+		}
+	}
+	if c, ok := config["compression"]; ok && c != nil {
+		name, _ := c.(string)
+		if _, ok := warehouse.ParquetCompressions[name]; !ok {
+			return invalidf("%q is not a valid compression: use one of zstd, snappy, gzip, brotli, lz4, none.", fmt.Sprint(c))
+		}
+	}
+	switch kind {
+	case Parquet:
+		_, err := p.parquetDir(config)
+		return err
+	case S3:
+		if _, ok := config["bucket_name"]; !ok {
+			if bucket, ok := config["bucket"]; ok {
+				config["bucket_name"] = bucket
+				delete(config, "bucket")
+			}
+		}
+		_, err := p.s3Target(config)
+		return err
+	}
+	return invalidf("%q is not a destination hedge exports to: use S3 or Parquet.", kind)
+}
+
+// parquetDir is the directory a Parquet destination writes under.
+func (p Policy) parquetDir(config map[string]any) (string, error) {
+	path, err := requiredString(config, "path", "the directory the files are written to")
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Clean(path)
+	if !filepath.IsAbs(dir) {
+		if !filepath.IsLocal(dir) {
+			return "", invalidf("The Parquet path %q must stay inside hedge's data directory.", path)
+		}
+		return filepath.Join(p.DataDir, dir), nil
+	}
+	for _, root := range append([]string{p.DataDir}, p.ParquetRoots...) {
+		if root == "" {
+			continue
+		}
+		abs, err := filepath.Abs(root)
+		if err != nil {
+			continue
+		}
+		if rel, err := filepath.Rel(abs, dir); err == nil && filepath.IsLocal(rel) {
+			return dir, nil
+		}
+	}
+	return "", invalidf("The Parquet path %q is outside the directories hedge may write to: use a path relative to its data directory, or ask the operator to allow its directory with --export-roots.", path)
+}
+
+// s3Target is where an S3 destination uploads.
+type s3Target struct {
+	endpoint                     string // host[:port]
+	secure, virtualHost          bool
+	bucket, region, prefix       string
+	accessKeyID, secretAccessKey string
+	allowPrivate                 bool
+}
+
+func (p Policy) s3Target(config map[string]any) (s3Target, error) {
+	t := s3Target{endpoint: "s3.amazonaws.com", secure: true, allowPrivate: p.AllowPrivateEndpoints}
+	var err error
+	if t.bucket, err = requiredString(config, "bucket_name", "the bucket to upload to"); err != nil {
+		return t, err
+	}
+	if t.region, err = requiredString(config, "region", "the bucket's region"); err != nil {
+		return t, err
+	}
+	if t.accessKeyID, err = requiredString(config, "aws_access_key_id", "the access key id to upload with"); err != nil {
+		return t, err
+	}
+	if t.secretAccessKey, err = requiredString(config, "aws_secret_access_key", "the secret access key to upload with"); err != nil {
+		return t, err
+	}
+	if t.prefix, err = optionalString(config, "prefix"); err != nil {
+		return t, err
+	}
+	if format, err := optionalString(config, "file_format"); err != nil || (format != "" && format != "Parquet") {
+		return t, invalidf("hedge uploads Parquet files: file_format must be \"Parquet\".")
+	}
+	if v, ok := config["use_virtual_style_addressing"]; ok && v != nil {
+		b, ok := v.(bool)
+		if !ok {
+			return t, invalidf("use_virtual_style_addressing must be true or false.")
+		}
+		t.virtualHost = b
+	}
+	raw, err := optionalString(config, "endpoint_url")
+	if err != nil || raw == "" {
+		return t, err
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.User != nil || u.RawQuery != "" {
+		return t, invalidf("endpoint_url %q must be http(s)://host[:port] of an S3-compatible store.", raw)
+	}
+	t.endpoint, t.secure = u.Host, u.Scheme == "https"
+	if !p.AllowPrivateEndpoints {
+		if ip := net.ParseIP(u.Hostname()); (ip != nil && !publicAddress(ip)) || strings.EqualFold(u.Hostname(), "localhost") {
+			return t, invalidf("endpoint_url %q is a private address: hedge's operator must allow those with --export-allow-private-endpoints.", raw)
+		}
+	}
+	return t, nil
+}
+
+// publicAddress says whether an address is on the internet rather than on this host's
+// own networks.
+func publicAddress(ip net.IP) bool {
+	return !(ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast())
+}
+
+func requiredString(config map[string]any, field, what string) (string, error) {
+	s, err := optionalString(config, field)
+	if err == nil && strings.TrimSpace(s) == "" {
+		err = &InvalidConfig{Code: "required", Detail: fmt.Sprintf("The destination needs %q: %s.", field, what)}
+	}
+	return s, err
+}
+
+func optionalString(config map[string]any, field string) (string, error) {
+	v, ok := config[field]
+	if !ok || v == nil {
+		return "", nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", invalidf("%q must be a string.", field)
+	}
+	return s, nil
+}
+
+func stringList(config map[string]any, field string) ([]string, error) {
+	v, ok := config[field]
+	if !ok || v == nil {
+		return nil, nil
+	}
+	items, ok := v.([]any)
+	if !ok {
+		return nil, invalidf("%q must be a list of event names.", field)
+	}
+	list := make([]string, 0, len(items))
+	for _, item := range items {
+		s, ok := item.(string)
+		if !ok {
+			return nil, invalidf("%q must be a list of event names.", field)
+		}
+		list = append(list, s)
+	}
+	return list, nil
+}
+
+// objectName is where one exported file goes, below a destination's directory or
+// prefix: team_id=N/date=YYYY-MM-DD/<run id>.parquet, with -1, -2... for further files
+// of the same date. The same run names the same files each time it runs, so a retry
+// overwrites what an attempt left and never adds rows twice.
+func objectName(team int64, runID string, files []warehouse.ExportFile, i int) string {
+	n := 0
+	for _, f := range files[:i] {
+		if f.Date == files[i].Date {
+			n++
+		}
+	}
+	name := runID + ".parquet"
+	if n > 0 {
+		name = fmt.Sprintf("%s-%d.parquet", runID, n)
+	}
+	return fmt.Sprintf("team_id=%d/date=%s/%s", team, files[i].Date, name)
+}
+
+// deliverParquet puts the files under dir, each by way of a temporary file in its
+// final directory and a rename, so that a reader never sees half a file.
+func deliverParquet(dir string, team int64, runID string, files []warehouse.ExportFile) error {
+	for i, f := range files {
+		target := filepath.Join(dir, filepath.FromSlash(objectName(team, runID, files, i)))
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return fmt.Errorf("cannot create the directory of %s: %w", target, err)
+		}
+		if err := os.Rename(f.Path, target); err == nil {
+			continue
+		} else if !errors.Is(err, syscall.EXDEV) {
+			return fmt.Errorf("cannot move %s into place: %w", target, err)
+		}
+		if err := copyFile(f.Path, target); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyFile copies src to dst across file systems: into a temporary file beside dst,
+// synced, then renamed over dst.
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("cannot read %s: %w", src, err)
+	}
+	defer in.Close()
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".partial-*")
+	if err != nil {
+		return fmt.Errorf("cannot write beside %s: %w", dst, err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = io.Copy(tmp, in)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if closeErr := tmp.Close(); err == nil {
+		err = closeErr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), dst)
+	}
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %w", dst, err)
+	}
+	return nil
+}
+
+// deliverS3 uploads the files below the destination's prefix.
+func deliverS3(ctx context.Context, t s3Target, team int64, runID string, files []warehouse.ExportFile) error {
+	lookup := minio.BucketLookupPath
+	if t.virtualHost {
+		lookup = minio.BucketLookupDNS
+	}
+	client, err := minio.New(t.endpoint, &minio.Options{
+		Creds:        credentials.NewStaticV4(t.accessKeyID, t.secretAccessKey, ""),
+		Secure:       t.secure,
+		Region:       t.region,
+		BucketLookup: lookup,
+		Transport:    s3Transport(t.allowPrivate),
+		// A failed run is retried as a whole, with backoff (Runner); a few quick tries
+		// here ride out a dropped connection.
+		MaxRetries: 3,
+	})
+	if err != nil {
+		return fmt.Errorf("cannot reach S3 at %s: %w", t.endpoint, err)
+	}
+	prefix := t.prefix
+	if prefix != "" && !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	for i, f := range files {
+		key := prefix + objectName(team, runID, files, i)
+		if _, err := client.FPutObject(ctx, t.bucket, key, f.Path, minio.PutObjectOptions{ContentType: "application/vnd.apache.parquet"}); err != nil {
+			return fmt.Errorf("cannot upload s3://%s/%s: %w", t.bucket, key, err)
+		}
+	}
+	return nil
+}
+
+// s3Transport dials S3 refusing, unless allowPrivate, any address that is not public:
+// checked on the address actually dialled, so a name that resolves to a private
+// address is refused too.
+func s3Transport(allowPrivate bool) http.RoundTripper {
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	if !allowPrivate {
+		dialer.Control = func(network, address string, _ syscall.RawConn) error {
+			host, _, err := net.SplitHostPort(address)
+			if err != nil {
+				return err
+			}
+			if ip := net.ParseIP(host); ip == nil || !publicAddress(ip) {
+				return fmt.Errorf("refusing to export to %s: not a public address (see --export-allow-private-endpoints)", host)
+			}
+			return nil
+		}
+	}
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          16,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
+// destination is a batch export's destination as the runner reads it.
+type destination struct {
+	kind   string
+	config map[string]any
+}
+
+// filters are the parts of a destination's config that select events.
+func (d destination) filters() (include, exclude []string, err error) {
+	if include, err = stringList(d.config, "include_events"); err != nil {
+		return nil, nil, err
+	}
+	exclude, err = stringList(d.config, "exclude_events")
+	return include, exclude, err
+}
+
+func (d destination) compression() string {
+	c, _ := d.config["compression"].(string)
+	return c
+}
+
+// deliver sends the files of a run to the destination.
+func (p Policy) deliver(ctx context.Context, d destination, team int64, runID string, files []warehouse.ExportFile) error {
+	if len(files) == 0 {
+		return nil
+	}
+	switch d.kind {
+	case Parquet:
+		dir, err := p.parquetDir(d.config)
+		if err != nil {
+			return err
+		}
+		return deliverParquet(dir, team, runID, files)
+	case S3:
+		t, err := p.s3Target(d.config)
+		if err != nil {
+			return err
+		}
+		return deliverS3(ctx, t, team, runID, files)
+	}
+	return invalidf("%q is not a destination hedge exports to.", d.kind)
+}
