@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -68,7 +69,7 @@ func serveCommand(args []string, stderr io.Writer) int {
 	fs.DurationVar(&cfg.insightCacheTTL, "insight-cache-ttl", 15*time.Minute, "how long an insight's computed result is served while its project has no new events")
 	fs.DurationVar(&cfg.warehouse.Query.Timeout, "query-timeout", 30*time.Second, "how long a query of the query API may run")
 	fs.IntVar(&cfg.warehouse.Query.MaxRows, "query-max-rows", 100000, "how many rows a HogQL query may return")
-	fs.StringVar(&cfg.warehouse.MemoryLimit, "duckdb-memory-limit", "512MB", "DuckDB's memory_limit")
+	fs.StringVar(&cfg.warehouse.MemoryLimit, "duckdb-memory-limit", "256MB", "DuckDB's memory_limit; its resident memory runs about 450 MB above it under full ingest load, and large queries run faster with more")
 	fs.Int64Var(&cfg.edge.MaxInflightBytes, "max-inflight-bytes", 256<<20, "bytes of request bodies and decompressed payloads held at once, at most; past it capture answers 503")
 	fs.Float64Var(&cfg.edge.OverflowRate, "overflow-rate", 100, "events a second one distinct_id of a project may send before its events go to the overflow lane; 0: no overflow lane")
 	fs.Float64Var(&cfg.edge.OverflowBurst, "overflow-burst", 1000, "events one distinct_id may send at once before the overflow rate applies")
@@ -80,6 +81,14 @@ func serveCommand(args []string, stderr io.Writer) int {
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	// The writer's many short cgo calls into DuckDB keep their P, so with one P per
+	// core the capture handlers queue behind it. Twice the runtime's default (the
+	// cores, or the container's CPU limit), at least 4, cut /capture/'s p99 at 25k
+	// req/s from 60 ms to 24-29 ms on 2 cores (bench, capture-25k) and raised its
+	// closed-loop rate by 7-20%. GOMAXPROCS in the environment wins.
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(max(4, 2*runtime.GOMAXPROCS(0)))
+	}
 
 	ctx, stopSignals := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stopSignals()

@@ -35,7 +35,10 @@ type Config struct {
 	// default of 16MB makes the event write path 3-4x slower (reference/limits.md B3);
 	// the Writer checkpoints on its own schedule instead.
 	WALAutocheckpoint string
-	// MemoryLimit is DuckDB's memory_limit (default "512MB").
+	// MemoryLimit is DuckDB's memory_limit (default "256MB"). DuckDB's resident memory
+	// runs about 450 MB above it under full ingest load (WAL, appender and checkpoint
+	// buffers it does not count), so 256MB keeps hedge under 1 GB; queries over large
+	// projects spill to disk sooner.
 	MemoryLimit string
 	// Threads is DuckDB's worker thread count (default: DuckDB's, the number of cores).
 	Threads int
@@ -81,7 +84,7 @@ func (c *Config) setDefaults() {
 		c.WALAutocheckpoint = "1GB"
 	}
 	if c.MemoryLimit == "" {
-		c.MemoryLimit = "512MB"
+		c.MemoryLimit = "256MB"
 	}
 	if c.FlushRows <= 0 {
 		c.FlushRows = 10000
