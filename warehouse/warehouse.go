@@ -61,6 +61,13 @@ type Config struct {
 	// distinct-id map (default 20000); the rest are read from the database when an
 	// event changes them.
 	PersonCacheSize int
+	// CheckpointRows is how many rows the Writer commits before it checkpoints while it
+	// is less than half busy (default 122880, one DuckDB row group, about 110 MB of
+	// WAL): stalls under a second and a half at moderate load, instead of DuckDB's own
+	// checkpoint at WALAutocheckpoint, which stalls commits for three to five seconds
+	// and is left to sustained full load, where smaller checkpoints would cost
+	// throughput (each one recompresses the last row group; measured: 15% at 256MB).
+	CheckpointRows int
 	// CheckpointInterval is how often the Writer checkpoints DuckDB when events were
 	// written since the last checkpoint (default 5m). It bounds the WAL that a restart
 	// after a crash must replay.
@@ -97,6 +104,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.PersonCacheSize <= 0 {
 		c.PersonCacheSize = 20000
+	}
+	if c.CheckpointRows <= 0 {
+		c.CheckpointRows = 122880
 	}
 	if c.CheckpointInterval <= 0 {
 		c.CheckpointInterval = 5 * time.Minute

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -363,5 +364,45 @@ func TestDataVersion(t *testing.T) {
 	}
 	if q.DataVersion(1) == v {
 		t.Fatal("the version did not change")
+	}
+}
+
+// With time to spare the writer checkpoints every CheckpointRows rows, so that
+// DuckDB's own checkpoint, seconds long, waits for sustained full load.
+func TestWriterCheckpointsWhenNotBusy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hedge.duckdb")
+	w := openTestWarehouse(t, path, Config{CheckpointRows: 100})
+	defer w.Close()
+	walSize := func() int64 {
+		info, err := os.Stat(path + ".wal")
+		if errors.Is(err, os.ErrNotExist) {
+			return 0
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.Size()
+	}
+	submit := func() {
+		events := make([]Event, 60)
+		for i := range events {
+			events[i] = testEvent(1, "e")
+		}
+		if err := w.Writer().Submit(&Batch{Events: events}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	submit()
+	if size := walSize(); size == 0 {
+		t.Fatal("60 rows are in the WAL, not checkpointed yet")
+	}
+	submit()
+	for deadline := time.Now().Add(10 * time.Second); walSize() > 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 120 rows the WAL still holds %d bytes: no checkpoint", walSize())
+		}
+	}
+	if rows := len(storedUUIDs(t, w)); rows != 120 {
+		t.Fatalf("%d rows after the checkpoint, want 120", rows)
 	}
 }
