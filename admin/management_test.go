@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -256,5 +257,40 @@ func inOrder(t *testing.T, text string, fragments ...string) {
 			t.Fatalf("%q missing or out of order in %s", f, text)
 		}
 		at += i + len(f)
+	}
+}
+
+// hedge has no rate limit on the management API: a key makes thousands of calls a
+// minute, as scripts and dashboards do (PostHog limits personal keys only when its
+// rate limiting is on).
+func TestNoRateLimit(t *testing.T) {
+	env := newMgmtEnv(t, nil)
+	const calls, workers = 2000, 8
+	statuses := make(chan int, calls)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range calls / workers {
+				req, _ := http.NewRequest("GET", env.url+"/api/users/@me/", nil)
+				req.Header.Set("Authorization", "Bearer "+env.owner)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					statuses <- 0
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				statuses <- resp.StatusCode
+			}
+		})
+	}
+	wg.Wait()
+	close(statuses)
+	counts := map[int]int{}
+	for s := range statuses {
+		counts[s]++
+	}
+	if counts[200] != calls {
+		t.Fatalf("%d calls with one key answered %v, want all 200", calls, counts)
 	}
 }
