@@ -70,6 +70,33 @@ func rewriteHogQL(query string) (string, bool, error) {
 	return out.String(), usesPerson, nil
 }
 
+// rewrittenColumn is the name DuckDB gives a column that rewriteHogQL wrote from a
+// property form: json_extract_string(<column>, '$."<key>"...').
+var rewrittenColumn = regexp.MustCompile(`^json_extract_string\(((?:[A-Za-z_][A-Za-z0-9_]*\.)?properties|person_properties), '\$((?:\."[^"]*")+)'\)$`)
+
+var rewrittenKey = regexp.MustCompile(`\."([^"]*)"`)
+
+// hogqlColumnName is the name PostHog gives a result column: a property read as it was
+// written (properties.$current_url, person.properties.email), count() for DuckDB's
+// count_star(); other columns as DuckDB names them.
+func hogqlColumnName(column string) string {
+	if column == "count_star()" {
+		return "count()"
+	}
+	m := rewrittenColumn.FindStringSubmatch(column)
+	if m == nil {
+		return column
+	}
+	name := m[1]
+	if name == "person_properties" {
+		name = "person.properties"
+	}
+	for _, key := range rewrittenKey.FindAllStringSubmatch(m[2], -1) {
+		name += "." + strings.ReplaceAll(key[1], "''", "'")
+	}
+	return name
+}
+
 // afterArrow reports whether toks[i] is the right side of a -> or ->> operator.
 func afterArrow(toks []token, i int) bool {
 	j := i - 1

@@ -101,6 +101,9 @@ func (q *Queries) HogQL(ctx context.Context, scope Scope, query string) (*Result
 	if result.HasMore {
 		return nil, queryErrorf("the query returns more than %d rows: add a LIMIT", q.maxRows)
 	}
+	for i, c := range result.Columns {
+		result.Columns[i] = hogqlColumnName(c)
+	}
 	return result, nil
 }
 

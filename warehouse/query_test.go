@@ -758,3 +758,19 @@ func TestTrendsTimeZones(t *testing.T) {
 		t.Fatalf("-7d counts %g: %s", l.Count, points(l))
 	}
 }
+
+func TestHogQLColumnName(t *testing.T) {
+	f := func(column, want string) {
+		t.Helper()
+		if got := hogqlColumnName(column); got != want {
+			t.Fatalf("hogqlColumnName(%q) = %q, want %q", column, got, want)
+		}
+	}
+	f(`json_extract_string(properties, '$."$current_url"')`, "properties.$current_url")
+	f(`json_extract_string(e.properties, '$."a"."b"')`, "e.properties.a.b")
+	f(`json_extract_string(person_properties, '$."email"')`, "person.properties.email")
+	f(`json_extract_string(properties, '$."it''s"')`, "properties.it's")
+	f("count_star()", "count()")
+	f("count(DISTINCT person_id)", "count(DISTINCT person_id)")
+	f(`json_extract_string(properties, '$.a')`, `json_extract_string(properties, '$.a')`)
+}
