@@ -216,11 +216,7 @@ var queryTableFunctions = map[string]bool{"range": true, "generate_series": true
 var queryFunctions = func() map[string]bool {
 	m := map[string]bool{}
 	for _, names := range []string{
-		// aggregates
-		`count count_star sum avg mean min max any_value arg_min arg_max argmin argmax min_by max_by bool_and bool_or
-		first last list array_agg string_agg group_concat median mode quantile quantile_cont quantile_disc
-		approx_count_distinct approx_quantile stddev stddev_pop stddev_samp variance var_pop var_samp corr covar_pop
-		covar_samp histogram product entropy kurtosis skewness bit_and bit_or bit_xor fsum favg count_if sumif`,
+		aggregateNames,
 		// window
 		`row_number rank dense_rank percent_rank cume_dist ntile lag lead first_value last_value nth_value`,
 		// numbers
@@ -266,6 +262,45 @@ var queryFunctions = func() map[string]bool {
 	}
 	return m
 }()
+
+// aggregateNames are the aggregate functions of queryFunctions, uniq (a macro) among
+// them.
+const aggregateNames = `count count_star sum avg mean min max any_value arg_min arg_max argmin argmax min_by max_by
+	bool_and bool_or first last list array_agg string_agg group_concat median mode quantile quantile_cont
+	quantile_disc approx_count_distinct approx_quantile stddev stddev_pop stddev_samp variance var_pop var_samp corr
+	covar_pop covar_samp histogram product entropy kurtosis skewness bit_and bit_or bit_xor fsum favg count_if sumif
+	uniq`
+
+// aggregateFunctions is aggregateNames as a set.
+var aggregateFunctions = func() map[string]bool {
+	m := map[string]bool{}
+	for _, name := range strings.Fields(aggregateNames) {
+		m[name] = true
+	}
+	return m
+}()
+
+// callsAggregate reports whether a parsed expression calls an aggregate function
+// outside a subquery (whose aggregates are its own).
+func callsAggregate(v any) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		if v["class"] == "SUBQUERY" {
+			return false
+		}
+		if name, _ := v["function_name"].(string); v["class"] == "FUNCTION" && aggregateFunctions[strings.ToLower(name)] {
+			return true
+		}
+		for _, x := range v {
+			if callsAggregate(x) {
+				return true
+			}
+		}
+	case []any:
+		return slices.ContainsFunc(v, callsAggregate)
+	}
+	return false
+}
 
 // queryMacros give the ClickHouse functions HogQL queries use most their DuckDB meaning.
 const queryMacros = `

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -66,6 +67,9 @@ func (q *Queries) Events(ctx context.Context, scope Scope, eq EventsQuery, now t
 	// rest of the query. Items go on lines of their own.
 	var columns, selects []string
 	withPersons := false
+	// As in PostHog, a select list with aggregates groups by its other items and, unless
+	// told otherwise, orders by count() or else the first aggregate, largest first.
+	grouped, orderAggregate := false, ""
 	for _, item := range eq.Select {
 		expr := stripLabel(item)
 		switch strings.ToLower(expr) {
@@ -77,11 +81,18 @@ func (q *Queries) Events(ctx context.Context, scope Scope, eq EventsQuery, now t
 		case "person_display_name":
 			expr, withPersons = personDisplayNameColumn, true
 		}
-		checked, usesPerson, err := q.fragment(ctx, fragmentSelect, expr)
+		checked, err := q.fragment(ctx, fragmentSelect, expr)
 		if err != nil {
 			return nil, err
 		}
-		columns, selects, withPersons = append(columns, item), append(selects, checked), withPersons || usesPerson
+		if checked.aggregate {
+			position := strconv.Itoa(len(selects) + 1)
+			if !grouped || strings.EqualFold(strings.Join(strings.Fields(expr), ""), "count()") {
+				orderAggregate = position + " DESC"
+			}
+			grouped = true
+		}
+		columns, selects, withPersons = append(columns, item), append(selects, checked.sql), withPersons || checked.usesPerson
 	}
 	if len(columns) == 0 {
 		columns, selects = starColumns, starColumns
@@ -115,26 +126,32 @@ func (q *Queries) Events(ctx context.Context, scope Scope, eq EventsQuery, now t
 	}
 	where, args, withPersons = append(where, filters...), append(args, filterArgs...), withPersons || filterPersons
 	for _, w := range eq.Where {
-		checked, usesPerson, err := q.fragment(ctx, fragmentWhere, w)
+		checked, err := q.fragment(ctx, fragmentWhere, w)
 		if err != nil {
 			return nil, err
 		}
-		where, withPersons = append(where, "("+checked+"\n)"), withPersons || usesPerson
+		where, withPersons = append(where, "("+checked.sql+"\n)"), withPersons || checked.usesPerson
 	}
 	orderBy := []string{`"timestamp" DESC`}
+	if grouped {
+		orderBy = []string{orderAggregate}
+	}
 	if len(eq.OrderBy) > 0 {
 		orderBy = nil
 	}
 	for _, o := range eq.OrderBy {
-		checked, usesPerson, err := q.fragment(ctx, fragmentOrderBy, o)
+		checked, err := q.fragment(ctx, fragmentOrderBy, o)
 		if err != nil {
 			return nil, err
 		}
-		orderBy, withPersons = append(orderBy, checked), withPersons || usesPerson
+		orderBy, withPersons = append(orderBy, checked.sql), withPersons || checked.usesPerson
 	}
 	sql := "SELECT " + strings.Join(selects, ",\n") + "\nFROM events"
 	if len(where) > 0 {
 		sql += "\nWHERE " + strings.Join(where, "\nAND ")
+	}
+	if grouped {
+		sql += "\nGROUP BY ALL"
 	}
 	sql += fmt.Sprintf("\nORDER BY %s\nLIMIT %d OFFSET %d", strings.Join(orderBy, ",\n"), eq.Limit+1, eq.Offset)
 	result, err := q.run(ctx, scope, sql, withPersons, eq.Limit, args...)
@@ -214,17 +231,26 @@ var fragmentTemplates = [...]struct {
 	}},
 }
 
+// checkedFragment is an item of an EventsQuery turned into DuckDB's SQL.
+type checkedFragment struct {
+	sql        string
+	usesPerson bool // it reads person properties: the events view joins persons
+	aggregate  bool // it calls an aggregate function
+}
+
 // fragment turns one HogQL item of an EventsQuery into DuckDB's SQL and makes sure it
 // is exactly one item of its kind: the parse of the template with the item, once the
-// item is taken out, must equal the parse of the template with a plain one. It reports
-// whether the item reads person properties. What the item may read is checked with
-// the whole query, by run.
-func (q *Queries) fragment(ctx context.Context, kind fragmentKind, item string) (string, bool, error) {
+// item is taken out, must equal the parse of the template with a plain one. What the
+// item may read is checked with the whole query, by run.
+func (q *Queries) fragment(ctx context.Context, kind fragmentKind, item string) (checkedFragment, error) {
 	t := fragmentTemplates[kind]
 	rewritten, usesPerson, err := rewriteHogQL(item)
 	if err != nil {
-		return "", false, &QueryError{Detail: err.Error()}
+		return checkedFragment{}, &QueryError{Detail: err.Error()}
 	}
+	// aggregate is whether the item, as parsed in the template, calls an aggregate:
+	// looked at before the template's slot takes the item out of the parse.
+	aggregate := false
 	shape := func(sql string) (any, error) {
 		var serialized string
 		if err := q.db.QueryRowContext(ctx, `SELECT json_serialize_sql(?::VARCHAR)::VARCHAR`, sql).Scan(&serialized); err != nil {
@@ -238,6 +264,9 @@ func (q *Queries) fragment(ctx context.Context, kind fragmentKind, item string) 
 		if err := json.Unmarshal([]byte(serialized), &parsed); err != nil {
 			return nil, fmt.Errorf("cannot read the parsed query: %w", err)
 		}
+		if len(parsed.Statements) == 1 && parsed.Statements[0].Node != nil {
+			aggregate = callsAggregate(parsed.Statements[0].Node)
+		}
 		if len(parsed.Statements) != 1 || parsed.Statements[0].Node == nil || !t.slot(parsed.Statements[0].Node) {
 			return nil, nil
 		}
@@ -245,16 +274,17 @@ func (q *Queries) fragment(ctx context.Context, kind fragmentKind, item string) 
 	}
 	got, err := shape(t.prefix + rewritten + t.suffix)
 	if err != nil {
-		return "", false, err
+		return checkedFragment{}, err
 	}
+	itemAggregates := aggregate
 	want, err := shape(t.prefix + "1" + t.suffix)
 	if err != nil {
-		return "", false, err
+		return checkedFragment{}, err
 	}
 	if got == nil || want == nil || !reflect.DeepEqual(got, want) {
-		return "", false, queryErrorf("%s item %q must be one HogQL expression", t.name, item)
+		return checkedFragment{}, queryErrorf("%s item %q must be one HogQL expression", t.name, item)
 	}
-	return rewritten, usesPerson, nil
+	return checkedFragment{sql: rewritten, usesPerson: usesPerson, aggregate: itemAggregates}, nil
 }
 
 // withoutLocations drops the query_location fields of a parse: where in the text a

@@ -419,6 +419,20 @@ func TestEventsQuery(t *testing.T) {
 	if r := run(EventsQuery{Select: []string{"event"}}); len(r.Results) != 0 {
 		t.Fatalf("default window: %v", r.Results)
 	}
+	// With aggregates, as in PostHog: grouped by the other items, largest count first.
+	for _, c := range []struct {
+		eq   EventsQuery
+		want string
+	}{
+		{EventsQuery{After: "all", Select: []string{"event", "count()"}}, "$pageview5|signed up1"},
+		{EventsQuery{After: "all", Select: []string{"event", "count() -- Total"}, OrderBy: []string{"count() ASC"}}, "signed up1|$pageview5"},
+		{EventsQuery{After: "all", Select: []string{"distinct_id", "uniq(event)"}, Limit: 1}, "u22"}, // the first aggregate
+		{EventsQuery{After: "all", Select: []string{"count()"}}, "6"},
+	} {
+		if got := names(run(c.eq)); got != c.want {
+			t.Fatalf("%v: %s, want %s", c.eq.Select, got, c.want)
+		}
+	}
 	r := run(EventsQuery{After: "all", Select: []string{"*"}, Limit: 1})
 	if fmt.Sprint(r.Columns) != "[uuid event properties timestamp distinct_id person_id]" || len(r.Results) != 1 || !r.HasMore {
 		t.Fatalf("select *: columns %v, %d rows, hasMore %v", r.Columns, len(r.Results), r.HasMore)
