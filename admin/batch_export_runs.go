@@ -132,15 +132,11 @@ type cursorPage struct {
 // (repeatable) keeps those statuses; ?after= and ?before= bound created_at (ISO 8601;
 // after defaults to 7 days ago, PostHog's default).
 func (a *API) batchExportRunList(c *fiber.Ctx) error {
-	s, err := a.exportScopeOf(c, principalOf(c))
+	export, err := a.exportOfPath(c)
 	if err != nil {
 		return err
 	}
 	ctx := c.UserContext()
-	export, err := a.loadBatchExport(ctx, s, c.Params("id"))
-	if err != nil {
-		return err
-	}
 	ordering := cmp.Or(c.Query("ordering"), "-created_at")
 	order, ok := runOrderings[ordering]
 	if !ok {
@@ -247,15 +243,11 @@ func (a *API) cursorURL(c *fiber.Ctx, cursor runCursor) string {
 
 // loadRun reads a run of the export of the path.
 func (a *API) loadRun(c *fiber.Ctx) (batchExportRecord, batchExportRunRecord, error) {
-	s, err := a.exportScopeOf(c, principalOf(c))
-	if err != nil {
-		return batchExportRecord{}, batchExportRunRecord{}, err
-	}
-	ctx := c.UserContext()
-	export, err := a.loadBatchExport(ctx, s, c.Params("id"))
+	export, err := a.exportOfPath(c)
 	if err != nil {
 		return export, batchExportRunRecord{}, err
 	}
+	ctx := c.UserContext()
 	id, err := uuid.Parse(c.Params("run_id"))
 	if err != nil {
 		return export, batchExportRunRecord{}, errNotFound("Not found.")
@@ -414,15 +406,11 @@ func (in backfillInput) span() (time.Time, time.Time, error) {
 
 // createBackfill reads the body and queues the backfill.
 func (a *API) createBackfill(c *fiber.Ctx) (backfillRecord, error) {
-	s, err := a.exportScopeOf(c, principalOf(c))
+	export, err := a.exportOfPath(c)
 	if err != nil {
 		return backfillRecord{}, err
 	}
 	ctx := c.UserContext()
-	export, err := a.loadBatchExport(ctx, s, c.Params("id"))
-	if err != nil {
-		return backfillRecord{}, err
-	}
 	var in backfillInput
 	if err := bindBody(c, &in); err != nil {
 		return backfillRecord{}, err
@@ -458,15 +446,11 @@ func (a *API) batchExportBackfillCreate(c *fiber.Ctx) error {
 // GET .../batch_exports/{id}/backfills/ (batch_export:read)
 // The export's backfills, newest first, paginated like other lists.
 func (a *API) batchExportBackfillList(c *fiber.Ctx) error {
-	s, err := a.exportScopeOf(c, principalOf(c))
+	export, err := a.exportOfPath(c)
 	if err != nil {
 		return err
 	}
 	ctx := c.UserContext()
-	export, err := a.loadBatchExport(ctx, s, c.Params("id"))
-	if err != nil {
-		return err
-	}
 	pg := pageOf(c)
 	var count int
 	if err := a.db.QueryRowContext(ctx, `SELECT count(*) FROM meta.batch_export_backfills WHERE batch_export_id = ?`, export.ID).Scan(&count); err != nil {

@@ -424,6 +424,16 @@ func (a *API) loadBatchExport(ctx context.Context, s exportScope, id string) (ba
 	return r, err
 }
 
+// exportOfPath is the batch export that the path's id names, within the path's
+// organization or project.
+func (a *API) exportOfPath(c *fiber.Ctx) (batchExportRecord, error) {
+	s, err := a.exportScopeOf(c, principalOf(c))
+	if err != nil {
+		return batchExportRecord{}, err
+	}
+	return a.loadBatchExport(c.UserContext(), s, c.Params("id"))
+}
+
 // loadStoredBatchExport reads what an update needs of an export, secrets included.
 func (a *API) loadStoredBatchExport(ctx context.Context, s exportScope, id string) (batchExport, error) {
 	r, err := a.loadBatchExport(ctx, s, id)
@@ -445,11 +455,7 @@ func (a *API) loadStoredBatchExport(ctx context.Context, s exportScope, id strin
 
 // GET .../batch_exports/{id}/ (batch_export:read)
 func (a *API) batchExportRetrieve(c *fiber.Ctx) error {
-	s, err := a.exportScopeOf(c, principalOf(c))
-	if err != nil {
-		return err
-	}
-	r, err := a.loadBatchExport(c.UserContext(), s, c.Params("id"))
+	r, err := a.exportOfPath(c)
 	if err != nil {
 		return err
 	}
@@ -495,15 +501,11 @@ func (a *API) batchExportUpdate(c *fiber.Ctx) error {
 // DELETE .../batch_exports/{id}/ (batch_export:write)
 // Soft: the export disappears from the API, its row (and later its runs) stay.
 func (a *API) batchExportDelete(c *fiber.Ctx) error {
-	s, err := a.exportScopeOf(c, principalOf(c))
+	r, err := a.exportOfPath(c)
 	if err != nil {
 		return err
 	}
 	ctx := c.UserContext()
-	r, err := a.loadBatchExport(ctx, s, c.Params("id"))
-	if err != nil {
-		return err
-	}
 	if _, err := a.db.ExecContext(ctx, `UPDATE meta.batch_exports SET deleted = true, last_updated_at = now() WHERE id = ?`, r.ID); err != nil {
 		return fmt.Errorf("cannot delete batch export %s: %w", r.ID, err)
 	}
@@ -529,15 +531,11 @@ func (a *API) batchExportPause(c *fiber.Ctx) error { return a.pauseAction(c, tru
 // {"backfill": true}, as in PostHog, the windows from last_paused_at until now are
 // backfilled.
 func (a *API) batchExportUnpause(c *fiber.Ctx) error {
-	s, err := a.exportScopeOf(c, principalOf(c))
+	r, err := a.exportOfPath(c)
 	if err != nil {
 		return err
 	}
 	ctx := c.UserContext()
-	r, err := a.loadBatchExport(ctx, s, c.Params("id"))
-	if err != nil {
-		return err
-	}
 	var body struct {
 		Backfill optional[bool] `json:"backfill"`
 	}
@@ -559,15 +557,11 @@ func (a *API) batchExportUnpause(c *fiber.Ctx) error {
 }
 
 func (a *API) pauseAction(c *fiber.Ctx, paused bool) error {
-	s, err := a.exportScopeOf(c, principalOf(c))
+	r, err := a.exportOfPath(c)
 	if err != nil {
 		return err
 	}
 	ctx := c.UserContext()
-	r, err := a.loadBatchExport(ctx, s, c.Params("id"))
-	if err != nil {
-		return err
-	}
 	if err := a.setPaused(ctx, r.ID, paused); err != nil {
 		return err
 	}
