@@ -32,6 +32,7 @@ var (
 	errBodyTooLarge    = errors.New("body too large")
 	errPayloadTooLarge = errors.New("payload too large")
 	errOverBudget      = errors.New("in-flight bytes over budget")
+	errTooManyEvents   = errors.New("more events than the in-flight budget holds")
 	errBadGzip         = errors.New("corrupt gzip")
 	errBadBase64       = errors.New("corrupt base64")
 )
@@ -72,6 +73,16 @@ func (r *reservation) charge(n int) error {
 	}
 	r.held += need
 	return nil
+}
+
+// chargeWithin takes n more bytes of the budget, or refuses with errTooManyEvents when
+// the request would then hold more than the whole budget: for memory that grows with
+// the events a payload holds rather than with its bytes.
+func (r *reservation) chargeWithin(n int) error {
+	if r.held+int64(n) > r.budget.max {
+		return errTooManyEvents
+	}
+	return r.charge(n)
 }
 
 func (r *reservation) release() {

@@ -347,6 +347,9 @@ func TestCaptureAnswers(t *testing.T) {
 		{"corrupt gzip", "POST", "/batch/?compression=gzip", "\x1f\x8b\x08garbage", 400, `not valid gzip`},
 		{"corrupt base64", "POST", "/e/?compression=base64", `e30=!!`, 400, `not valid base64`},
 		{"batch item not an object", "POST", "/batch/", `{"api_key":"` + tok + `","batch":[1]}`, 400, `event 0 is not a valid event object`},
+		{"batch not an array", "POST", "/batch/", `{"api_key":"` + tok + `","batch":{"event":"e"}}`, 400, `batch must be a JSON array of events`},
+		{"garbage between events", "POST", "/batch/", `{"api_key":"` + tok + `","batch":[{"event":"e","distinct_id":"u"} x {}]}`, 400, `"code":"invalid_payload"`},
+		{"bare array with garbage", "POST", "/batch/", `[{"api_key":"` + tok + `","event":"e","distinct_id":"u"}, x]`, 400, `"code":"invalid_payload"`},
 		{"event name not a string", "POST", "/batch/", `{"api_key":"` + tok + `","batch":[{"event":5,"distinct_id":"u"}]}`, 400, `"code":"invalid_payload"`},
 		{"properties not an object", "POST", "/capture/", `{"api_key":"` + tok + `","event":"e","distinct_id":"u","properties":[1]}`, 400, `properties of event 0 must be a JSON object`},
 		{"invalid uuid", "POST", "/capture/", `{"api_key":"` + tok + `","event":"e","distinct_id":"u","uuid":"nope"}`, 400, `uuid that is not a valid UUID`},
@@ -374,6 +377,9 @@ func TestCaptureAnswers(t *testing.T) {
 				t.Fatalf("405 with Allow %q", a.header.Get("Allow"))
 			}
 		})
+	}
+	if a := env.send(t, "POST", "/batch/", nil, map[string]string{"Content-Encoding": "gzip"}); a.status != 400 || !strings.Contains(a.body, `"code":"no_data"`) {
+		t.Fatalf("an empty body announced as gzip: %d %s", a.status, a.body)
 	}
 	if n := env.count(t, `SELECT count(*) FROM events`); n != 0 {
 		t.Fatalf("refused requests stored %d events", n)
@@ -597,5 +603,30 @@ func TestOverloaded(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if a := env.send(t, "POST", "/batch/", body, nil); a.status != 200 {
 		t.Fatalf("after the budget came back: %d %s", a.status, a.body)
+	}
+}
+
+// Decoded events take memory beyond their bytes: a payload of empty objects is charged
+// for it as it is decoded, and refused once it would hold more than the whole in-flight
+// budget, instead of taking gigabytes (an unauthenticated request could).
+func TestManyTinyEventsAreBounded(t *testing.T) {
+	env := newCaptureEnv(t, edge.Config{MaxInflightBytes: 32 << 20})
+	tiny := []byte(`{"batch":[` + strings.Repeat(`{},`, 1<<20) + `{}]}`)
+	if a := env.send(t, "POST", "/batch/", tiny, nil); a.status != 413 || !strings.Contains(a.body, "more events than the capture listener holds at once") {
+		t.Fatalf("a million empty events: %d %s", a.status, a.body)
+	}
+	var batch strings.Builder
+	for i := range 2000 {
+		if i > 0 {
+			batch.WriteByte(',')
+		}
+		fmt.Fprintf(&batch, `{"event":"e","distinct_id":"u%d","properties":{"n":%d}}`, i, i)
+	}
+	body := fmt.Sprintf(`{"api_key":%q,"batch":[%s]}`, env.token, batch.String())
+	if a := env.send(t, "POST", "/batch/", []byte(body), nil); a.status != 200 {
+		t.Fatalf("2000 ordinary events under the same budget: %d %s", a.status, a.body)
+	}
+	if n := env.count(t, `SELECT count(*) FROM events WHERE event = 'e'`); n != 2000 {
+		t.Fatalf("%d events stored, want 2000", n)
 	}
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/bytedance/sonic"
 	"github.com/google/uuid"
+
+	"github.com/hedge-analytics/hedge/warehouse"
 )
 
 // jsonAPI decodes capture payloads into typed structs (sonic compiles a decoder per
@@ -25,9 +27,9 @@ var jsonAPI = sonic.Config{CaseSensitive: true, ValidateString: true}.Froze()
 // it has no "batch", a single event, so it carries the event's fields too.
 type envelope struct {
 	rawEvent
-	Batch               []sonic.NoCopyRawMessage `json:"batch"`
-	HistoricalMigration bool                     `json:"historical_migration"`
-	SentAt              sonic.NoCopyRawMessage   `json:"sent_at"`
+	Batch               sonic.NoCopyRawMessage `json:"batch"` // the array, walked by decodeEvents
+	HistoricalMigration bool                   `json:"historical_migration"`
+	SentAt              sonic.NoCopyRawMessage `json:"sent_at"`
 }
 
 // rawEvent is one event as SDKs send it (reference/sdk-wire.md). Its fields alias the
@@ -72,26 +74,44 @@ type parsed struct {
 	token      string // the envelope's api_key or token
 	historical bool
 	sentAt     time.Time // zero when the payload has none
-	spans      []sonic.NoCopyRawMessage
 	events     []rawEvent
 	props      []rawProperties
 }
 
+// maxPooledEvents bounds the events a pooled request keeps room for: one huge batch
+// must not pin its memory in the pool.
+const maxPooledEvents = 16 << 10
+
 func (p *parsed) reset() {
-	clear(p.spans)
-	clear(p.events)
-	clear(p.props)
-	*p = parsed{spans: p.spans[:0], events: p.events[:0], props: p.props[:0]}
+	events, props := p.events, p.props
+	if cap(events) > maxPooledEvents {
+		events, props = nil, nil
+	}
+	clear(events)
+	clear(props)
+	*p = parsed{events: events[:0], props: props[:0]}
 }
 
+// eventFootprint is the memory an event takes while its request is handled, besides
+// its bytes: its decoded fields, its properties' and its row, twice for the slices'
+// growth. Requests are charged for it in the in-flight budget as their events are
+// decoded: a payload of empty objects ({},{},...) holds a hundred times its size.
+const eventFootprint = 2 * int(unsafe.Sizeof(rawEvent{})+unsafe.Sizeof(rawProperties{})+unsafe.Sizeof(warehouse.Event{}))
+
 // decode reads the three payload shapes PostHog accepts: a batch envelope, a bare
-// array of events (older posthog-js), and a single event object.
-func (p *parsed) decode(payload []byte) *captureError {
+// array of events (older posthog-js), and a single event object. The memory its events
+// take is charged to res.
+func (p *parsed) decode(payload []byte, res *reservation) *captureError {
 	text := bytesToString(payload)
 	switch payload[0] {
 	case '[':
-		if err := jsonAPI.UnmarshalFromString(text, &p.spans); err != nil {
+		// Validated whole, then walked.
+		var array sonic.NoCopyRawMessage
+		if err := jsonAPI.UnmarshalFromString(text, &array); err != nil {
 			return errInvalidPayload("the body is not a JSON array of events")
+		}
+		if err := p.decodeEvents(array, res); err != nil {
+			return err
 		}
 	case '{':
 		var env envelope
@@ -101,24 +121,21 @@ func (p *parsed) decode(payload []byte) *captureError {
 		p.token = cmp.Or(env.APIKey, env.Token)
 		p.historical = env.HistoricalMigration
 		p.sentAt, _ = parseTime(env.SentAt)
-		if env.Batch == nil {
+		switch {
+		case len(env.Batch) == 0 || string(env.Batch) == "null":
 			if len(payload) > maxEventSize {
 				return errEventTooLarge
 			}
 			p.events = append(p.events, env.rawEvent)
+		case env.Batch[0] != '[':
+			return errInvalidPayload("batch must be a JSON array of events")
+		default:
+			if err := p.decodeEvents(env.Batch, res); err != nil {
+				return err
+			}
 		}
-		p.spans = append(p.spans, env.Batch...)
 	default:
 		return errInvalidPayload("the body is not JSON")
-	}
-	for i, span := range p.spans {
-		if len(span) > maxEventSize {
-			return errEventTooLarge
-		}
-		p.events = append(p.events, rawEvent{})
-		if err := jsonAPI.UnmarshalFromString(bytesToString(span), &p.events[len(p.events)-1]); err != nil {
-			return errInvalidPayload("event " + strconv.Itoa(i) + " is not a valid event object")
-		}
 	}
 	p.props = append(p.props, make([]rawProperties, len(p.events))...)
 	for i := range p.events {
@@ -131,6 +148,31 @@ func (p *parsed) decode(payload []byte) *captureError {
 			if err := jsonAPI.UnmarshalFromString(bytesToString(props), &p.props[i]); err != nil {
 				return errInvalidPayload("properties of event " + strconv.Itoa(i) + " are not valid")
 			}
+		}
+	}
+	return nil
+}
+
+// decodeEvents decodes the events of a JSON array that sonic has validated, charging
+// res for their footprint as it goes, so that a payload of many tiny events is refused
+// before it takes more memory than the budget holds.
+func (p *parsed) decodeEvents(array []byte, res *reservation) *captureError {
+	i := skipSpace(array, 1)
+	for n := 0; i < len(array) && array[i] != ']'; n++ {
+		if err := res.chargeWithin(eventFootprint); err != nil {
+			return readError(err)
+		}
+		start := i
+		i = skipValue(array, i)
+		if i-start > maxEventSize {
+			return errEventTooLarge
+		}
+		p.events = append(p.events, rawEvent{})
+		if err := jsonAPI.UnmarshalFromString(bytesToString(array[start:i]), &p.events[len(p.events)-1]); err != nil {
+			return errInvalidPayload("event " + strconv.Itoa(n) + " is not a valid event object")
+		}
+		if i = skipSpace(array, i); i < len(array) && array[i] == ',' {
+			i = skipSpace(array, i+1)
 		}
 	}
 	return nil
@@ -214,10 +256,15 @@ func personless(props *rawProperties) bool {
 const maxDistinctIDLength = 200
 
 // distinctIDOf is the event's distinct_id: the event's own, else $distinct_id, else
-// properties.distinct_id.
+// properties.distinct_id. As in PostHog, a string is taken as it is, and a number, an
+// object, an array or a boolean as its JSON text; null and "" are no distinct id.
 func distinctIDOf(e *rawEvent, props *rawProperties) string {
 	for _, raw := range [...][]byte{e.DistinctID, e.DollarDistinctID, props.DistinctID} {
-		if id := jsonText(raw); id != "" {
+		id := jsonText(raw)
+		if id == "" && len(raw) > 0 && raw[0] != '"' && string(raw) != "null" {
+			id = bytesToString(raw)
+		}
+		if id != "" {
 			return truncateChars(replaceNUL(id), maxDistinctIDLength)
 		}
 	}
@@ -288,6 +335,9 @@ const maxFutureSkew = 23 * time.Hour
 func eventTime(e *rawEvent, props *rawProperties, sentAt, now time.Time) time.Time {
 	t := now
 	if offset, ok := jsonNumber(e.Offset); ok {
+		// Bounded first: a Duration overflows past 292 years.
+		const maxOffset = float64(200 * 365 * 24 * time.Hour / time.Millisecond)
+		offset = max(-maxOffset, min(offset, maxOffset))
 		t = now.Add(-time.Duration(offset * float64(time.Millisecond)))
 	} else if ts, ok := parseTime(e.Timestamp); ok {
 		t = ts

@@ -35,8 +35,9 @@ func TestDistinctID(t *testing.T) {
 	f(`{"distinct_id":"a\u0000b"}`, ``, "a\uFFFDb")
 	f(`{"distinct_id":""}`, `{"distinct_id":"from-props"}`, "from-props")
 	f(`{"distinct_id":null}`, ``, "")
-	f(`{"distinct_id":{"a":1}}`, ``, "")
-	f(`{"distinct_id":true}`, ``, "")
+	f(`{"distinct_id":{"a":1}}`, ``, `{"a":1}`) // PostHog: JSON text
+	f(`{"distinct_id":[1,2]}`, ``, `[1,2]`)
+	f(`{"distinct_id":true}`, ``, "true")
 	f(`{"$distinct_id":"dollar"}`, `{"distinct_id":"props"}`, "dollar")
 	f(`{"distinct_id":"top","$distinct_id":"dollar"}`, `{"distinct_id":"props"}`, "top")
 	f(`{}`, `{"distinct_id":"js-user"}`, "js-user") // posthog-js
@@ -88,6 +89,8 @@ func TestEventTime(t *testing.T) {
 	f(`{"timestamp":"2026-11-22T12:09:00Z"}`, `{"$ignore_sent_at":true}`, `"2026-11-22T12:10:00Z"`, at("2026-11-22T12:09:00Z"))
 	// offset (milliseconds before now) wins over everything.
 	f(`{"timestamp":"2020-01-01T00:00:00Z","offset":1500}`, ``, `"2026-11-22T12:10:00Z"`, at("2026-11-22T11:59:58.5Z"))
+	f(`{"offset":1e300}`, ``, ``, now.Add(-200*365*24*time.Hour)) // bounded, not overflowed
+	f(`{"offset":-1e30}`, ``, ``, now)                            // far ahead: now
 	// More than 23 hours ahead: now.
 	f(`{"timestamp":"2026-11-23T10:59:00Z"}`, ``, ``, at("2026-11-23T10:59:00Z"))
 	f(`{"timestamp":"2026-11-23T11:01:00Z"}`, ``, ``, now)

@@ -62,7 +62,7 @@ func decodeOnce(s *Server, q *request, ctx *fasthttp.RequestCtx) *captureError {
 	if err != nil {
 		return err
 	}
-	if err := q.parsed.decode(payload); err != nil {
+	if err := q.parsed.decode(payload, &q.res); err != nil {
 		return err
 	}
 	if _, err := q.parsed.resolveToken(); err != nil {

@@ -188,6 +188,9 @@ func (q *request) release() {
 	q.args.Reset()
 	q.parsed.reset()
 	for i := range q.batches {
+		if cap(q.batches[i].Events) > maxPooledEvents {
+			q.batches[i] = warehouse.Batch{}
+		}
 		q.batches[i].Reset()
 	}
 }
@@ -219,7 +222,7 @@ func (s *Server) capture(ctx *fasthttp.RequestCtx, rt route, q *request) *captur
 		return cerr
 	}
 	payloadBytesTotal.Add(len(payload))
-	if cerr := q.parsed.decode(payload); cerr != nil {
+	if cerr := q.parsed.decode(payload, &q.res); cerr != nil {
 		return cerr
 	}
 	token, cerr := q.parsed.resolveToken()
@@ -291,7 +294,7 @@ func (q *request) payload(ctx *fasthttp.RequestCtx) ([]byte, *captureError) {
 		next = 1 - next
 		return nil
 	}
-	if bytes.EqualFold(ctx.Request.Header.Peek(fasthttp.HeaderContentEncoding), []byte("gzip")) {
+	if bytes.EqualFold(ctx.Request.Header.Peek(fasthttp.HeaderContentEncoding), []byte("gzip")) && len(data) > 0 {
 		if err := decoded(gunzip(data, q.scratch[next][:0], &q.res)); err != nil {
 			return nil, err
 		}
@@ -357,6 +360,8 @@ func readError(err error) *captureError {
 		return errDecompressedTooLarge
 	case errors.Is(err, errOverBudget):
 		return errUnavailable
+	case errors.Is(err, errTooManyEvents):
+		return errTooManyEventsAtOnce
 	case errors.Is(err, errBadGzip):
 		return errInvalidPayload("the body is not valid gzip")
 	case errors.Is(err, errBadBase64):

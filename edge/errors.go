@@ -48,6 +48,8 @@ var (
 		"Request too large: it decompresses to more than 100 MB.")
 	errEventTooLarge = newCaptureError(http.StatusRequestEntityTooLarge, "client_error", "request_too_large",
 		"Request too large: an event is larger than 1 MB.")
+	errTooManyEventsAtOnce = newCaptureError(http.StatusRequestEntityTooLarge, "client_error", "request_too_large",
+		"Request too large: it holds more events than the capture listener holds at once (--max-inflight-bytes); send smaller batches.")
 	errMethodNotAllowed = newCaptureError(http.StatusMethodNotAllowed, "invalid_request", "method_not_allowed",
 		"Method not allowed: send events with POST.")
 	errNotFound = newCaptureError(http.StatusNotFound, "invalid_request", "not_found", "Not found.")

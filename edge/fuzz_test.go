@@ -95,7 +95,7 @@ func FuzzDecode(f *testing.F) {
 		if cerr != nil {
 			return
 		}
-		if cerr := q.parsed.decode(payload); cerr != nil {
+		if cerr := q.parsed.decode(payload, &q.res); cerr != nil {
 			return
 		}
 		if _, cerr := q.parsed.resolveToken(); cerr != nil {
