@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/hedge-analytics/hedge/admin"
 	"github.com/hedge-analytics/hedge/warehouse"
 )
 
@@ -78,6 +80,20 @@ var servingLine = regexp.MustCompile(`msg=serving admin_url=(\S+) capture_url=(\
 // waits until it serves, or returns the process once it has exited.
 func startProcess(t *testing.T, env []string, args ...string) *process {
 	t.Helper()
+	p, serving := launchProcess(t, env, args...)
+	select {
+	case <-serving:
+	case <-p.exited:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("hedge did not start serving:\n%s", p.log())
+	}
+	return p
+}
+
+// launchProcess starts `hedge serve` and returns at once, with a channel closed when
+// it logs that it serves (which it does not below --log-level info).
+func launchProcess(t *testing.T, env []string, args ...string) (*process, <-chan struct{}) {
+	t.Helper()
 	p := &process{exited: make(chan struct{})}
 	p.cmd = exec.Command(hedgeBinary(t), append([]string{"serve"}, args...)...)
 	p.cmd.Env = append(os.Environ(), env...)
@@ -109,13 +125,7 @@ func startProcess(t *testing.T, env []string, args ...string) *process {
 		p.cmd.Process.Kill()
 		<-p.exited
 	})
-	select {
-	case <-serving:
-	case <-p.exited:
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("hedge did not start serving:\n%s", p.log())
-	}
-	return p
+	return p, serving
 }
 
 func (p *process) log() string {
@@ -258,4 +268,94 @@ func TestBinaryCrashAndShutdown(t *testing.T) {
 		}
 	}
 	t.Logf("%d events acknowledged before SIGKILL, all present once; %d stored in all", len(acknowledged), len(counts))
+}
+
+// SIGINT (Ctrl-C at a terminal) shuts hedge down as SIGTERM does: exit 0, nothing
+// logged as an error, the acknowledged event stored and the WAL checkpointed into
+// the file.
+func TestBinaryShutdownSignals(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			dataDir := t.TempDir()
+			p := startProcess(t, []string{"HEDGE_DATA=" + dataDir, "HEDGE_ADMIN_ADDR=127.0.0.1:0", "HEDGE_CAPTURE_ADDR=127.0.0.1:0"})
+			if p.captureURL == "" {
+				t.Fatalf("hedge did not start:\n%s", p.log())
+			}
+			boot := readBootstrap(t, dataDir)
+			id := uuid.NewString()
+			event := fmt.Sprintf(`{"api_key":%q,"event":"before %s","distinct_id":"u","uuid":%q}`, boot.ProjectAPIKey, sig, id)
+			if status, body := request(t, "POST", p.captureURL+"/capture/", "", event); status != 200 {
+				t.Fatalf("capture: %d %s", status, body)
+			}
+			code := p.stop(t, sig)
+			log := p.log()
+			if code != 0 || !strings.Contains(log, `msg="shutting down"`) || !strings.Contains(log, `msg="database checkpointed"`) ||
+				strings.Contains(log, "level=ERROR") {
+				t.Fatalf("after %v: exit %d:\n%s", sig, code, log)
+			}
+			if info, err := os.Stat(filepath.Join(dataDir, databaseFile+".wal")); err == nil && info.Size() > 0 {
+				t.Fatalf("shutdown on %v left a %d-byte WAL", sig, info.Size())
+			}
+			wh, err := warehouse.Open(context.Background(), warehouse.Config{Path: filepath.Join(dataDir, databaseFile)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer wh.Close()
+			var n int
+			if err := wh.DB().QueryRow(`SELECT count(*) FROM events WHERE uuid = ?`, id).Scan(&n); err != nil || n != 1 {
+				t.Fatalf("the acknowledged event is stored %d times (%v)", n, err)
+			}
+		})
+	}
+}
+
+// --log-level sets what hedge logs: debug adds the Writer's checkpoints to the info
+// lines, info leaves them out, and error leaves a clean run silent.
+func TestBinaryLogLevel(t *testing.T) {
+	checkpoints := regexp.MustCompile(`(?m)^hedge_writer_checkpoints_total ([0-9]+)$`)
+	f := func(level string, check func(log string) bool) {
+		t.Helper()
+		dataDir := t.TempDir()
+		p, _ := launchProcess(t, []string{"HEDGE_DATA=" + dataDir, "HEDGE_ADMIN_ADDR=127.0.0.1:0", "HEDGE_CAPTURE_ADDR=127.0.0.1:0"},
+			"--log-level", level, "--checkpoint-interval", "100ms")
+		// Below info hedge does not log where it serves: bootstrap.json says it.
+		var boot admin.Bootstrap
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+			if text, err := os.ReadFile(filepath.Join(dataDir, admin.BootstrapFile)); err == nil && json.Unmarshal(text, &boot) == nil {
+				break
+			}
+			select {
+			case <-p.exited:
+				t.Fatalf("--log-level %s: hedge exited:\n%s", level, p.log())
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("--log-level %s: no bootstrap.json:\n%s", level, p.log())
+			}
+		}
+		event := fmt.Sprintf(`{"api_key":%q,"event":"e","distinct_id":"u"}`, boot.ProjectAPIKey)
+		if status, body := request(t, "POST", boot.CaptureURL+"/capture/", "", event); status != 200 {
+			t.Fatalf("--log-level %s: capture: %d %s", level, status, body)
+		}
+		// The Writer checkpoints the committed event within an interval or two.
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			_, metrics := request(t, "GET", boot.AdminURL+"/metrics", "", "")
+			if m := checkpoints.FindStringSubmatch(metrics); m != nil && m[1] != "0" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("--log-level %s: no checkpoint:\n%s", level, p.log())
+			}
+		}
+		if code := p.stop(t, syscall.SIGTERM); code != 0 || !check(p.log()) {
+			t.Fatalf("--log-level %s: exit %d, logged:\n%s", level, code, p.log())
+		}
+	}
+	f("debug", func(log string) bool {
+		return strings.Contains(log, `level=DEBUG msg="checkpoint done"`) && strings.Contains(log, "level=INFO msg=serving")
+	})
+	f("info", func(log string) bool {
+		return !strings.Contains(log, "level=DEBUG") && strings.Contains(log, "level=INFO msg=serving")
+	})
+	f("error", func(log string) bool { return log == "" })
 }

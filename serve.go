@@ -60,7 +60,7 @@ func serveCommand(args []string, stderr io.Writer) int {
 	fs.BoolVar(&cfg.pprof, "pprof", false, "serve Go profiles under /debug/pprof/ on the management listener, without authentication")
 	fs.TextVar(&cfg.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for in-flight requests")
-	fs.IntVar(&cfg.warehouse.FlushRows, "flush-rows", 10000, "events per group commit, at most")
+	fs.IntVar(&cfg.warehouse.FlushRows, "flush-rows", 10000, "events after which a group commit gathers no more requests (one request's events are never split across commits)")
 	fs.DurationVar(&cfg.warehouse.FlushInterval, "flush-interval", 0, "how long a group commit waits for more events; 0: commit what is queued at once")
 	fs.IntVar(&cfg.warehouse.MaxQueuedRows, "max-queued-events", 200000, "events (and warnings) waiting for a commit, at most; past it capture answers 503")
 	fs.DurationVar(&cfg.warehouse.CheckpointInterval, "checkpoint-interval", 5*time.Minute, "how often DuckDB's WAL is checkpointed into the database file")

@@ -111,9 +111,10 @@ func readBody(ctx *fasthttp.RequestCtx, limit int, res *reservation, dst []byte)
 // positive, is the expected size.
 func readAll(r io.Reader, dst []byte, limit int, res *reservation, hint int) ([]byte, error) {
 	start, charged := len(dst), 0
+	hint = min(hint, limit)
 	want := readStep
 	if hint > 0 {
-		want = min(hint, limit) + 1 // +1 to see EOF without another round
+		want = hint + 1 // +1 to see EOF without another round
 	}
 	for {
 		if need := len(dst) - start + want; need > charged {
@@ -134,9 +135,15 @@ func readAll(r io.Reader, dst []byte, limit int, res *reservation, hint int) ([]
 		if err != nil {
 			return dst, err
 		}
-		if read := len(dst) - start; hint > 0 && read >= hint {
+		// A short read must not make the request take budget beyond what it announced
+		// (a 100 KB body took the whole of a 300 KB budget), and a hint that was only a
+		// guess (gunzip's) must not leave the rest to be read a byte at a time.
+		switch read := len(dst) - start; {
+		case hint > 0 && read < hint:
+			want = hint - read + 1 // the rest of what was announced, and EOF
+		case hint > 0 && read == hint:
 			want = 1 // all that was announced has come: only EOF is left
-		} else {
+		default:
 			want = max(readStep, read/2)
 		}
 	}

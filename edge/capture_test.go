@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,10 +44,18 @@ func testLogger() *slog.Logger {
 
 func newCaptureEnv(t *testing.T, cfg edge.Config) *captureEnv {
 	t.Helper()
+	return newCaptureEnvWith(t, cfg, warehouse.Config{})
+}
+
+// newCaptureEnvWith is newCaptureEnv over a warehouse that writes as whCfg says (its
+// Path and Logger are set here).
+func newCaptureEnvWith(t *testing.T, cfg edge.Config, whCfg warehouse.Config) *captureEnv {
+	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	log := testLogger()
-	wh, err := warehouse.Open(ctx, warehouse.Config{Path: dir + "/hedge.duckdb", Logger: log})
+	whCfg.Path, whCfg.Logger = dir+"/hedge.duckdb", log
+	wh, err := warehouse.Open(ctx, whCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,20 +91,29 @@ type answer struct {
 
 func (env *captureEnv) send(t *testing.T, method, path string, body []byte, headers map[string]string) answer {
 	t.Helper()
-	req, err := http.NewRequest(method, env.url+path, bytes.NewReader(body))
+	a, err := env.do(method, path, body, headers)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return a
+}
+
+// do is send for goroutines other than the test's, which must not call t.Fatal.
+func (env *captureEnv) do(method, path string, body []byte, headers map[string]string) (answer, error) {
+	req, err := http.NewRequest(method, env.url+path, bytes.NewReader(body))
+	if err != nil {
+		return answer{}, err
 	}
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return answer{}, err
 	}
 	defer resp.Body.Close()
-	text, _ := io.ReadAll(resp.Body)
-	return answer{resp.StatusCode, string(text), resp.Header}
+	text, err := io.ReadAll(resp.Body)
+	return answer{resp.StatusCode, string(text), resp.Header}, err
 }
 
 func (env *captureEnv) count(t *testing.T, query string, args ...any) int {
@@ -272,6 +290,12 @@ func TestEncodings(t *testing.T) {
 		}, map[string]string{"Content-Type": formType}},
 		{"form data= plain JSON", "/e/", func(id string) []byte { return form(url.Values{"data": {string(event(id))}}) },
 			map[string]string{"Content-Type": formType}},
+		{"form data= lz64, compression in the form", "/e/", func(id string) []byte {
+			return form(url.Values{"data": {lzCompressToBase64(string(event(id)))}, "compression": {"lz64"}})
+		}, map[string]string{"Content-Type": formType}},
+		{"form data= lz64, ?compression=lz64 (older posthog-js)", "/e/?compression=lz64", func(id string) []byte {
+			return form(url.Values{"data": {lzCompressToBase64(string(event(id)))}})
+		}, map[string]string{"Content-Type": formType}},
 		{"form data= base64 of gzip", "/e/", func(id string) []byte { return form(url.Values{"data": {b64(gzipped(t, event(id)))}}) },
 			map[string]string{"Content-Type": formType}},
 		{"whole body base64, ?compression=base64", "/e/?compression=base64", func(id string) []byte { return []byte(b64(event(id))) }, nil},
@@ -628,5 +652,268 @@ func TestManyTinyEventsAreBounded(t *testing.T) {
 	}
 	if n := env.count(t, `SELECT count(*) FROM events WHERE event = 'e'`); n != 2000 {
 		t.Fatalf("%d events stored, want 2000", n)
+	}
+}
+
+// An lz64 form body (older posthog-js: data=<lz-string base64>&compression=lz64) is
+// stored end to end, its properties as the client wrote them, characters outside the
+// BMP included (lz-string works on UTF-16 code units).
+func TestLZ64Stored(t *testing.T) {
+	env := newCaptureEnv(t, edge.Config{})
+	id := uuid.NewString()
+	props := `{"distinct_id":"lz-user","token":"` + env.token + `","$current_url":"https://example.com/?a=1&b=2","title":"été 😀 日本","n":[1,2.5,null,true]}`
+	payload := `[{"event":"$pageview","uuid":"` + id + `","properties":` + props + `}]`
+	body := url.Values{"data": {lzCompressToBase64(payload)}, "compression": {"lz64"}}.Encode()
+	a := env.send(t, "POST", "/e/?ver=1.0&_="+fmt.Sprint(time.Now().UnixMilli()), []byte(body),
+		map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
+	if a.status != 200 || a.body != `{"status": 1}` {
+		t.Fatalf("answered %d %s", a.status, a.body)
+	}
+	got, ok := env.event(t, id)
+	if !ok || got.name != "$pageview" || got.distinctID != "lz-user" || got.lane != "realtime" || got.properties != props {
+		t.Fatalf("stored %+v (found %v), want the $pageview of lz-user with properties %s", got, ok, props)
+	}
+}
+
+// Past the queue of rows waiting for a commit (MaxQueuedRows for QueueTimeout), or once
+// the Writer is closed, capture answers 503 with Retry-After, which every SDK retries,
+// and stores nothing of the request.
+func TestWriterUnavailable(t *testing.T) {
+	const unavailable = `{"type":"server_error","code":"unavailable","detail":"The server cannot take events right now; retry shortly.","attr":null}`
+	capture := func(env *captureEnv, id string) []byte {
+		return fmt.Appendf(nil, `{"api_key":%q,"event":"e","distinct_id":"u","uuid":%q}`, env.token, id)
+	}
+	check503 := func(t *testing.T, a answer) {
+		t.Helper()
+		if a.status != 503 || a.body != unavailable || a.header.Get("Retry-After") != "1" {
+			t.Fatalf("answered %d %s, Retry-After %q; want 503 %s with Retry-After 1", a.status, a.body, a.header.Get("Retry-After"), unavailable)
+		}
+	}
+
+	t.Run("overloaded", func(t *testing.T) {
+		// One row may wait for a commit, and a group waits 400 ms for more rows: the
+		// first of two requests holds the queue that long, the second gives up after 20 ms.
+		env := newCaptureEnvWith(t, edge.Config{}, warehouse.Config{
+			MaxQueuedRows: 1, QueueTimeout: 20 * time.Millisecond, FlushInterval: 400 * time.Millisecond})
+		ids := [2]string{uuid.NewString(), uuid.NewString()}
+		var answers [2]answer
+		var errs [2]error
+		var wg sync.WaitGroup
+		for i := range ids {
+			wg.Go(func() { answers[i], errs[i] = env.do("POST", "/capture/", capture(env, ids[i]), nil) })
+		}
+		wg.Wait()
+		if errs[0] != nil || errs[1] != nil {
+			t.Fatal(errs)
+		}
+		ok, refused := 0, 1
+		if answers[0].status != 200 {
+			ok, refused = 1, 0
+		}
+		if answers[ok].status != 200 {
+			t.Fatalf("neither request was accepted: %d %s, %d %s", answers[0].status, answers[0].body, answers[1].status, answers[1].body)
+		}
+		check503(t, answers[refused])
+		if _, stored := env.event(t, ids[ok]); !stored {
+			t.Fatal("the accepted event is not stored")
+		}
+		if _, stored := env.event(t, ids[refused]); stored {
+			t.Fatal("the refused event is stored")
+		}
+		// The queue is free again once the first commit is done.
+		if a := env.send(t, "POST", "/capture/", capture(env, uuid.NewString()), nil); a.status != 200 {
+			t.Fatalf("after the commit: %d %s", a.status, a.body)
+		}
+	})
+
+	t.Run("closed", func(t *testing.T) {
+		env := newCaptureEnv(t, edge.Config{})
+		env.warehouse.Writer().Close()
+		check503(t, env.send(t, "POST", "/capture/", capture(env, uuid.NewString()), nil))
+		// A request whose events are all skipped still has warnings to commit.
+		check503(t, env.send(t, "POST", "/batch/", fmt.Appendf(nil, `{"api_key":%q,"batch":[{"distinct_id":"u"}]}`, env.token), nil))
+		if n := env.count(t, `SELECT (SELECT count(*) FROM events) + (SELECT count(*) FROM ingestion_warnings)`); n != 0 {
+			t.Fatalf("%d rows stored after the writer closed", n)
+		}
+	})
+}
+
+// A body that is one event (no "batch", or "batch": null) is refused past 1 MB, on
+// every route, even where the body limit is larger.
+func TestSingleEventLimit(t *testing.T) {
+	env := newCaptureEnv(t, edge.Config{})
+	const eventTooLarge = `{"type":"client_error","code":"request_too_large","detail":"Request too large: an event is larger than 1 MB.","attr":null}`
+	f := func(path, batch string, size, status int) {
+		t.Helper()
+		id := uuid.NewString()
+		body := fmt.Sprintf(`{"api_key":%q,%s"event":"one","distinct_id":"u","uuid":%q,"properties":{"pad":""}}`, env.token, batch, id)
+		body = strings.Replace(body, `"pad":""`, `"pad":"`+strings.Repeat("x", size-len(body))+`"`, 1)
+		if len(body) != size {
+			t.Fatalf("built %d bytes, want %d", len(body), size)
+		}
+		a := env.send(t, "POST", path, []byte(body), nil)
+		if a.status != status || status == 413 && a.body != eventTooLarge {
+			t.Fatalf("%d-byte event on %s: %d %s, want %d", size, path, a.status, a.body, status)
+		}
+		if _, stored := env.event(t, id); stored != (status == 200) {
+			t.Fatalf("%d-byte event on %s: stored %v", size, path, stored)
+		}
+	}
+	f("/capture/", "", 1<<20, 200)
+	f("/capture/", "", 1<<20+1, 413)
+	f("/e/", `"batch":null,`, 1<<20, 200)
+	f("/e/", `"batch":null,`, 1<<20+1, 413)
+	f("/batch/", "", 1<<20+1, 413)
+	f("/i/v0/e/", "", 2<<20-1, 413)
+}
+
+// sent_at may come in the query string (posthog-js: ?_=<epoch ms>; or ?sent_at=) when
+// the body has none; it corrects the client's clock as a body sent_at does.
+func TestSentAtFromQuery(t *testing.T) {
+	env := newCaptureEnv(t, edge.Config{})
+	ms := func(at time.Time) string { return fmt.Sprint(at.UnixMilli()) }
+	for _, sc := range []struct {
+		name       string
+		query      func(now time.Time) string
+		bodySentAt bool // the body's sent_at is 10 minutes ahead
+		props      string
+		corrected  bool // stored at about now, rather than 10 minutes ahead as sent
+	}{
+		{"?_= (posthog-js)", func(now time.Time) string { return "?_=" + ms(now.Add(10*time.Minute)) }, false, `{}`, true},
+		{"?sent_at=", func(now time.Time) string { return "?sent_at=" + ms(now.Add(10*time.Minute)) }, false, `{}`, true},
+		{"?_= before ?sent_at=", func(now time.Time) string {
+			return "?_=" + ms(now.Add(10*time.Minute)) + "&sent_at=" + ms(now.Add(-time.Hour))
+		}, false, `{}`, true},
+		{"the body's sent_at before the query's", func(now time.Time) string { return "?_=" + ms(now.Add(-time.Hour)) }, true, `{}`, true},
+		{"no sent_at", func(time.Time) string { return "" }, false, `{}`, false},
+		{"?_= in seconds is no sent_at", func(now time.Time) string { return fmt.Sprint("?_=", now.Add(10*time.Minute).Unix()) }, false, `{}`, false},
+		{"$ignore_sent_at", func(now time.Time) string { return "?_=" + ms(now.Add(10*time.Minute)) }, false, `{"$ignore_sent_at":true}`, false},
+	} {
+		t.Run(sc.name, func(t *testing.T) {
+			now := time.Now()
+			ahead := now.Add(10 * time.Minute).UTC().Format(time.RFC3339Nano)
+			sentAt := ""
+			if sc.bodySentAt {
+				sentAt = fmt.Sprintf(`"sent_at":%q,`, ahead)
+			}
+			id := uuid.NewString()
+			body := fmt.Sprintf(`{"api_key":%q,%s"event":"skewed","distinct_id":"u","uuid":%q,"timestamp":%q,"properties":%s}`,
+				env.token, sentAt, id, ahead, sc.props)
+			if a := env.send(t, "POST", "/e/"+sc.query(now), []byte(body), nil); a.status != 200 {
+				t.Fatalf("answered %d %s", a.status, a.body)
+			}
+			got, ok := env.event(t, id)
+			if !ok {
+				t.Fatal("not stored")
+			}
+			want := now.Add(10 * time.Minute)
+			if sc.corrected {
+				want = now
+			}
+			if d := got.timestamp.Sub(want); d < -30*time.Second || d > 30*time.Second {
+				t.Fatalf("stored at %v, %v from %v", got.timestamp, d, want)
+			}
+		})
+	}
+}
+
+// A chunked /batch/ body (no Content-Length) is held to the same 20 MB as one that
+// announces its length: 20 x 1024 x 1024 bytes is refused, one byte less is not.
+func TestChunkedBatchLimit(t *testing.T) {
+	env := newCaptureEnv(t, edge.Config{})
+	f := func(size, status int) {
+		t.Helper()
+		body := batchOfSize(t, env.token, size)
+		before := env.count(t, `SELECT count(*) FROM events WHERE event = 'big'`)
+		req, err := http.NewRequest("POST", env.url+"/batch/", io.MultiReader(bytes.NewReader(body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.ContentLength = -1 // sent chunked
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != status {
+			t.Fatalf("chunked %d bytes: %d %s, want %d", size, resp.StatusCode, text, status)
+		}
+		want := 0
+		if status == 200 {
+			want = bytes.Count(body, []byte(`"event":"big"`))
+		}
+		if n := env.count(t, `SELECT count(*) FROM events WHERE event = 'big'`) - before; n != want {
+			t.Fatalf("chunked %d bytes: %d events stored, want %d", size, n, want)
+		}
+	}
+	f(20<<20, 413)
+	f(20<<20-1, 200)
+}
+
+// A $groupidentify whose $group_key is longer than 400 characters, or whose $group_set
+// is not an object, is skipped with its reason in ingestion_warnings; the request and
+// the rest of its events are accepted.
+func TestGroupIdentifySkipped(t *testing.T) {
+	env := newCaptureEnv(t, edge.Config{})
+	group := func(distinctID, key, set string) string {
+		return fmt.Sprintf(`{"event":"$groupidentify","distinct_id":%q,"properties":{"$group_type":"company","$group_key":%q,"$group_set":%s}}`,
+			distinctID, key, set)
+	}
+	body := fmt.Sprintf(`{"api_key":%q,"batch":[%s]}`, env.token, strings.Join([]string{
+		group("long-key", strings.Repeat("k", 401), `{"name":"A"}`),
+		group("longest-key", strings.Repeat("é", 400), `{"name":"B"}`), // characters, not bytes
+		group("string-set", "acme", `"name=Acme"`),
+		group("array-set", "acme", `[{"name":"Acme"}]`),
+		group("number-set", "acme", `5`),
+		group("null-set", "acme", `null`),
+		group("object-set", "acme", `{"name":"Acme"}`),
+		`{"event":"kept","distinct_id":"u"}`,
+	}, ","))
+	if a := env.send(t, "POST", "/batch/", []byte(body), nil); a.status != 200 || a.body != `{"status": 1}` {
+		t.Fatalf("answered %d %s", a.status, a.body)
+	}
+	var warnings, kept string
+	env.warehouse.DB().QueryRow(`SELECT string_agg(type || ':' || event || ':' || distinct_id, '|' ORDER BY rowid) FROM ingestion_warnings WHERE team_id = ?`,
+		env.team).Scan(&warnings)
+	if want := "group_key_too_long:$groupidentify:long-key|invalid_group_set:$groupidentify:string-set|" +
+		"invalid_group_set:$groupidentify:array-set|invalid_group_set:$groupidentify:number-set"; warnings != want {
+		t.Fatalf("warnings\n%s\nwant\n%s", warnings, want)
+	}
+	env.warehouse.DB().QueryRow(`SELECT string_agg(distinct_id, ',' ORDER BY rowid) FROM events`).Scan(&kept)
+	if kept != "longest-key,null-set,object-set,u" {
+		t.Fatalf("kept %s", kept)
+	}
+}
+
+// Requests share group commits, and no commit holds more than FlushRows rows: twenty
+// concurrent one-event requests, which a 300 ms wait would otherwise gather into one
+// commit, are committed three at a time (events committed together share inserted_at).
+func TestGroupCommitFlushRows(t *testing.T) {
+	env := newCaptureEnvWith(t, edge.Config{}, warehouse.Config{FlushRows: 3, FlushInterval: 300 * time.Millisecond})
+	const requests = 20
+	var answers [requests]answer
+	var errs [requests]error
+	var wg sync.WaitGroup
+	for i := range requests {
+		wg.Go(func() {
+			body := fmt.Appendf(nil, `{"api_key":%q,"event":"grouped","distinct_id":"u%d"}`, env.token, i)
+			answers[i], errs[i] = env.do("POST", "/capture/", body, nil)
+		})
+	}
+	wg.Wait()
+	for i := range requests {
+		if errs[i] != nil || answers[i].status != 200 {
+			t.Fatalf("request %d: %v %d %s", i, errs[i], answers[i].status, answers[i].body)
+		}
+	}
+	var events, commits, largest int
+	err := env.warehouse.DB().QueryRow(`SELECT sum(n), count(*), max(n) FROM (SELECT count(*) AS n FROM events GROUP BY inserted_at)`).
+		Scan(&events, &commits, &largest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if events != requests || largest != 3 {
+		t.Fatalf("%d events in %d commits, the largest of %d rows; want %d events, at most 3 (and 3) a commit", events, commits, largest, requests)
 	}
 }
