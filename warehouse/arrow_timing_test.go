@@ -23,30 +23,37 @@ import (
 	"github.com/google/uuid"
 )
 
+// insertConn opens a warehouse in a temporary directory for the benchmark and returns a
+// connection of its own and a function that runs a statement on it; both close when
+// the benchmark ends.
+func insertConn(b *testing.B) (driver.Conn, func(string)) {
+	w, err := Open(context.Background(), Config{Path: filepath.Join(b.TempDir(), "hedge.duckdb")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { w.Close() })
+	conn, err := w.connector.Connect(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { conn.Close() })
+	return conn, func(q string) {
+		if _, err := conn.(driver.ExecerContext).ExecContext(context.Background(), q, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkArrowInsert10k builds a record batch of 10,000 events and inserts it through
 // duckdb-go's Arrow view in one transaction: every column of the events table, as the
 // Writer fills them, without the identity model. BenchmarkAppenderInsert10k does the
 // same through the Appender, for a like-for-like comparison.
 func BenchmarkArrowInsert10k(b *testing.B) {
 	events, size := benchEvents(b, 10000, true)
-	w, err := Open(context.Background(), Config{Path: filepath.Join(b.TempDir(), "hedge.duckdb")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer w.Close()
-	conn, err := w.connector.Connect(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
+	conn, exec := insertConn(b)
 	bridge, err := duckdb.NewArrowFromConn(conn)
 	if err != nil {
 		b.Fatal(err)
-	}
-	exec := func(q string) {
-		if _, err := conn.(driver.ExecerContext).ExecContext(context.Background(), q, nil); err != nil {
-			b.Fatal(err)
-		}
 	}
 	ts := &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
 	schema := arrow.NewSchema([]arrow.Field{
@@ -112,21 +119,7 @@ func BenchmarkArrowInsert10k(b *testing.B) {
 // the same rows, columns and transactions.
 func BenchmarkAppenderInsert10k(b *testing.B) {
 	events, size := benchEvents(b, 10000, true)
-	w, err := Open(context.Background(), Config{Path: filepath.Join(b.TempDir(), "hedge.duckdb")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer w.Close()
-	conn, err := w.connector.Connect(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	exec := func(q string) {
-		if _, err := conn.(driver.ExecerContext).ExecContext(context.Background(), q, nil); err != nil {
-			b.Fatal(err)
-		}
-	}
+	conn, exec := insertConn(b)
 	b.SetBytes(size)
 	b.ReportAllocs()
 	b.ResetTimer()
