@@ -35,6 +35,15 @@ func testLogger() *slog.Logger {
 
 func newTestEnv(t *testing.T, publicURL string) *testEnv {
 	t.Helper()
+	env, _ := serveAPI(t, func(cfg *Config) { cfg.PublicURL = publicURL })
+	withoutDashboards(t, env.warehouse, env.boot.ProjectID)
+	return env
+}
+
+// serveAPI opens a warehouse in a temporary directory, bootstraps it, and serves the
+// management API over it on loopback, with the Config changed by configure (if any).
+func serveAPI(t *testing.T, configure func(*Config)) (*testEnv, *API) {
+	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	wh, err := warehouse.Open(ctx, warehouse.Config{Path: dir + "/hedge.duckdb", Logger: testLogger()})
@@ -45,8 +54,11 @@ func newTestEnv(t *testing.T, publicURL string) *testEnv {
 	if err != nil || boot == nil {
 		t.Fatalf("bootstrap: %v %v", boot, err)
 	}
-	withoutDashboards(t, wh, boot.ProjectID)
-	api, err := New(ctx, Config{DB: wh.DB(), Queries: wh.Queries(), PublicURL: publicURL, Logger: testLogger()})
+	cfg := Config{DB: wh.DB(), Queries: wh.Queries(), Logger: testLogger()}
+	if configure != nil {
+		configure(&cfg)
+	}
+	api, err := New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +73,7 @@ func newTestEnv(t *testing.T, publicURL string) *testEnv {
 		api.Shutdown(ctx)
 		wh.Close()
 	})
-	return &testEnv{url: "http://" + ln.Addr().String(), dataDir: dir, warehouse: wh, boot: boot}
+	return &testEnv{url: "http://" + ln.Addr().String(), dataDir: dir, warehouse: wh, boot: boot}, api
 }
 
 // withoutDashboards empties a project of the primary dashboard (and its insights)

@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net"
@@ -14,8 +13,6 @@ import (
 	"github.com/emersion/go-smtp"
 	"github.com/google/uuid"
 	"github.com/miekg/dns"
-
-	"github.com/hedge-analytics/hedge/warehouse"
 )
 
 // mgmtEnv is the scenario harness of api_test.go with the API itself at hand (its
@@ -29,37 +26,8 @@ type mgmtEnv struct {
 
 func newMgmtEnv(t *testing.T, configure func(*Config)) *mgmtEnv {
 	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	wh, err := warehouse.Open(ctx, warehouse.Config{Path: dir + "/hedge.duckdb", Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	boot, err := BootstrapIfEmpty(ctx, wh.DB(), dir, Bootstrap{UserEmail: "owner@example.com"})
-	if err != nil || boot == nil {
-		t.Fatalf("bootstrap: %v %v", boot, err)
-	}
-	cfg := Config{DB: wh.DB(), Queries: wh.Queries(), Logger: testLogger()}
-	if configure != nil {
-		configure(&cfg)
-	}
-	api, err := New(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go api.Serve(ln)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		api.Shutdown(ctx)
-		wh.Close()
-	})
-	env := &testEnv{url: "http://" + ln.Addr().String(), dataDir: dir, warehouse: wh, boot: boot}
-	return &mgmtEnv{testEnv: env, api: api, org: uuid.MustParse(boot.OrganizationID), owner: boot.PersonalAPIKey}
+	env, api := serveAPI(t, configure)
+	return &mgmtEnv{testEnv: env, api: api, org: uuid.MustParse(env.boot.OrganizationID), owner: env.boot.PersonalAPIKey}
 }
 
 // call makes a request and decodes a JSON answer (nil when there is no body).
