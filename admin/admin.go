@@ -25,6 +25,9 @@ import (
 	"github.com/hedge-analytics/hedge/warehouse/batchexport"
 )
 
+// DefaultInsightCacheTTL is Config.InsightCacheTTL when it is zero.
+const DefaultInsightCacheTTL = 15 * time.Minute
+
 // Config is what the management API needs.
 type Config struct {
 	DB *sql.DB
@@ -34,7 +37,7 @@ type Config struct {
 	// Queries runs the query API's queries.
 	Queries *warehouse.Queries
 	// InsightCacheTTL is how long a computed insight result is served while its project
-	// has no new events (default 15m).
+	// has no new events (default DefaultInsightCacheTTL).
 	InsightCacheTTL time.Duration
 	// Pprof serves Go's profiles under /debug/pprof/, without authentication: turn it
 	// on only where the management listener is not exposed.

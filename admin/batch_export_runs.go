@@ -140,7 +140,7 @@ func (a *API) batchExportRunList(c *fiber.Ctx) error {
 	ordering := cmp.Or(c.Query("ordering"), "-created_at")
 	order, ok := runOrderings[ordering]
 	if !ok {
-		return errValidation("ordering", "invalid_choice", fmt.Sprintf("%q is not a valid choice.", ordering))
+		return errInvalidChoice("ordering", ordering)
 	}
 	where := []string{"r.batch_export_id = ?"}
 	args := []any{export.ID}
@@ -148,7 +148,7 @@ func (a *API) batchExportRunList(c *fiber.Ctx) error {
 	for _, v := range c.Context().QueryArgs().PeekMulti("status") {
 		status := string(v)
 		if !slices.Contains(runStatuses, status) {
-			return errValidation("status", "invalid_choice", fmt.Sprintf("%q is not a valid choice.", status))
+			return errInvalidChoice("status", status)
 		}
 		statuses = append(statuses, status)
 	}
@@ -168,7 +168,7 @@ func (a *API) batchExportRunList(c *fiber.Ctx) error {
 		if raw := c.Query(bound.name); raw != "" {
 			t, err := parseTimestamp(raw)
 			if err != nil {
-				return errValidation(bound.name, "invalid", "Datetime has wrong format. Use ISO 8601, e.g. 2024-01-31T00:00:00Z.")
+				return errDatetimeFormat(bound.name)
 			}
 			value = &t
 		}
@@ -250,11 +250,11 @@ func (a *API) loadRun(c *fiber.Ctx) (batchExportRecord, batchExportRunRecord, er
 	ctx := c.UserContext()
 	id, err := uuid.Parse(c.Params("run_id"))
 	if err != nil {
-		return export, batchExportRunRecord{}, errNotFound("Not found.")
+		return export, batchExportRunRecord{}, errRecordNotFound()
 	}
 	run, err := scanBatchExportRun(a.db.QueryRowContext(ctx, batchExportRunColumns+` WHERE r.id = ? AND r.batch_export_id = ?`, id, export.ID))
 	if errors.Is(err, sql.ErrNoRows) {
-		return export, run, errNotFound("Not found.")
+		return export, run, errRecordNotFound()
 	}
 	if err != nil {
 		return export, run, fmt.Errorf("cannot read batch export run %s: %w", id, err)
@@ -369,7 +369,7 @@ func (a *API) backfill(ctx context.Context, export batchExportRecord, from, to t
 func (a *API) loadBackfill(ctx context.Context, exportID, id string) (backfillRecord, error) {
 	b, err := scanBackfill(a.db.QueryRowContext(ctx, backfillColumns+` WHERE f.id = ? AND f.batch_export_id = ?`+backfillGroup, id, exportID))
 	if errors.Is(err, sql.ErrNoRows) {
-		return b, errNotFound("Not found.")
+		return b, errRecordNotFound()
 	}
 	if err != nil {
 		return b, fmt.Errorf("cannot read backfill %s: %w", id, err)
@@ -390,11 +390,11 @@ func (in backfillInput) span() (time.Time, time.Time, error) {
 		value optional[string]
 	}{{"start_at", in.StartAt}, {"end_at", in.EndAt}} {
 		if !f.value.Set || f.value.Null || f.value.Value == "" {
-			return bounds[0], bounds[1], errValidation(f.attr, "required", "This field is required.")
+			return bounds[0], bounds[1], errRequired(f.attr)
 		}
 		t, err := parseTimestamp(f.value.Value)
 		if err != nil {
-			return bounds[0], bounds[1], errValidation(f.attr, "invalid", "Datetime has wrong format. Use ISO 8601, e.g. 2024-01-31T00:00:00Z.")
+			return bounds[0], bounds[1], errDatetimeFormat(f.attr)
 		}
 		bounds[i] = t
 	}

@@ -84,7 +84,7 @@ type batchExportRecord struct {
 	StartAt       *time.Time             `json:"start_at"`
 	EndAt         *time.Time             `json:"end_at"`
 	HogQLQuery    *string                `json:"hogql_query"`
-	Filters       jsonText               `json:"filters"`
+	Filters       rawJSON                `json:"filters"`
 	CreatedAt     time.Time              `json:"created_at"`
 	LastUpdatedAt time.Time              `json:"last_updated_at"`
 	LatestRuns    []batchExportRunRecord `json:"latest_runs"`
@@ -138,7 +138,7 @@ type batchExportInput struct {
 	StartAt     optional[string]                      `json:"start_at"`
 	EndAt       optional[string]                      `json:"end_at"`
 	HogQLQuery  optional[string]                      `json:"hogql_query"`
-	Filters     optional[jsonText]                    `json:"filters"`
+	Filters     optional[rawJSON]                     `json:"filters"`
 }
 
 type batchExportDestinationInput struct {
@@ -154,7 +154,7 @@ type batchExport struct {
 	config                    map[string]any
 	paused                    bool
 	startAt, endAt            *time.Time
-	filters                   jsonText
+	filters                   rawJSON
 }
 
 // apply validates the input and applies it to e, the export as it is (empty when
@@ -163,11 +163,11 @@ func (in *batchExportInput) apply(e *batchExport, creating bool, policy batchexp
 	if creating || in.Name.Set {
 		switch {
 		case !in.Name.Set || in.Name.Null:
-			return errValidation("name", "required", "This field is required.")
+			return errRequired("name")
 		case strings.TrimSpace(in.Name.Value) == "":
-			return errValidation("name", "blank", "This field may not be blank.")
+			return errBlank("name")
 		case utf8.RuneCountInString(in.Name.Value) > 256:
-			return errValidation("name", "max_length", "Ensure this field has no more than 256 characters.")
+			return errMaxLength("name", 256)
 		}
 		e.name = in.Name.Value
 	}
@@ -182,7 +182,7 @@ func (in *batchExportInput) apply(e *batchExport, creating bool, policy batchexp
 	}
 	if creating || in.Interval.Set {
 		if !in.Interval.Set || in.Interval.Null {
-			return errValidation("interval", "required", "This field is required.")
+			return errRequired("interval")
 		}
 		if err := choice("interval", in.Interval, batchexport.Intervals); err != nil {
 			return err
@@ -204,7 +204,7 @@ func (in *batchExportInput) apply(e *batchExport, creating bool, policy batchexp
 		if !t.in.Null {
 			at, err := parseTimestamp(t.in.Value)
 			if err != nil {
-				return errValidation(t.attr, "invalid", "Datetime has wrong format. Use ISO 8601, e.g. 2024-01-31T00:00:00Z.")
+				return errDatetimeFormat(t.attr)
 			}
 			*t.dst = &at
 		}
@@ -247,7 +247,7 @@ func (in *batchExportInput) applyDestination(e *batchExport, creating bool, poli
 		return nil
 	}
 	if !d.Set || d.Null {
-		return errValidation("destination", "required", "This field is required.")
+		return errRequired("destination")
 	}
 	if creating || d.Value.Type.Set {
 		if !d.Value.Type.Set || d.Value.Type.Null {
@@ -282,7 +282,7 @@ func choice(attr string, v optional[string], choices []string) error {
 		if v.Null {
 			value = "None"
 		}
-		return errValidation(attr, "invalid_choice", fmt.Sprintf("%q is not a valid choice.", value))
+		return errInvalidChoice(attr, value)
 	}
 	return nil
 }
@@ -381,7 +381,7 @@ func (a *API) batchExportCreate(c *fiber.Ctx) error {
 	return c.Status(fiber.StatusCreated).JSON(r)
 }
 
-func nullableJSON(j jsonText) *string {
+func nullableJSON(j rawJSON) *string {
 	if len(j) == 0 {
 		return nil
 	}
@@ -410,12 +410,12 @@ func (a *API) teamOfOrganization(ctx context.Context, s exportScope, team option
 func (a *API) loadBatchExport(ctx context.Context, s exportScope, id string) (batchExportRecord, error) {
 	parsed, err := uuid.Parse(id)
 	if err != nil {
-		return batchExportRecord{}, errNotFound("Not found.")
+		return batchExportRecord{}, errRecordNotFound()
 	}
 	where, args := s.where()
 	r, err := scanBatchExport(a.db.QueryRowContext(ctx, batchExportColumns+` WHERE b.id = ? AND `+where, append([]any{parsed}, args...)...))
 	if errors.Is(err, sql.ErrNoRows) {
-		return r, errNotFound("Not found.")
+		return r, errRecordNotFound()
 	}
 	if err != nil {
 		return r, fmt.Errorf("cannot read batch export %s: %w", id, err)

@@ -122,13 +122,13 @@ func (a *API) collaboratorAdd(c *fiber.Ctx) error {
 		return errValidation("", "invalid_input", "Cannot add collaborators to a dashboard on the lowest restriction level.")
 	}
 	if !body.Level.Set {
-		return errValidation("level", "required", "This field is required.")
+		return errRequired("level")
 	}
 	if body.Level.Value != restrictionOnlyEditors {
 		return errValidation("level", "invalid_input", "Only edit access can be explicitly specified currently.")
 	}
 	if !body.UserUUID.Set || body.UserUUID.Value == "" {
-		return errValidation("user_uuid", "required", "This field is required.")
+		return errRequired("user_uuid")
 	}
 	userUUID, err := uuid.Parse(body.UserUUID.Value)
 	if err != nil {
@@ -206,7 +206,7 @@ func (a *API) collaboratorRemove(c *fiber.Ctx) error {
 	}
 	userUUID, err := uuid.Parse(c.Params("user__uuid"))
 	if err != nil {
-		return errNotFound("Not found.")
+		return errRecordNotFound()
 	}
 	result, err := a.db.ExecContext(ctx, `DELETE FROM meta.dashboard_collaborators WHERE dashboard_id = ?
 		AND user_id = (SELECT id FROM meta.users WHERE uuid = ?)`, d.id, userUUID)
@@ -214,7 +214,7 @@ func (a *API) collaboratorRemove(c *fiber.Ctx) error {
 		return fmt.Errorf("cannot remove a collaborator of dashboard %d: %w", d.id, err)
 	}
 	if n, _ := result.RowsAffected(); n == 0 {
-		return errNotFound("Not found.")
+		return errRecordNotFound()
 	}
 	return c.SendStatus(fiber.StatusNoContent)
 }

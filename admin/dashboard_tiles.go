@@ -16,9 +16,9 @@ type tileRecord struct {
 	ID               int64          `json:"id"`
 	Insight          *insightRecord `json:"insight"`
 	Text             *textRecord    `json:"text"`
-	Layouts          jsonText       `json:"layouts"`
+	Layouts          rawJSON        `json:"layouts"`
 	Color            *string        `json:"color"`
-	FiltersOverrides jsonText       `json:"filters_overrides"`
+	FiltersOverrides rawJSON        `json:"filters_overrides"`
 	Order            int            `json:"order"`
 	LastRefresh      *time.Time     `json:"last_refresh"`
 	IsCached         bool           `json:"is_cached"`
@@ -116,7 +116,7 @@ func userOf(users map[int64]userRecord, id *int64) *userRecord {
 }
 
 // smallLayout is the y and x of a tile's "sm" layout, 100 for what is missing.
-func smallLayout(layouts jsonText) (int, int) {
+func smallLayout(layouts rawJSON) (int, int) {
 	var l struct {
 		SM *struct{ X, Y *int } `json:"sm"`
 	}
@@ -140,10 +140,10 @@ type tileEdit struct {
 	Text *struct {
 		Body *string `json:"body"`
 	} `json:"text"`
-	Layouts          optional[jsonText] `json:"layouts"`
-	Color            optional[string]   `json:"color"`
-	FiltersOverrides optional[jsonText] `json:"filters_overrides"`
-	Deleted          optional[bool]     `json:"deleted"`
+	Layouts          optional[rawJSON] `json:"layouts"`
+	Color            optional[string]  `json:"color"`
+	FiltersOverrides optional[rawJSON] `json:"filters_overrides"`
+	Deleted          optional[bool]    `json:"deleted"`
 }
 
 // The longest text card body and tile color (PostHog's model limits).
@@ -156,13 +156,13 @@ func editTiles(ctx context.Context, tx *sql.Tx, team, dashboardID, userID int64,
 	for i, e := range edits {
 		attr := fmt.Sprintf("tiles__%d", i)
 		if e.Text != nil && e.Text.Body != nil && len([]rune(*e.Text.Body)) > maxTextBody {
-			return errValidation(attr+"__text__body", "max_length", "Ensure this field has no more than 4000 characters.")
+			return errMaxLength(attr+"__text__body", 4000)
 		}
 		if e.Layouts.Set && !e.Layouts.Null && !isJSONObject(e.Layouts.Value) {
 			return errValidation(attr+"__layouts", "invalid_input", "Layouts must be a dictionary.")
 		}
 		if e.Color.Set && len([]rune(e.Color.Value)) > maxTileColor {
-			return errValidation(attr+"__color", "max_length", "Ensure this field has no more than 400 characters.")
+			return errMaxLength(attr+"__color", 400)
 		}
 		if e.FiltersOverrides.Set && !e.FiltersOverrides.Null && !isJSONObject(e.FiltersOverrides.Value) {
 			return errValidation(attr+"__filters_overrides", "invalid_input", "Filters overrides must be a dictionary.")

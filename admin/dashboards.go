@@ -40,8 +40,8 @@ type dashboardRow struct {
 	createdBy        *int64
 	creationMode     string
 	restrictionLevel int
-	filters          jsonText
-	variables        jsonText
+	filters          rawJSON
+	variables        rawJSON
 	tags             []string
 	useTemplate      string
 	shared           bool
@@ -70,7 +70,7 @@ func scanDashboard(row interface{ Scan(...any) error }) (dashboardRow, error) {
 func loadDashboard(ctx context.Context, q querier, team, id int64, deleted bool) (dashboardRow, error) {
 	d, err := scanDashboard(q.QueryRowContext(ctx, dashboardColumns+` WHERE d.team_id = ? AND d.id = ? AND d.deleted = ?`, team, id, deleted))
 	if errors.Is(err, sql.ErrNoRows) {
-		return d, errNotFound("Not found.")
+		return d, errRecordNotFound()
 	}
 	if err != nil {
 		return d, fmt.Errorf("cannot read dashboard %d: %w", id, err)
@@ -90,7 +90,7 @@ func (a *API) dashboardOf(c *fiber.Ctx) (project, dashboardRow, error) {
 	}
 	id, err := strconv.ParseInt(param, 10, 64)
 	if err != nil {
-		return pr, dashboardRow{}, errNotFound("Not found.")
+		return pr, dashboardRow{}, errRecordNotFound()
 	}
 	d, err := loadDashboard(c.UserContext(), a.db, pr.id, id, false)
 	return pr, d, err
@@ -186,8 +186,8 @@ type dashboardRecord struct {
 	UseTemplate    string       `json:"use_template"`
 	UseDashboard   *int64       `json:"use_dashboard"`
 	DeleteInsights bool         `json:"delete_insights"`
-	Filters        jsonText     `json:"filters"`
-	Variables      jsonText     `json:"variables"`
+	Filters        rawJSON      `json:"filters"`
+	Variables      rawJSON      `json:"variables"`
 	Tiles          []tileRecord `json:"tiles"`
 }
 
@@ -296,7 +296,7 @@ func (a *API) record(ctx context.Context, d dashboardRow, x dashboardAccess) (da
 	}
 	r := dashboardRecord{dashboardListItem: listItem(d, x, users), UseTemplate: d.useTemplate, Filters: d.filters, Variables: d.variables, Tiles: tiles}
 	if len(r.Filters) == 0 {
-		r.Filters = jsonText("{}")
+		r.Filters = rawJSON("{}")
 	}
 	return r, nil
 }
@@ -336,8 +336,8 @@ type dashboardInput struct {
 	DeleteInsights   optional[bool]       `json:"delete_insights"`
 	Tags             optional[[]string]   `json:"tags"`
 	RestrictionLevel optional[int]        `json:"restriction_level"`
-	Filters          optional[jsonText]   `json:"filters"`
-	Variables        optional[jsonText]   `json:"variables"`
+	Filters          optional[rawJSON]    `json:"filters"`
+	Variables        optional[rawJSON]    `json:"variables"`
 	Tiles            optional[[]tileEdit] `json:"tiles"`
 }
 
@@ -345,16 +345,16 @@ type dashboardInput struct {
 func (in *dashboardInput) validate() error {
 	// DRF: description and pinned are not nullable (name is).
 	if in.Description.Null {
-		return errValidation("description", "null", "This field may not be null.")
+		return errNull("description")
 	}
 	if in.Pinned.Null {
-		return errValidation("pinned", "null", "This field may not be null.")
+		return errNull("pinned")
 	}
 	if in.Name.Set && len([]rune(in.Name.Value)) > 400 {
-		return errValidation("name", "max_length", "Ensure this field has no more than 400 characters.")
+		return errMaxLength("name", 400)
 	}
 	if in.RestrictionLevel.Set && in.RestrictionLevel.Value != restrictionEveryoneEdits && in.RestrictionLevel.Value != restrictionOnlyEditors {
-		return errValidation("restriction_level", "invalid_choice", fmt.Sprintf("\"%d\" is not a valid choice.", in.RestrictionLevel.Value))
+		return errInvalidChoice("restriction_level", strconv.Itoa(in.RestrictionLevel.Value))
 	}
 	if in.Filters.Set && (in.Filters.Null || !isJSONObject(in.Filters.Value)) {
 		return errValidation("filters", "invalid_input", "Filters must be a dictionary")
@@ -365,7 +365,7 @@ func (in *dashboardInput) validate() error {
 	return nil
 }
 
-func isJSONObject(j jsonText) bool {
+func isJSONObject(j rawJSON) bool {
 	var m map[string]json.RawMessage
 	return json.Unmarshal(j, &m) == nil && m != nil
 }
@@ -537,7 +537,7 @@ func (a *API) dashboardFromTemplateJSON(c *fiber.Ctx) error {
 		return err
 	}
 	if len(body.Template) == 0 || string(body.Template) == "null" {
-		return errValidation("template", "required", "This field is required.")
+		return errRequired("template")
 	}
 	template, err := parseTemplate(body.Template, "template")
 	if err != nil {
@@ -577,7 +577,7 @@ func (a *API) dashboardUpdate(c *fiber.Ctx) error {
 	}
 	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
 	if err != nil {
-		return errNotFound("Not found.")
+		return errRecordNotFound()
 	}
 	ctx := c.UserContext()
 	if isExactlyUndelete(c.Body()) {
@@ -776,7 +776,7 @@ func (a *API) dashboardMoveTile(c *fiber.Ctx) error {
 		return errValidation("tile", "required", "A tile with an id is required.")
 	}
 	if body.ToDashboard == nil {
-		return errValidation("toDashboard", "required", "This field is required.")
+		return errRequired("toDashboard")
 	}
 	ctx := c.UserContext()
 	x, err := a.accessTo(ctx, d, pr, p.userID)

@@ -111,7 +111,7 @@ func (in *domainInput) apply(r *domainRecord, creating bool) error {
 	if creating {
 		switch {
 		case !in.Domain.Set || in.Domain.Null:
-			return errValidation("domain", "required", "This field is required.")
+			return errRequired("domain")
 		case !domainPattern.MatchString(in.Domain.Value):
 			return errValidation("domain", "invalid_input", "Please enter a valid domain or subdomain name.")
 		}
@@ -126,7 +126,7 @@ func (in *domainInput) apply(r *domainRecord, creating bool) error {
 	if in.SSOEnforcement.Set && !in.SSOEnforcement.Null {
 		r.SSOEnforcement = in.SSOEnforcement.Value
 		if utf8.RuneCountInString(r.SSOEnforcement) > maxSSOEnforcement {
-			return errValidation("sso_enforcement", "max_length", fmt.Sprintf("Ensure this field has no more than %d characters.", maxSSOEnforcement))
+			return errMaxLength("sso_enforcement", maxSSOEnforcement)
 		}
 		if r.SSOEnforcement != "" && !r.IsVerified {
 			return errValidation("sso_enforcement", "verification_required", "This attribute cannot be updated until the domain is verified.")
@@ -147,7 +147,7 @@ func (in *domainInput) apply(r *domainRecord, creating bool) error {
 		}
 		*f.field = f.in.Value // nil when null
 		if f.limit > 0 && f.in.Value != nil && utf8.RuneCountInString(*f.in.Value) > f.limit {
-			return errValidation(f.attr, "max_length", fmt.Sprintf("Ensure this field has no more than %d characters.", f.limit))
+			return errMaxLength(f.attr, f.limit)
 		}
 	}
 	return nil
@@ -255,11 +255,11 @@ func (a *API) domainCreate(c *fiber.Ctx) error {
 func (a *API) loadDomain(ctx context.Context, m membership, id string) (domainRecord, error) {
 	parsed, err := uuid.Parse(id)
 	if err != nil {
-		return domainRecord{}, errNotFound("Not found.")
+		return domainRecord{}, errRecordNotFound()
 	}
 	r, err := scanDomain(a.db.QueryRowContext(ctx, domainColumns+` WHERE id = ? AND organization_id = ?`, parsed, m.organizationID))
 	if errors.Is(err, sql.ErrNoRows) {
-		return r, errNotFound("Not found.")
+		return r, errRecordNotFound()
 	}
 	if err != nil {
 		return r, fmt.Errorf("cannot read domain %s: %w", id, err)

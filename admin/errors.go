@@ -53,6 +53,43 @@ func errValidation(attr, code, detail string) *Error {
 	return e
 }
 
+// The field errors of DRF's serializers, in its words.
+
+// errRequired is DRF's error for a required field the request lacks.
+func errRequired(attr string) *Error {
+	return errValidation(attr, "required", "This field is required.")
+}
+
+// errNull is DRF's error for a field sent as null that may not be.
+func errNull(attr string) *Error {
+	return errValidation(attr, "null", "This field may not be null.")
+}
+
+// errBlank is DRF's error for a string field sent empty that may not be.
+func errBlank(attr string) *Error {
+	return errValidation(attr, "blank", "This field may not be blank.")
+}
+
+// errMaxLength is DRF's error for a string field longer than max characters.
+func errMaxLength(attr string, max int) *Error {
+	return errValidation(attr, "max_length", fmt.Sprintf("Ensure this field has no more than %d characters.", max))
+}
+
+// errInvalidChoice is DRF's ChoiceField error for a value that is not one of the
+// field's choices, as the request wrote it.
+func errInvalidChoice(attr, value string) *Error {
+	return errValidation(attr, "invalid_choice", fmt.Sprintf("%q is not a valid choice.", value))
+}
+
+// errDatetimeFormat is DRF's DateTimeField error for a value that is not ISO 8601.
+func errDatetimeFormat(attr string) *Error {
+	return errValidation(attr, "invalid", "Datetime has wrong format. Use ISO 8601, e.g. 2024-01-31T00:00:00Z.")
+}
+
+// errRecordNotFound is DRF's 404 for a record the path names that the caller cannot
+// see, whether or not it exists.
+func errRecordNotFound() *Error { return errNotFound("Not found.") }
+
 var errServer = &Error{Status: http.StatusInternalServerError, Type: "server_error", Code: "error",
 	Detail: "A server error occurred."}
 
@@ -80,7 +117,7 @@ func (a *API) handleError(c *fiber.Ctx, err error) error {
 func fromFiberError(c *fiber.Ctx, e *fiber.Error) *Error {
 	switch e.Code {
 	case http.StatusNotFound:
-		return errNotFound("Not found.")
+		return errRecordNotFound()
 	case http.StatusMethodNotAllowed:
 		return errMethodNotAllowed(c.Method())
 	case http.StatusRequestEntityTooLarge:

@@ -32,18 +32,18 @@ func (o *optional[T]) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// jsonText is a VARCHAR column holding JSON text, or NULL: it scans the text and
+// rawJSON is a VARCHAR column holding JSON text, or NULL: it scans the text and
 // marshals as that JSON, or as null.
-type jsonText []byte
+type rawJSON []byte
 
-func (j *jsonText) Scan(src any) error {
+func (j *rawJSON) Scan(src any) error {
 	switch v := src.(type) {
 	case nil:
 		*j = nil
 	case string:
-		*j = jsonText(v)
+		*j = rawJSON(v)
 	case []byte:
-		*j = append(jsonText(nil), v...)
+		*j = append(rawJSON(nil), v...)
 	default:
 		return fmt.Errorf("cannot scan %T into a JSON text column", src)
 	}
@@ -52,16 +52,16 @@ func (j *jsonText) Scan(src any) error {
 
 // UnmarshalJSON keeps any JSON value of a request field (null clears it); the
 // field's validation checks its kind.
-func (j *jsonText) UnmarshalJSON(b []byte) error {
+func (j *rawJSON) UnmarshalJSON(b []byte) error {
 	if bytes.Equal(b, []byte("null")) {
 		*j = nil
 		return nil
 	}
-	*j = append(jsonText(nil), b...)
+	*j = append(rawJSON(nil), b...)
 	return nil
 }
 
-func (j jsonText) MarshalJSON() ([]byte, error) {
+func (j rawJSON) MarshalJSON() ([]byte, error) {
 	if len(j) == 0 {
 		return []byte("null"), nil
 	}

@@ -123,7 +123,7 @@ func (a *API) groupFind(c *fiber.Ctx) error {
 	g, err := scanGroup(a.db.QueryRowContext(c.UserContext(), `SELECT group_type_index, group_key, group_properties, created_at FROM groups
 		WHERE team_id = ? AND group_type_index = ? AND group_key = ?`, pr.id, index, c.Query("group_key")))
 	if errors.Is(err, sql.ErrNoRows) {
-		return errNotFound("Not found.")
+		return errRecordNotFound()
 	}
 	if err != nil {
 		return fmt.Errorf("cannot read a group of project %d: %w", pr.id, err)

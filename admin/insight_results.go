@@ -40,7 +40,7 @@ const resultsCacheSize = 512
 
 func newResultsCache(ttl time.Duration) *resultsCache {
 	if ttl <= 0 {
-		ttl = 15 * time.Minute
+		ttl = DefaultInsightCacheTTL
 	}
 	entries, _ := lru.New[resultKey, cachedResult](resultsCacheSize)
 	return &resultsCache{ttl: ttl, entries: entries}
@@ -48,7 +48,7 @@ func newResultsCache(ttl time.Duration) *resultsCache {
 
 // result is the query's result for the project, the time it was computed, and whether
 // it came from the cache. A query that may not run is a *Error.
-func (rc *resultsCache) result(ctx context.Context, a *API, team int64, query jsonText) (any, time.Time, bool, error) {
+func (rc *resultsCache) result(ctx context.Context, a *API, team int64, query rawJSON) (any, time.Time, bool, error) {
 	// The version is read before computing: rows committed meanwhile make the entry
 	// stale at once, never a stale entry look current.
 	version := a.queries.DataVersion(team)

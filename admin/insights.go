@@ -26,7 +26,7 @@ type insightRecord struct {
 	ShortID        string        `json:"short_id"`
 	Name           *string       `json:"name"`
 	Description    string        `json:"description"`
-	Query          jsonText      `json:"query"`
+	Query          rawJSON       `json:"query"`
 	Result         any           `json:"result"`
 	LastRefresh    *time.Time    `json:"last_refresh"`
 	IsCached       bool          `json:"is_cached"`
@@ -46,7 +46,7 @@ type insightTile struct {
 	DashboardID int64 `json:"dashboard_id"`
 }
 
-var errInsightNotFound = errNotFound("Not found.")
+var errInsightNotFound = errRecordNotFound()
 
 // insight reads an insight of the project that is not deleted, its result computed
 // (or taken from the cache) when withResult is set.
@@ -117,7 +117,7 @@ func (a *API) insight(ctx context.Context, team, id int64, withResult bool) (ins
 type insightInput struct {
 	Name        optional[string]   `json:"name"`
 	Description optional[string]   `json:"description"`
-	Query       optional[jsonText] `json:"query"`
+	Query       optional[rawJSON]  `json:"query"`
 	Tags        optional[[]string] `json:"tags"`
 	Deleted     optional[bool]     `json:"deleted"`
 	Dashboards  optional[[]int64]  `json:"dashboards"`
@@ -125,7 +125,7 @@ type insightInput struct {
 
 // checkInsightQuery refuses a query that is not one insights compute: a TrendsQuery or
 // an EventsQuery, bare or in PostHog's InsightVizNode or DataTableNode.
-func checkInsightQuery(q jsonText) error {
+func checkInsightQuery(q rawJSON) error {
 	if kind, _, err := queryKind(json.RawMessage(q)); err != nil || (kind != "TrendsQuery" && kind != "EventsQuery") {
 		return errValidation("query", "invalid_input", "An insight's query must be a TrendsQuery or an EventsQuery.")
 	}

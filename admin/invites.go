@@ -48,7 +48,7 @@ type inviteRecord struct {
 	CreatedAt            time.Time   `json:"created_at"`
 	UpdatedAt            time.Time   `json:"updated_at"`
 	Message              *string     `json:"message"`
-	PrivateProjectAccess jsonText    `json:"private_project_access"`
+	PrivateProjectAccess rawJSON     `json:"private_project_access"`
 }
 
 // inviteInput is one invite to create (the body of POST .../invites/, an item of bulk).
@@ -77,18 +77,18 @@ type projectAccess struct {
 func (in *inviteInput) validate(ctx context.Context, q querier, m membership) error {
 	switch {
 	case !in.TargetEmail.Set || in.TargetEmail.Null:
-		return errValidation("target_email", "required", "This field is required.")
+		return errRequired("target_email")
 	case !validEmail(in.TargetEmail.Value):
 		return errValidation("target_email", "invalid_input", "Enter a valid email address.")
 	case utf8.RuneCountInString(in.FirstName) > 30:
-		return errValidation("first_name", "max_length", "Ensure this field has no more than 30 characters.")
+		return errMaxLength("first_name", 30)
 	}
 	in.TargetEmail.Value = strings.ToLower(in.TargetEmail.Value)
 	if !in.Level.Set || in.Level.Null {
 		in.Level = optional[int]{Set: true, Value: levelMember}
 	}
 	if !validLevel(in.Level.Value) {
-		return errValidation("level", "invalid_choice", fmt.Sprintf("%q is not a valid choice.", fmt.Sprint(in.Level.Value)))
+		return errInvalidChoice("level", fmt.Sprint(in.Level.Value))
 	}
 	if in.Level.Value > m.level {
 		return errPermissionDenied("You cannot invite a user with a higher permission level than your own.")
@@ -482,14 +482,14 @@ func (a *API) inviteDelete(c *fiber.Ctx) error {
 	}
 	id, err := uuid.Parse(c.Params("id"))
 	if err != nil {
-		return errNotFound("Not found.")
+		return errRecordNotFound()
 	}
 	res, err := a.db.ExecContext(c.UserContext(), `DELETE FROM meta.invites WHERE id = ? AND organization_id = ?`, id, m.organizationID)
 	if err != nil {
 		return fmt.Errorf("cannot delete invite %s: %w", id, err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return errNotFound("Not found.")
+		return errRecordNotFound()
 	}
 	return c.SendStatus(fiber.StatusNoContent)
 }

@@ -81,7 +81,7 @@ func (a *API) memberList(c *fiber.Ctx) error {
 	case "joined_at":
 		order = "m.joined_at, m.id"
 	default:
-		return errValidation("order", "invalid_choice", fmt.Sprintf("%q is not a valid choice.", c.Query("order")))
+		return errInvalidChoice("order", c.Query("order"))
 	}
 	where := ` WHERE m.organization_id = ? AND (? = '' OR u.email = lower(?))`
 	args := []any{m.organizationID, c.Query("email"), c.Query("email")}
@@ -127,7 +127,7 @@ type editedMember struct {
 // memberTarget resolves the user__uuid of the path to a member of m's organization.
 func (a *API) memberTarget(ctx context.Context, c *fiber.Ctx, p *principal, m membership) (editedMember, error) {
 	t := editedMember{}
-	notFound := errNotFound("Not found.")
+	notFound := errRecordNotFound()
 	var err error
 	if param := c.Params("user__uuid"); param == "@me" {
 		t.userID = p.userID
@@ -196,7 +196,7 @@ func (a *API) memberUpdate(c *fiber.Ctx) error {
 		return err
 	}
 	if in.Level.Set && (in.Level.Null || !validLevel(in.Level.Value)) {
-		return errValidation("level", "invalid_choice", fmt.Sprintf("%q is not a valid choice.", levelText(in.Level)))
+		return errInvalidChoice("level", levelText(in.Level))
 	}
 	ctx := c.UserContext()
 	membershipWrites.Lock()

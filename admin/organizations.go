@@ -96,13 +96,13 @@ type organizationInput struct {
 func (in organizationInput) validate() error {
 	switch {
 	case !in.Name.Set:
-		return errValidation("name", "required", "This field is required.")
+		return errRequired("name")
 	case in.Name.Null:
-		return errValidation("name", "null", "This field may not be null.")
+		return errNull("name")
 	case strings.TrimSpace(in.Name.Value) == "":
-		return errValidation("name", "blank", "This field may not be blank.")
+		return errBlank("name")
 	case utf8.RuneCountInString(in.Name.Value) > 64:
-		return errValidation("name", "max_length", "Ensure this field has no more than 64 characters.")
+		return errMaxLength("name", 64)
 	}
 	return nil
 }

@@ -60,9 +60,9 @@ type personalAPIKeyRecord struct {
 	CreatedAt           time.Time  `json:"created_at"`
 	LastUsedAt          *time.Time `json:"last_used_at"`
 	UserID              int64      `json:"user_id"`
-	Scopes              jsonText   `json:"scopes"`
-	ScopedTeams         jsonText   `json:"scoped_teams"`
-	ScopedOrganizations jsonText   `json:"scoped_organizations"`
+	Scopes              rawJSON    `json:"scopes"`
+	ScopedTeams         rawJSON    `json:"scoped_teams"`
+	ScopedOrganizations rawJSON    `json:"scoped_organizations"`
 }
 
 const personalAPIKeyColumns = `SELECT id::VARCHAR, label, mask_value, created_at, last_used_at, user_id, scopes,
@@ -91,13 +91,13 @@ var scopePattern = regexp.MustCompile(`^[a-z][a-z_]*:(read|write)$`)
 func (in *personalAPIKeyInput) validate() error {
 	switch {
 	case !in.Label.Set || in.Label.Null:
-		return errValidation("label", "required", "This field is required.")
+		return errRequired("label")
 	case in.Label.Value == "":
-		return errValidation("label", "blank", "This field may not be blank.")
+		return errBlank("label")
 	case utf8.RuneCountInString(in.Label.Value) > 40:
-		return errValidation("label", "max_length", "Ensure this field has no more than 40 characters.")
+		return errMaxLength("label", 40)
 	case !in.Scopes.Set || in.Scopes.Null:
-		return errValidation("scopes", "required", "This field is required.")
+		return errRequired("scopes")
 	case len(in.Scopes.Value) == 0:
 		// PostHog reads an empty list as "*" for old keys; hedge asks for the scopes.
 		return errValidation("scopes", "empty", "This list may not be empty.")
@@ -247,7 +247,7 @@ func (a *API) personalAPIKeyRetrieve(c *fiber.Ctx) error {
 	}
 	r, err := scanPersonalAPIKey(a.db.QueryRowContext(c.UserContext(), personalAPIKeyColumns+` WHERE id = ? AND user_id = ?`, id, p.userID))
 	if errors.Is(err, sql.ErrNoRows) {
-		return errNotFound("Not found.")
+		return errRecordNotFound()
 	}
 	if err != nil {
 		return fmt.Errorf("cannot read personal API key %s: %w", id, err)
@@ -268,7 +268,7 @@ func (a *API) personalAPIKeyDelete(c *fiber.Ctx) error {
 		return fmt.Errorf("cannot delete personal API key %s: %w", id, err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return errNotFound("Not found.")
+		return errRecordNotFound()
 	}
 	return c.SendStatus(fiber.StatusNoContent)
 }
@@ -286,7 +286,7 @@ func (a *API) personalAPIKeyID(c *fiber.Ctx) (uuid.UUID, error) {
 	}
 	id, err := uuid.Parse(c.Params("id"))
 	if err != nil {
-		return uuid.Nil, errNotFound("Not found.")
+		return uuid.Nil, errRecordNotFound()
 	}
 	return id, nil
 }

@@ -122,11 +122,11 @@ func (a *API) personRetrieve(c *fiber.Ctx) error {
 	}
 	id, err := uuid.Parse(c.Params("uuid"))
 	if err != nil {
-		return errNotFound("Not found.")
+		return errRecordNotFound()
 	}
 	r, err := scanPerson(a.db.QueryRowContext(c.UserContext(), personColumns+` WHERE p.team_id = ? AND p.id = ?`, pr.id, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return errNotFound("Not found.")
+		return errRecordNotFound()
 	}
 	if err != nil {
 		return fmt.Errorf("cannot read person %s: %w", id, err)

@@ -114,13 +114,13 @@ func listProjects(ctx context.Context, q querier, organizationID uuid.UUID, scop
 // projectFields are the writable project fields that have a column of their own
 // (the list shows them, or they are looked up).
 type projectFields struct {
-	Name                       string   `json:"name"`
-	Timezone                   string   `json:"timezone"`
-	WeekStartDay               *int     `json:"week_start_day"`
-	IsDemo                     bool     `json:"is_demo"`
-	CompletedSnippetOnboarding bool     `json:"completed_snippet_onboarding"`
-	AccessControl              bool     `json:"access_control"`
-	HasCompletedOnboardingFor  jsonText `json:"has_completed_onboarding_for"`
+	Name                       string  `json:"name"`
+	Timezone                   string  `json:"timezone"`
+	WeekStartDay               *int    `json:"week_start_day"`
+	IsDemo                     bool    `json:"is_demo"`
+	CompletedSnippetOnboarding bool    `json:"completed_snippet_onboarding"`
+	AccessControl              bool    `json:"access_control"`
+	HasCompletedOnboardingFor  rawJSON `json:"has_completed_onboarding_for"`
 }
 
 // projectSettings are the other writable fields of the spec's Project, stored whole
@@ -131,32 +131,32 @@ type projectSettings struct {
 	AppURLs                                     []string `json:"app_urls"`
 	SlackIncomingWebhook                        *string  `json:"slack_incoming_webhook"`
 	AnonymizeIPs                                bool     `json:"anonymize_ips"`
-	TestAccountFilters                          jsonText `json:"test_account_filters"`
+	TestAccountFilters                          rawJSON  `json:"test_account_filters"`
 	TestAccountFiltersDefaultChecked            bool     `json:"test_account_filters_default_checked"`
-	PathCleaningFilters                         jsonText `json:"path_cleaning_filters"`
-	DataAttributes                              jsonText `json:"data_attributes"`
+	PathCleaningFilters                         rawJSON  `json:"path_cleaning_filters"`
+	DataAttributes                              rawJSON  `json:"data_attributes"`
 	PersonDisplayNameProperties                 []string `json:"person_display_name_properties"`
-	CorrelationConfig                           jsonText `json:"correlation_config"`
+	CorrelationConfig                           rawJSON  `json:"correlation_config"`
 	AutocaptureOptOut                           *bool    `json:"autocapture_opt_out"`
 	AutocaptureExceptionsOptIn                  *bool    `json:"autocapture_exceptions_opt_in"`
 	AutocaptureWebVitalsOptIn                   *bool    `json:"autocapture_web_vitals_opt_in"`
-	AutocaptureWebVitalsAllowedMetrics          jsonText `json:"autocapture_web_vitals_allowed_metrics"`
-	AutocaptureExceptionsErrorsToIgnore         jsonText `json:"autocapture_exceptions_errors_to_ignore"`
+	AutocaptureWebVitalsAllowedMetrics          rawJSON  `json:"autocapture_web_vitals_allowed_metrics"`
+	AutocaptureExceptionsErrorsToIgnore         rawJSON  `json:"autocapture_exceptions_errors_to_ignore"`
 	CaptureConsoleLogOptIn                      *bool    `json:"capture_console_log_opt_in"`
 	CapturePerformanceOptIn                     *bool    `json:"capture_performance_opt_in"`
 	SessionRecordingOptIn                       bool     `json:"session_recording_opt_in"`
-	SessionRecordingSampleRate                  jsonText `json:"session_recording_sample_rate"` // a decimal string, "0.00" to "1.00"
+	SessionRecordingSampleRate                  rawJSON  `json:"session_recording_sample_rate"` // a decimal string, "0.00" to "1.00"
 	SessionRecordingMinimumDurationMillis       *int     `json:"session_recording_minimum_duration_milliseconds"`
-	SessionRecordingLinkedFlag                  jsonText `json:"session_recording_linked_flag"`
-	SessionRecordingNetworkPayloadCaptureConfig jsonText `json:"session_recording_network_payload_capture_config"`
-	SessionReplayConfig                         jsonText `json:"session_replay_config"`
-	SurveyConfig                                jsonText `json:"survey_config"`
+	SessionRecordingLinkedFlag                  rawJSON  `json:"session_recording_linked_flag"`
+	SessionRecordingNetworkPayloadCaptureConfig rawJSON  `json:"session_recording_network_payload_capture_config"`
+	SessionReplayConfig                         rawJSON  `json:"session_replay_config"`
+	SurveyConfig                                rawJSON  `json:"survey_config"`
 	PrimaryDashboard                            *int64   `json:"primary_dashboard"`
 	LiveEventsColumns                           []string `json:"live_events_columns"`
 	RecordingDomains                            []string `json:"recording_domains"`
 	InjectWebApps                               *bool    `json:"inject_web_apps"`
-	ExtraSettings                               jsonText `json:"extra_settings"`
-	Modifiers                                   jsonText `json:"modifiers"`
+	ExtraSettings                               rawJSON  `json:"extra_settings"`
+	Modifiers                                   rawJSON  `json:"modifiers"`
 	SurveysOptIn                                *bool    `json:"surveys_opt_in"`
 	HeatmapsOptIn                               *bool    `json:"heatmaps_opt_in"`
 	FlagsPersistenceDefault                     bool     `json:"flags_persistence_default"`
@@ -175,10 +175,10 @@ func defaultProjectSettings() projectSettings {
 	yes := true
 	return projectSettings{
 		AppURLs:                 []string{},
-		TestAccountFilters:      jsonText(mustJSON(testAccountFilters(""))),
-		PathCleaningFilters:     jsonText(`[]`),
-		DataAttributes:          jsonText(`["data-attr"]`),
-		CorrelationConfig:       jsonText(`{}`),
+		TestAccountFilters:      rawJSON(mustJSON(testAccountFilters(""))),
+		PathCleaningFilters:     rawJSON(`[]`),
+		DataAttributes:          rawJSON(`["data-attr"]`),
+		CorrelationConfig:       rawJSON(`{}`),
 		CaptureConsoleLogOptIn:  &yes,
 		CapturePerformanceOptIn: &yes,
 	}
@@ -255,13 +255,13 @@ func validTimezone(name string) bool { return timezones[name] }
 func (f *projectFields) validate() error {
 	switch {
 	case strings.TrimSpace(f.Name) == "":
-		return errValidation("name", "blank", "This field may not be blank.")
+		return errBlank("name")
 	case utf8.RuneCountInString(f.Name) > 200:
-		return errValidation("name", "max_length", "Ensure this field has no more than 200 characters.")
+		return errMaxLength("name", 200)
 	case !validTimezone(f.Timezone):
-		return errValidation("timezone", "invalid_choice", fmt.Sprintf("%q is not a valid choice.", f.Timezone))
+		return errInvalidChoice("timezone", f.Timezone)
 	case f.WeekStartDay != nil && *f.WeekStartDay != 0 && *f.WeekStartDay != 1:
-		return errValidation("week_start_day", "invalid_choice", fmt.Sprintf("%q is not a valid choice.", strconv.Itoa(*f.WeekStartDay)))
+		return errInvalidChoice("week_start_day", strconv.Itoa(*f.WeekStartDay))
 	}
 	return checkJSONKind("has_completed_onboarding_for", f.HasCompletedOnboardingFor, '{')
 }
@@ -270,7 +270,7 @@ func (f *projectFields) validate() error {
 func (s *projectSettings) validate() error {
 	kinds := []struct {
 		attr  string
-		value jsonText
+		value rawJSON
 		kind  byte
 	}{
 		{"test_account_filters", s.TestAccountFilters, '['},
@@ -309,7 +309,7 @@ func (s *projectSettings) validate() error {
 		if err != nil || !sampleRatePattern.MatchString(text) {
 			return errValidation("session_recording_sample_rate", "invalid_input", "A decimal from 0.00 to 1.00 is required.")
 		}
-		s.SessionRecordingSampleRate = jsonText(strconv.Quote(strconv.FormatFloat(rate, 'f', 2, 64)))
+		s.SessionRecordingSampleRate = rawJSON(strconv.Quote(strconv.FormatFloat(rate, 'f', 2, 64)))
 	}
 	// PostHog drops null and empty app URLs.
 	urls := []string{}
@@ -324,7 +324,7 @@ func (s *projectSettings) validate() error {
 
 // checkJSONKind checks that a structured field is null or a JSON value of kind
 // ('{' object, '[' array), with DRF's ListField and DictField answers.
-func checkJSONKind(attr string, value jsonText, kind byte) error {
+func checkJSONKind(attr string, value rawJSON, kind byte) error {
 	if len(value) == 0 || value[0] == kind {
 		return nil
 	}
@@ -375,7 +375,7 @@ func (a *API) projectCreate(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	settings.TestAccountFilters = jsonText(mustJSON(testAccountFilters(domain)))
+	settings.TestAccountFilters = rawJSON(mustJSON(testAccountFilters(domain)))
 	if err := bindBody(c, &fields); err != nil {
 		return err
 	}
@@ -486,7 +486,7 @@ func insertProject(ctx context.Context, q querier, organizationID uuid.UUID, nam
 	if err != nil {
 		return 0, "", err
 	}
-	settings.TestAccountFilters = jsonText(mustJSON(testAccountFilters(domain)))
+	settings.TestAccountFilters = rawJSON(mustJSON(testAccountFilters(domain)))
 	return insertProjectWith(ctx, q, organizationID, fields, settings)
 }
 

@@ -33,7 +33,7 @@ func (a *API) queryRun(c *fiber.Ctx) error {
 		return err
 	}
 	if len(body.Query) == 0 || string(body.Query) == "null" {
-		return errValidation("query", "required", "This field is required.")
+		return errRequired("query")
 	}
 	scope, err := a.scopeOf(c.UserContext(), pr.id)
 	if err != nil {
@@ -80,7 +80,7 @@ func (a *API) runQuery(ctx context.Context, scope warehouse.Scope, raw json.RawM
 			return nil, err
 		}
 		if q.Query == "" {
-			return nil, errValidation("query__query", "required", "This field is required.")
+			return nil, errRequired("query__query")
 		}
 		result, err = a.queries.HogQL(ctx, scope, q.Query)
 	case "EventsQuery":

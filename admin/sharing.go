@@ -168,7 +168,7 @@ func (a *API) sharedDashboard(c *fiber.Ctx) error {
 	err := a.db.QueryRowContext(ctx, `SELECT team_id, dashboard_id FROM meta.sharing_configurations WHERE access_token = ? AND enabled`,
 		c.Params("access_token")).Scan(&team, &id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return errNotFound("Not found.")
+		return errRecordNotFound()
 	}
 	if err != nil {
 		return fmt.Errorf("cannot look up a shared dashboard: %w", err)

@@ -89,11 +89,11 @@ func (a *API) signup(c *fiber.Ctx) error {
 	}
 	switch {
 	case strings.TrimSpace(firstName) == "":
-		return errValidation("first_name", "required", "This field is required.")
+		return errRequired("first_name")
 	case utf8.RuneCountInString(firstName) > 150:
-		return errValidation("first_name", "max_length", "Ensure this field has no more than 150 characters.")
+		return errMaxLength("first_name", 150)
 	case utf8.RuneCountInString(in.LastName) > 150:
-		return errValidation("last_name", "max_length", "Ensure this field has no more than 150 characters.")
+		return errMaxLength("last_name", 150)
 	}
 	var taken bool
 	if err := a.db.QueryRowContext(ctx, `SELECT count(*) > 0 FROM meta.users WHERE email = ?`, invite.email).Scan(&taken); err != nil {

@@ -36,15 +36,15 @@ func insertUserNamed(ctx context.Context, q querier, email, firstName, lastName 
 
 // userRecord is the spec's User, embedded read-only in other records.
 type userRecord struct {
-	ID                 int64    `json:"id"`
-	UUID               string   `json:"uuid"`
-	DistinctID         string   `json:"distinct_id"`
-	FirstName          string   `json:"first_name"`
-	LastName           string   `json:"last_name"`
-	Email              string   `json:"email"`
-	IsEmailVerified    bool     `json:"is_email_verified"`
-	HedgehogConfig     jsonText `json:"hedgehog_config"`
-	RoleAtOrganization string   `json:"role_at_organization"`
+	ID                 int64   `json:"id"`
+	UUID               string  `json:"uuid"`
+	DistinctID         string  `json:"distinct_id"`
+	FirstName          string  `json:"first_name"`
+	LastName           string  `json:"last_name"`
+	Email              string  `json:"email"`
+	IsEmailVerified    bool    `json:"is_email_verified"`
+	HedgehogConfig     rawJSON `json:"hedgehog_config"`
+	RoleAtOrganization string  `json:"role_at_organization"`
 }
 
 // userColumns selects a userRecord from meta.users u, in the order of userRecord.dest.
@@ -94,7 +94,7 @@ func (a *API) userMe(c *fiber.Ctx) error {
 	err := a.db.QueryRowContext(ctx, `SELECT `+userColumns+`, u.created_at FROM meta.users u WHERE u.id = ?`, p.userID).
 		Scan(append(r.dest(), &r.DateJoined)...)
 	if errors.Is(err, sql.ErrNoRows) {
-		return errNotFound("Not found.")
+		return errRecordNotFound()
 	}
 	if err != nil {
 		return fmt.Errorf("cannot read user %d: %w", p.userID, err)

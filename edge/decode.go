@@ -230,12 +230,12 @@ func skipReason(name, distinctID string, props *rawProperties) string {
 		if jsonText(props.SurveyID) == "" {
 			return warnMissingSurveyID
 		}
-	case "$identify", "$create_alias", "$merge_dangerously", "$groupidentify":
+	case warehouse.EventIdentify, warehouse.EventCreateAlias, warehouse.EventMergeDangerously, warehouse.EventGroupIdentify:
 		if personless(props) {
 			return warnPersonlessIdentity
 		}
 	}
-	if name == "$groupidentify" {
+	if name == warehouse.EventGroupIdentify {
 		switch {
 		case utf8.RuneCountInString(jsonText(props.GroupKey)) > maxGroupKeyLength:
 			return warnGroupKeyTooLong

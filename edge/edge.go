@@ -32,13 +32,22 @@ const (
 	maxEventBody = 2 << 20
 )
 
+// The defaults of Config: MaxInflightBytes when it is zero, and the overflow lane's
+// rate and burst that hedge serve starts with (zero turns the lane off).
+const (
+	DefaultMaxInflightBytes = 256 << 20
+	DefaultOverflowRate     = 100
+	DefaultOverflowBurst    = 1000
+)
+
 // Config is what the edge needs.
 type Config struct {
 	Writer *warehouse.Writer
 	// Teams resolves a project API token to the project's id.
 	Teams func(token string) (team int64, ok bool)
 	// MaxInflightBytes bounds the bytes that requests hold at once, bodies and
-	// decompressed payloads together; past it capture answers 503 (default 256 MB).
+	// decompressed payloads together; past it capture answers 503 (default
+	// DefaultMaxInflightBytes).
 	MaxInflightBytes int64
 	// OverflowRate is how many events a second one (project, distinct_id) may send
 	// before its realtime events go to the overflow lane, after a burst of
@@ -61,7 +70,7 @@ type Server struct {
 // New builds the capture server.
 func New(cfg Config) *Server {
 	if cfg.MaxInflightBytes <= 0 {
-		cfg.MaxInflightBytes = 256 << 20
+		cfg.MaxInflightBytes = DefaultMaxInflightBytes
 	}
 	s := &Server{
 		writer:   cfg.Writer,
@@ -386,7 +395,7 @@ func (s *Server) sort(q *request, team int64, rt route, sentAt, now time.Time) *
 		e, props := &p.events[i], &p.props[i]
 		name := replaceNUL(e.Event)
 		if rt.engage && name == "" {
-			name = "$identify"
+			name = warehouse.EventIdentify
 		}
 		distinctID := distinctIDOf(e, props)
 		if reason := skipReason(name, distinctID, props); reason != "" {
@@ -417,7 +426,7 @@ func (s *Server) sort(q *request, team int64, rt route, sentAt, now time.Time) *
 func identityOf(name string, e *rawEvent, props *rawProperties) warehouse.Event {
 	sets := personSetsOf(e, props)
 	ev := warehouse.Event{Personless: personless(props)}
-	strip := ev.Personless || name == "$groupidentify"
+	strip := ev.Personless || name == warehouse.EventGroupIdentify
 	ev.Properties = bytesToString(eventProperties(e, &sets, strip))
 	if ev.Personless {
 		return ev
@@ -430,7 +439,7 @@ func identityOf(name string, e *rawEvent, props *rawProperties) warehouse.Event 
 	if isObject(props.Groups) {
 		ev.Groups = bytesToString(props.Groups)
 	}
-	if name == "$groupidentify" {
+	if name == warehouse.EventGroupIdentify {
 		ev.GroupType, ev.GroupKey = jsonText(props.GroupType), jsonText(props.GroupKey)
 		if isObject(props.GroupSet) {
 			ev.GroupSet = bytesToString(props.GroupSet)

@@ -6,6 +6,18 @@ import (
 	"github.com/google/uuid"
 )
 
+// The events that ask something of the identity model, by PostHog's names.
+const (
+	// EventIdentify merges its $anon_distinct_id into the person of its distinct_id.
+	EventIdentify = "$identify"
+	// EventCreateAlias merges its distinct_id into the person of its alias.
+	EventCreateAlias = "$create_alias"
+	// EventMergeDangerously merges like EventCreateAlias, even an identified person.
+	EventMergeDangerously = "$merge_dangerously"
+	// EventGroupIdentify creates or updates the group of its $group_type and $group_key.
+	EventGroupIdentify = "$groupidentify"
+)
+
 // Event is one row of the events table as the edge hands it to the Writer.
 //
 // Its strings may alias the submitter's request buffers: DuckDB copies them while

@@ -163,19 +163,19 @@ func (x *identity) process(ctx context.Context, e *Event) (processed, error) {
 			return out, err
 		}
 	}
-	if e.Name == "$groupidentify" {
+	if e.Name == EventGroupIdentify {
 		if err := x.groupIdentify(ctx, e); err != nil {
 			return out, err
 		}
 	}
 	switch {
-	case e.Name == "$identify" && e.AnonDistinctID != "":
+	case e.Name == EventIdentify && e.AnonDistinctID != "":
 		w, err := x.merge(ctx, e, e.AnonDistinctID, e.DistinctID, false)
 		if err != nil {
 			return out, err
 		}
 		out.warning = w
-	case e.Name == "$create_alias" && e.Alias != "":
+	case e.Name == EventCreateAlias && e.Alias != "":
 		// Spec, rule 5: the event's distinct_id is merged into the alias, which becomes
 		// the person's main id (PostHog's code merges the other way).
 		w, err := x.merge(ctx, e, e.DistinctID, e.Alias, false)
@@ -183,7 +183,7 @@ func (x *identity) process(ctx context.Context, e *Event) (processed, error) {
 			return out, err
 		}
 		out.warning = w
-	case e.Name == "$merge_dangerously" && e.Alias != "":
+	case e.Name == EventMergeDangerously && e.Alias != "":
 		w, err := x.merge(ctx, e, e.Alias, e.DistinctID, true)
 		if err != nil {
 			return out, err
@@ -191,7 +191,7 @@ func (x *identity) process(ctx context.Context, e *Event) (processed, error) {
 		out.warning = w
 	}
 	update := parsePersonUpdate(e)
-	if e.Name == "$groupidentify" {
+	if e.Name == EventGroupIdentify {
 		update = personUpdate{} // it never touches the person
 	}
 	id, err := x.personFor(ctx, key, e.Timestamp, &update)

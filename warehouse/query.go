@@ -61,8 +61,15 @@ type Queries struct {
 	memoryLimit string
 }
 
+// The defaults of QueryLimits.
+const (
+	DefaultQueryTimeout = 30 * time.Second
+	DefaultQueryMaxRows = 100000
+)
+
 // QueryLimits bound every user query: it is cancelled after Timeout, and refused if
-// it would return more than MaxRows rows. Zero values take the defaults (30s, 100000).
+// it would return more than MaxRows rows. Zero values take DefaultQueryTimeout and
+// DefaultQueryMaxRows.
 type QueryLimits struct {
 	Timeout time.Duration
 	MaxRows int
@@ -71,10 +78,10 @@ type QueryLimits struct {
 func newQueries(ctx context.Context, connector *duckdb.Connector, db *sql.DB, limits QueryLimits, versions *dataVersions) (*Queries, error) {
 	q := &Queries{db: sql.OpenDB(connector), versions: versions, timeout: limits.Timeout, maxRows: limits.MaxRows}
 	if q.timeout <= 0 {
-		q.timeout = 30 * time.Second
+		q.timeout = DefaultQueryTimeout
 	}
 	if q.maxRows <= 0 {
-		q.maxRows = 100000
+		q.maxRows = DefaultQueryMaxRows
 	}
 	q.db.SetMaxOpenConns(4) // user queries are heavy: a few at a time
 	err := db.QueryRowContext(ctx, `SELECT current_database(), current_setting('memory_limit')`).Scan(&q.catalog, &q.memoryLimit)

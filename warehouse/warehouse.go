@@ -31,11 +31,11 @@ import (
 type Config struct {
 	// Path of the DuckDB file; its directory must exist.
 	Path string
-	// WALAutocheckpoint is DuckDB's wal_autocheckpoint (default "1GB"). DuckDB's own
+	// WALAutocheckpoint is DuckDB's wal_autocheckpoint (default DefaultWALAutocheckpoint). DuckDB's own
 	// default of 16MB makes the event write path 3-4x slower (reference/limits.md B3);
 	// the Writer checkpoints on its own schedule instead.
 	WALAutocheckpoint string
-	// MemoryLimit is DuckDB's memory_limit (default "256MB"). DuckDB's resident memory
+	// MemoryLimit is DuckDB's memory_limit (default DefaultMemoryLimit). DuckDB's resident memory
 	// runs about 450 MB above it under full ingest load (WAL, appender and checkpoint
 	// buffers it does not count), so 256MB keeps hedge under 1 GB; queries over large
 	// projects spill to disk sooner.
@@ -43,7 +43,7 @@ type Config struct {
 	// Threads is DuckDB's worker thread count (default: DuckDB's, the number of cores).
 	Threads int
 
-	// FlushRows ends a group commit once this many events are gathered (default 10000).
+	// FlushRows ends a group commit once this many events are gathered (default DefaultFlushRows).
 	FlushRows int
 	// FlushInterval is how long the Writer waits for more submissions after the first
 	// one of a group. The default, 0, commits whatever is queued at once: under load,
@@ -52,24 +52,24 @@ type Config struct {
 	// higher rate, for 128 concurrent /capture/ clients).
 	FlushInterval time.Duration
 	// MaxQueuedRows bounds the rows (events and warnings) submitted and not yet
-	// committed (default 200000): the memory the Writer may hold on to.
+	// committed (default DefaultMaxQueuedRows): the memory the Writer may hold on to.
 	MaxQueuedRows int
 	// QueueTimeout is how long Submit waits for room under MaxQueuedRows before it
-	// gives up with ErrOverloaded (default 1s).
+	// gives up with ErrOverloaded (default DefaultQueueTimeout).
 	QueueTimeout time.Duration
 	// PersonCacheSize is how many persons the Writer keeps in memory beside the whole
-	// distinct-id map (default 20000); the rest are read from the database when an
+	// distinct-id map (default DefaultPersonCacheSize); the rest are read from the database when an
 	// event changes them.
 	PersonCacheSize int
 	// CheckpointRows is how many rows the Writer commits before it checkpoints while it
-	// is less than half busy (default 122880, one DuckDB row group, about 110 MB of
+	// is less than half busy (default DefaultCheckpointRows: one DuckDB row group, about 110 MB of
 	// WAL): stalls under a second and a half at moderate load, instead of DuckDB's own
 	// checkpoint at WALAutocheckpoint, which stalls commits for three to five seconds
 	// and is left to sustained full load, where smaller checkpoints would cost
 	// throughput (each one recompresses the last row group; measured: 15% at 256MB).
 	CheckpointRows int
 	// CheckpointInterval is how often the Writer checkpoints DuckDB when events were
-	// written since the last checkpoint (default 5m). It bounds the WAL that a restart
+	// written since the last checkpoint (default DefaultCheckpointInterval). It bounds the WAL that a restart
 	// after a crash must replay.
 	CheckpointInterval time.Duration
 
@@ -86,30 +86,43 @@ type Config struct {
 	Logger     *slog.Logger
 }
 
+// The defaults of Config, taken where a field is zero; hedge serve shows them as its
+// flags' defaults.
+const (
+	DefaultWALAutocheckpoint  = "1GB"
+	DefaultMemoryLimit        = "256MB"
+	DefaultFlushRows          = 10000
+	DefaultMaxQueuedRows      = 200000
+	DefaultQueueTimeout       = time.Second
+	DefaultPersonCacheSize    = 20000
+	DefaultCheckpointRows     = 122880
+	DefaultCheckpointInterval = 5 * time.Minute
+)
+
 func (c *Config) setDefaults() {
 	if c.WALAutocheckpoint == "" {
-		c.WALAutocheckpoint = "1GB"
+		c.WALAutocheckpoint = DefaultWALAutocheckpoint
 	}
 	if c.MemoryLimit == "" {
-		c.MemoryLimit = "256MB"
+		c.MemoryLimit = DefaultMemoryLimit
 	}
 	if c.FlushRows <= 0 {
-		c.FlushRows = 10000
+		c.FlushRows = DefaultFlushRows
 	}
 	if c.MaxQueuedRows <= 0 {
-		c.MaxQueuedRows = 200000
+		c.MaxQueuedRows = DefaultMaxQueuedRows
 	}
 	if c.QueueTimeout <= 0 {
-		c.QueueTimeout = time.Second
+		c.QueueTimeout = DefaultQueueTimeout
 	}
 	if c.PersonCacheSize <= 0 {
-		c.PersonCacheSize = 20000
+		c.PersonCacheSize = DefaultPersonCacheSize
 	}
 	if c.CheckpointRows <= 0 {
-		c.CheckpointRows = 122880
+		c.CheckpointRows = DefaultCheckpointRows
 	}
 	if c.CheckpointInterval <= 0 {
-		c.CheckpointInterval = 5 * time.Minute
+		c.CheckpointInterval = DefaultCheckpointInterval
 	}
 	if c.Now == nil {
 		c.Now = time.Now
