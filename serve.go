@@ -199,7 +199,7 @@ func start(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *server, e
 			s.exports.Close()
 		}
 	}()
-	s.api, err = admin.New(ctx, admin.Config{DB: s.warehouse.DB(), Queries: s.warehouse.Queries(), InsightCacheTTL: cfg.insightCacheTTL, PublicURL: cfg.publicURL, Pprof: cfg.pprof, Logger: log,
+	s.api, err = admin.New(ctx, admin.Config{Warehouse: s.warehouse, InsightCacheTTL: cfg.insightCacheTTL, PublicURL: cfg.publicURL, Pprof: cfg.pprof, Logger: log,
 		SMTPURL: cfg.smtpURL, DNSServer: cfg.dnsServer, Exports: s.exports, ExportPolicy: policy})
 	if err != nil {
 		return nil, err

@@ -30,12 +30,12 @@ const DefaultInsightCacheTTL = 15 * time.Minute
 
 // Config is what the management API needs.
 type Config struct {
-	DB *sql.DB
+	// Warehouse holds the metadata tables this API owns, and answers for the tables
+	// it owns itself (events, persons, groups) and for queries.
+	Warehouse *warehouse.Warehouse
 	// PublicURL is the scheme://host[:port] that absolute links (pagination) start
 	// with; empty means the request's own.
 	PublicURL string
-	// Queries runs the query API's queries.
-	Queries *warehouse.Queries
 	// InsightCacheTTL is how long a computed insight result is served while its project
 	// has no new events (default DefaultInsightCacheTTL).
 	InsightCacheTTL time.Duration
@@ -60,14 +60,15 @@ type Config struct {
 
 // API is the management API on its own listener.
 type API struct {
-	app     *fiber.App
-	api     fiber.Router // the /api group
-	routes  []route
-	db      *sql.DB
-	tokens  *ProjectTokens
-	queries *warehouse.Queries
-	results *resultsCache
-	exports *batchexport.Runner
+	app       *fiber.App
+	api       fiber.Router // the /api group
+	routes    []route
+	db        *sql.DB // the metadata tables (meta.*), which only admin reads and writes
+	warehouse *warehouse.Warehouse
+	tokens    *ProjectTokens
+	queries   *warehouse.Queries
+	results   *resultsCache
+	exports   *batchexport.Runner
 	// exportPolicy is what batch export destinations may reach.
 	exportPolicy batchexport.Policy
 	publicURL    string
@@ -96,14 +97,15 @@ type querier interface {
 
 // New builds the API and loads the project token index.
 func New(ctx context.Context, cfg Config) (*API, error) {
-	tokens, err := loadProjectTokens(ctx, cfg.DB)
+	tokens, err := loadProjectTokens(ctx, cfg.Warehouse.DB())
 	if err != nil {
 		return nil, err
 	}
 	a := &API{
-		db:           cfg.DB,
+		db:           cfg.Warehouse.DB(),
+		warehouse:    cfg.Warehouse,
 		tokens:       tokens,
-		queries:      cfg.Queries,
+		queries:      cfg.Warehouse.Queries(),
 		results:      newResultsCache(cfg.InsightCacheTTL),
 		exports:      cfg.Exports,
 		exportPolicy: cfg.ExportPolicy,

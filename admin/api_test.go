@@ -54,7 +54,7 @@ func serveAPI(t *testing.T, configure func(*Config)) (*testEnv, *API) {
 	if err != nil || boot == nil {
 		t.Fatalf("bootstrap: %v %v", boot, err)
 	}
-	cfg := Config{DB: wh.DB(), Queries: wh.Queries(), Logger: testLogger()}
+	cfg := Config{Warehouse: wh, Logger: testLogger()}
 	if configure != nil {
 		configure(&cfg)
 	}

@@ -1,14 +1,13 @@
 package admin
 
 import (
-	"database/sql"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/hedge-analytics/hedge/warehouse"
 )
 
 func (a *API) bindGroups() {
@@ -31,24 +30,15 @@ func (a *API) groupTypeList(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	rows, err := a.db.QueryContext(c.UserContext(),
-		`SELECT group_type, group_type_index FROM group_type_mappings WHERE team_id = ? ORDER BY group_type_index`, pr.id)
+	types, err := a.warehouse.GroupTypes(c.UserContext(), pr.id)
 	if err != nil {
-		return fmt.Errorf("cannot list group types of project %d: %w", pr.id, err)
+		return err
 	}
-	defer rows.Close()
-	types := []groupTypeRecord{}
-	for rows.Next() {
-		var t groupTypeRecord
-		if err := rows.Scan(&t.GroupType, &t.GroupTypeIndex); err != nil {
-			return fmt.Errorf("cannot read group types of project %d: %w", pr.id, err)
-		}
-		types = append(types, t)
+	records := make([]groupTypeRecord, len(types))
+	for i, t := range types {
+		records[i] = groupTypeRecord{GroupType: t.Name, GroupTypeIndex: t.Index}
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("cannot read group types of project %d: %w", pr.id, err)
-	}
-	return c.JSON(types)
+	return c.JSON(records)
 }
 
 type groupRecord struct {
@@ -56,6 +46,10 @@ type groupRecord struct {
 	GroupKey        string          `json:"group_key"`
 	GroupProperties json.RawMessage `json:"group_properties"`
 	CreatedAt       time.Time       `json:"created_at"`
+}
+
+func newGroupRecord(g warehouse.Group) groupRecord {
+	return groupRecord{GroupTypeIndex: g.TypeIndex, GroupKey: g.Key, GroupProperties: json.RawMessage(g.Properties), CreatedAt: g.CreatedAt}
 }
 
 // groupTypeIndexOf reads the required ?group_type_index= (0-4).
@@ -78,36 +72,16 @@ func (a *API) groupList(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	where := ` WHERE team_id = ? AND group_type_index = ?`
-	args := []any{pr.id, index}
-	if search := c.Query("search"); search != "" {
-		where += ` AND contains(lower(group_key), lower(?))`
-		args = append(args, search)
-	}
 	pg := pageOf(c)
-	ctx := c.UserContext()
-	var count int
-	if err := a.db.QueryRowContext(ctx, `SELECT count(*) FROM groups`+where, args...).Scan(&count); err != nil {
-		return fmt.Errorf("cannot count groups of project %d: %w", pr.id, err)
-	}
-	rows, err := a.db.QueryContext(ctx, `SELECT group_type_index, group_key, group_properties, created_at FROM groups`+where+
-		` ORDER BY created_at DESC, group_key LIMIT ? OFFSET ?`, append(args, pg.limit, pg.offset)...)
+	groups, count, err := a.warehouse.Groups(c.UserContext(), pr.id, index, c.Query("search"), pg.limit, pg.offset)
 	if err != nil {
-		return fmt.Errorf("cannot list groups of project %d: %w", pr.id, err)
+		return err
 	}
-	defer rows.Close()
-	groups := []groupRecord{}
-	for rows.Next() {
-		g, err := scanGroup(rows)
-		if err != nil {
-			return fmt.Errorf("cannot read groups of project %d: %w", pr.id, err)
-		}
-		groups = append(groups, g)
+	records := make([]groupRecord, len(groups))
+	for i, g := range groups {
+		records[i] = newGroupRecord(g)
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("cannot read groups of project %d: %w", pr.id, err)
-	}
-	return a.sendPage(c, pg, count, groups)
+	return a.sendPage(c, pg, count, records)
 }
 
 // GET /api/projects/{project_id}/groups/find/?group_type_index=N&group_key=K (group:read)
@@ -120,23 +94,12 @@ func (a *API) groupFind(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	g, err := scanGroup(a.db.QueryRowContext(c.UserContext(), `SELECT group_type_index, group_key, group_properties, created_at FROM groups
-		WHERE team_id = ? AND group_type_index = ? AND group_key = ?`, pr.id, index, c.Query("group_key")))
-	if errors.Is(err, sql.ErrNoRows) {
+	g, ok, err := a.warehouse.Group(c.UserContext(), pr.id, index, c.Query("group_key"))
+	if err != nil {
+		return err
+	}
+	if !ok {
 		return errRecordNotFound()
 	}
-	if err != nil {
-		return fmt.Errorf("cannot read a group of project %d: %w", pr.id, err)
-	}
-	return c.JSON(g)
-}
-
-func scanGroup(row interface{ Scan(...any) error }) (groupRecord, error) {
-	var g groupRecord
-	var props string
-	if err := row.Scan(&g.GroupTypeIndex, &g.GroupKey, &props, &g.CreatedAt); err != nil {
-		return g, err
-	}
-	g.GroupProperties = json.RawMessage(props)
-	return g, nil
+	return c.JSON(newGroupRecord(g))
 }

@@ -47,7 +47,7 @@ var routeParam = regexp.MustCompile(`:(\w+)`)
 func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	env := newTestEnv(t, "")
 	documented := documentedOperations(t)
-	api, err := New(t.Context(), Config{DB: env.warehouse.DB(), Logger: testLogger()})
+	api, err := New(t.Context(), Config{Warehouse: env.warehouse, Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

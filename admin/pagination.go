@@ -1,12 +1,12 @@
 package admin
 
 import (
-	"context"
-	"fmt"
 	"net/url"
 	"strconv"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/hedge-analytics/hedge/internal/records"
 )
 
 // defaultPageSize is PostHog's PAGE_SIZE. PostHog sets no maximum, so neither do we.
@@ -30,62 +30,31 @@ func pageOf(c *fiber.Ctx) page {
 	return p
 }
 
-// scanner is what *sql.Row and *sql.Rows have in common: one record's columns.
-type scanner interface{ Scan(dest ...any) error }
-
-// queryAll runs query and reads every row with scan; what names the records in errors
-// ("domains of organization X"). The answer is never nil, so it renders as [].
-func queryAll[T any](ctx context.Context, q querier, what string, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("cannot list %s: %w", what, err)
-	}
-	defer rows.Close()
-	records := []T{}
-	for rows.Next() {
-		r, err := scan(rows)
-		if err != nil {
-			return nil, fmt.Errorf("cannot read %s: %w", what, err)
-		}
-		records = append(records, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("cannot read %s: %w", what, err)
-	}
-	return records, nil
-}
-
 // listQuery is what a list endpoint selects: count counts every record that list
 // selects, in list's order; both take args. list ends with its ORDER BY: the page's
-// LIMIT and OFFSET are added to it.
+// LIMIT and OFFSET are added to it. what names the records in errors.
 type listQuery[T any] struct {
-	what        string // the records, for errors
+	what        string
 	count, list string
 	args        []any
-	scan        func(scanner) (T, error)
+	scan        func(records.Scanner) (T, error)
 }
 
 // queryPage reads the page of the request's limit and offset, and how many records
 // there are in all.
 func queryPage[T any](c *fiber.Ctx, q querier, l listQuery[T]) (page, []T, int, error) {
 	pg := pageOf(c)
-	ctx := c.UserContext()
-	var count int
-	if err := q.QueryRowContext(ctx, l.count, l.args...).Scan(&count); err != nil {
-		return pg, nil, 0, fmt.Errorf("cannot count %s: %w", l.what, err)
-	}
-	args := append(append(make([]any, 0, len(l.args)+2), l.args...), pg.limit, pg.offset)
-	records, err := queryAll(ctx, q, l.what, l.scan, l.list+` LIMIT ? OFFSET ?`, args...)
-	return pg, records, count, err
+	results, count, err := records.Page(c.UserContext(), q, l.what, l.scan, l.count, l.list, l.args, pg.limit, pg.offset)
+	return pg, results, count, err
 }
 
 // listPage answers a list request with the page of the request's limit and offset.
 func listPage[T any](c *fiber.Ctx, a *API, l listQuery[T]) error {
-	pg, records, count, err := queryPage(c, a.db, l)
+	pg, results, count, err := queryPage(c, a.db, l)
 	if err != nil {
 		return err
 	}
-	return a.sendPage(c, pg, count, records)
+	return a.sendPage(c, pg, count, results)
 }
 
 // paginated is the list envelope of the spec.

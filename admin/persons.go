@@ -1,15 +1,13 @@
 package admin
 
 import (
-	"database/sql"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
+
+	"github.com/hedge-analytics/hedge/warehouse"
 )
 
 func (a *API) bindPersons() {
@@ -29,28 +27,12 @@ type personRecord struct {
 	CreatedAt    time.Time       `json:"created_at"`
 }
 
-// personColumns selects what a personRecord needs; its distinct ids come as a JSON list.
-const personColumns = `SELECT p.id::VARCHAR, p.properties, p.is_identified, p.created_at,
-	(SELECT to_json(list(d.distinct_id ORDER BY d.distinct_id))::VARCHAR FROM person_distinct_ids d
-	 WHERE d.team_id = p.team_id AND d.person_id = p.id)
-	FROM persons p`
-
-func scanPerson(row interface{ Scan(...any) error }) (personRecord, error) {
-	var r personRecord
-	var props string
-	var ids sql.NullString
-	if err := row.Scan(&r.ID, &props, &r.IsIdentified, &r.CreatedAt, &ids); err != nil {
-		return r, err
-	}
-	r.UUID, r.Properties = r.ID, json.RawMessage(props)
-	r.DistinctIDs = []string{}
-	if ids.Valid {
-		if err := json.Unmarshal([]byte(ids.String), &r.DistinctIDs); err != nil {
-			return r, fmt.Errorf("cannot read the distinct ids of person %s: %w", r.ID, err)
-		}
-	}
+func newPersonRecord(p warehouse.Person) personRecord {
+	id := p.ID.String()
+	r := personRecord{ID: id, UUID: id, DistinctIDs: p.DistinctIDs, Properties: json.RawMessage(p.Properties),
+		IsIdentified: p.IsIdentified, CreatedAt: p.CreatedAt}
 	r.Name = displayName(r.Properties, r.DistinctIDs)
-	return r, nil
+	return r
 }
 
 // displayName is what PostHog shows for a person: the first of email, name and username
@@ -77,39 +59,15 @@ func (a *API) personList(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	where := ` WHERE p.team_id = ?`
-	args := []any{pr.id}
-	if id := c.Query("distinct_id"); id != "" {
-		where += ` AND p.id IN (SELECT person_id FROM person_distinct_ids WHERE team_id = ? AND distinct_id = ?)`
-		args = append(args, pr.id, id)
-	}
-	if search := strings.ToLower(strings.TrimSpace(c.Query("search"))); search != "" {
-		where += ` AND (contains(lower(coalesce(json_extract_string(p.properties, '$.email'), '')), ?)
-			OR p.id IN (SELECT person_id FROM person_distinct_ids WHERE team_id = ? AND contains(lower(distinct_id), ?)))`
-		args = append(args, search, pr.id, search)
-	}
 	pg := pageOf(c)
-	ctx := c.UserContext()
-	var count int
-	if err := a.db.QueryRowContext(ctx, `SELECT count(*) FROM persons p`+where, args...).Scan(&count); err != nil {
-		return fmt.Errorf("cannot count persons of project %d: %w", pr.id, err)
-	}
-	rows, err := a.db.QueryContext(ctx, personColumns+where+` ORDER BY p.created_at DESC, p.id LIMIT ? OFFSET ?`,
-		append(args, pg.limit, pg.offset)...)
+	filter := warehouse.PersonFilter{DistinctID: c.Query("distinct_id"), Search: c.Query("search")}
+	persons, count, err := a.warehouse.Persons(c.UserContext(), pr.id, filter, pg.limit, pg.offset)
 	if err != nil {
-		return fmt.Errorf("cannot list persons of project %d: %w", pr.id, err)
+		return err
 	}
-	defer rows.Close()
-	results := []personRecord{}
-	for rows.Next() {
-		r, err := scanPerson(rows)
-		if err != nil {
-			return fmt.Errorf("cannot read persons of project %d: %w", pr.id, err)
-		}
-		results = append(results, r)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("cannot read persons of project %d: %w", pr.id, err)
+	results := make([]personRecord, len(persons))
+	for i, p := range persons {
+		results[i] = newPersonRecord(p)
 	}
 	return a.sendPage(c, pg, count, results)
 }
@@ -124,12 +82,12 @@ func (a *API) personRetrieve(c *fiber.Ctx) error {
 	if err != nil {
 		return errRecordNotFound()
 	}
-	r, err := scanPerson(a.db.QueryRowContext(c.UserContext(), personColumns+` WHERE p.team_id = ? AND p.id = ?`, pr.id, id))
-	if errors.Is(err, sql.ErrNoRows) {
+	p, ok, err := a.warehouse.Person(c.UserContext(), pr.id, id)
+	if err != nil {
+		return err
+	}
+	if !ok {
 		return errRecordNotFound()
 	}
-	if err != nil {
-		return fmt.Errorf("cannot read person %s: %w", id, err)
-	}
-	return c.JSON(r)
+	return c.JSON(newPersonRecord(p))
 }

@@ -411,7 +411,7 @@ func (a *API) projectCreate(c *fiber.Ctx) error {
 		return fmt.Errorf("cannot commit project %q: %w", fields.Name, err)
 	}
 	a.tokens.set(token, id)
-	r, err := loadProject(ctx, a.db, m, id)
+	r, err := a.loadProject(ctx, m, id)
 	if err != nil {
 		return err
 	}
@@ -429,7 +429,7 @@ func (a *API) projectRetrieve(c *fiber.Ctx) error {
 	if err != nil {
 		return errNotFound("Project not found.")
 	}
-	r, err := loadProject(c.UserContext(), a.db, m, id)
+	r, err := a.loadProject(c.UserContext(), m, id)
 	if err != nil {
 		return err
 	}
@@ -441,20 +441,19 @@ func (a *API) projectRetrieve(c *fiber.Ctx) error {
 
 // loadProject reads the full record of a project of m's organization, as m's member
 // sees it; a project of another organization is not found.
-func loadProject(ctx context.Context, q querier, m membership, id int64) (projectRecord, error) {
+func (a *API) loadProject(ctx context.Context, m membership, id int64) (projectRecord, error) {
 	r := projectRecord{ID: id, PersonOnEventsQueryingEnabled: "true", DefaultModifiers: "{}", ProductIntents: "[]"}
 	r.projectFields = defaultProjectFields()
 	r.projectSettings = defaultProjectSettings()
 	var settings string
-	err := q.QueryRowContext(ctx, `
+	err := a.db.QueryRowContext(ctx, `
 		SELECT uuid::VARCHAR, organization_id::VARCHAR, api_token, created_at, updated_at, ingested_event,
 		       name, timezone, week_start_day, is_demo, completed_snippet_onboarding, access_control,
-		       has_completed_onboarding_for, settings,
-		       EXISTS (SELECT 1 FROM group_type_mappings g WHERE g.team_id = p.id)
+		       has_completed_onboarding_for, settings
 		FROM meta.projects p WHERE id = ? AND organization_id = ?`, id, m.organizationID).
 		Scan(&r.UUID, &r.Organization, &r.APIToken, &r.CreatedAt, &r.UpdatedAt, &r.IngestedEvent,
 			&r.Name, &r.Timezone, &r.WeekStartDay, &r.IsDemo, &r.CompletedSnippetOnboarding, &r.AccessControl,
-			&r.HasCompletedOnboardingFor, &settings, &r.HasGroupTypes)
+			&r.HasCompletedOnboardingFor, &settings)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, errNotFound("Project not found.")
 	}
@@ -466,6 +465,11 @@ func loadProject(ctx context.Context, q querier, m membership, id int64) (projec
 		return r, fmt.Errorf("cannot read the settings of project %d: %w", id, err)
 	}
 	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
+	groupTypes, err := a.warehouse.GroupTypes(ctx, id)
+	if err != nil {
+		return r, err
+	}
+	r.HasGroupTypes = len(groupTypes) > 0
 	// hedge has no per-project access control: a member's level in the project is
 	// their level in its organization.
 	level := m.level

@@ -32,7 +32,7 @@ func startInProcess(b *testing.B) (string, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	api, err := admin.New(ctx, admin.Config{DB: wh.DB(), Logger: log})
+	api, err := admin.New(ctx, admin.Config{Warehouse: wh, Logger: log})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -63,7 +63,7 @@ func newCaptureEnvWith(t *testing.T, cfg edge.Config, whCfg warehouse.Config) *c
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := admin.New(ctx, admin.Config{DB: wh.DB(), Logger: log})
+	api, err := admin.New(ctx, admin.Config{Warehouse: wh, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

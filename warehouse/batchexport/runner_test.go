@@ -90,7 +90,7 @@ func newExportEnv(t *testing.T) *exportEnv {
 	env.config = batchexport.Config{Warehouse: env.wh, Policy: policy, Tick: time.Hour,
 		MaxAttempts: 3, RetryBackoff: time.Second, Now: env.clock.Now, Logger: log}
 	env.startRunner(t)
-	api, err := admin.New(ctx, admin.Config{DB: env.wh.DB(), Queries: env.wh.Queries(), Exports: env.runner, ExportPolicy: policy, Logger: log})
+	api, err := admin.New(ctx, admin.Config{Warehouse: env.wh, Exports: env.runner, ExportPolicy: policy, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
