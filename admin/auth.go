@@ -6,13 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/bytedance/sonic"
 	"github.com/gofiber/fiber/v2"
-	"github.com/google/uuid"
 )
 
 // principal is the authenticated caller of a request: a personal API key and its user.
@@ -110,74 +107,6 @@ func (a *API) authenticate(c *fiber.Ctx) (*principal, error) {
 		return nil, fmt.Errorf("cannot read personal API key of user %d: %w", p.userID, err)
 	}
 	return &p, nil
-}
-
-// membership is the caller's place in the organization named by the request path.
-type membership struct {
-	organizationID uuid.UUID
-	level          int // 1 member, 8 admin, 15 owner
-}
-
-// organizationOf resolves the organization_id path parameter for the caller. An id
-// that is not a UUID, that no organization has, or whose organization the caller's
-// user does not belong to all get the same 404, so other tenants' ids stay unconfirmed.
-// A key scoped to other organizations gets PostHog's 403.
-func (a *API) organizationOf(c *fiber.Ctx, p *principal) (membership, error) {
-	notFound := errNotFound("Organization not found.")
-	id, err := uuid.Parse(c.Params("organization_id"))
-	if err != nil {
-		return membership{}, notFound
-	}
-	m := membership{organizationID: id}
-	err = a.db.QueryRowContext(c.UserContext(),
-		`SELECT level FROM meta.memberships WHERE organization_id = ? AND user_id = ?`, id, p.userID).Scan(&m.level)
-	if errors.Is(err, sql.ErrNoRows) {
-		return membership{}, notFound
-	}
-	if err != nil {
-		return membership{}, fmt.Errorf("cannot look up membership of user %d in %s: %w", p.userID, id, err)
-	}
-	if len(p.scopedOrganizations) > 0 && !slices.Contains(p.scopedOrganizations, id.String()) {
-		return membership{}, errPermissionDenied(fmt.Sprintf("API key does not have access to the requested organization: ID %s.", id))
-	}
-	return m, nil
-}
-
-// project is a project the caller may reach, with the caller's place in its organization.
-type project struct {
-	id             int64
-	organizationID uuid.UUID
-	level          int // the caller's membership level in the project's organization
-}
-
-// projectOf resolves the project_id path parameter for the caller, as organizationOf
-// does for organizations: a project id that is not a number, that no project has, or
-// whose organization the caller's user does not belong to all get the same 404. A key
-// scoped to other projects or organizations gets PostHog's 403.
-func (a *API) projectOf(c *fiber.Ctx, p *principal) (project, error) {
-	notFound := errNotFound("Project not found.")
-	id, err := strconv.ParseInt(c.Params("project_id"), 10, 64)
-	if err != nil {
-		return project{}, notFound
-	}
-	pr := project{id: id}
-	err = a.db.QueryRowContext(c.UserContext(), `
-		SELECT p.organization_id, m.level FROM meta.projects p
-		JOIN meta.memberships m ON m.organization_id = p.organization_id AND m.user_id = ?
-		WHERE p.id = ?`, p.userID, id).Scan(&pr.organizationID, &pr.level)
-	if errors.Is(err, sql.ErrNoRows) {
-		return project{}, notFound
-	}
-	if err != nil {
-		return project{}, fmt.Errorf("cannot look up project %d for user %d: %w", id, p.userID, err)
-	}
-	if len(p.scopedTeams) > 0 && !slices.Contains(p.scopedTeams, id) {
-		return project{}, errPermissionDenied(fmt.Sprintf("API key does not have access to the requested project: ID %d.", id))
-	}
-	if len(p.scopedOrganizations) > 0 && !slices.Contains(p.scopedOrganizations, pr.organizationID.String()) {
-		return project{}, errPermissionDenied(fmt.Sprintf("API key does not have access to the requested organization: ID %s.", pr.organizationID))
-	}
-	return pr, nil
 }
 
 // jsonColumn is a JSON text column to decode into target.

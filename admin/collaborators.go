@@ -10,6 +10,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
+	"github.com/hedge-analytics/hedge/internal/records"
 )
 
 func (a *API) bindCollaborators() {
@@ -32,7 +33,7 @@ type collaboratorRecord struct {
 const collaboratorColumns = `SELECT c.id::VARCHAR, c.dashboard_id, c.level, c.added_at, c.updated_at, ` + userColumns + `
 	FROM meta.dashboard_collaborators c JOIN meta.users u ON u.id = c.user_id`
 
-func scanCollaborator(row interface{ Scan(...any) error }) (collaboratorRecord, error) {
+func scanCollaborator(row records.Scanner) (collaboratorRecord, error) {
 	var r collaboratorRecord
 	err := row.Scan(append([]any{&r.ID, &r.DashboardID, &r.Level, &r.AddedAt, &r.UpdatedAt}, r.User.dest()...)...)
 	r.AddedAt, r.UpdatedAt, r.UserUUID = r.AddedAt.UTC(), r.UpdatedAt.UTC(), r.User.UUID
@@ -111,12 +112,8 @@ func (a *API) collaboratorAdd(c *fiber.Ctx) error {
 		return err
 	}
 	ctx := c.UserContext()
-	x, err := a.accessTo(ctx, d, pr, p.userID)
-	if err != nil {
+	if err := a.mayEdit(ctx, d, pr, p.userID); err != nil {
 		return err
-	}
-	if !x.canEdit {
-		return errNoEditRights
 	}
 	if d.restrictionLevel == restrictionEveryoneEdits {
 		return errValidation("", "invalid_input", "Cannot add collaborators to a dashboard on the lowest restriction level.")
@@ -194,12 +191,8 @@ func (a *API) collaboratorRemove(c *fiber.Ctx) error {
 		return err
 	}
 	ctx := c.UserContext()
-	x, err := a.accessTo(ctx, d, pr, p.userID)
-	if err != nil {
+	if err := a.mayEdit(ctx, d, pr, p.userID); err != nil {
 		return err
-	}
-	if !x.canEdit {
-		return errNoEditRights
 	}
 	if d.restrictionLevel == restrictionEveryoneEdits {
 		return errValidation("", "invalid_input", "Cannot remove collaborators from a dashboard on the lowest restriction level.")

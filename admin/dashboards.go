@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/hedge-analytics/hedge/internal/records"
 )
 
 func (a *API) bindDashboards() {
@@ -23,12 +24,6 @@ func (a *API) bindDashboards() {
 	a.handle(fiber.MethodDelete, "/projects/:project_id/dashboards/:id/", "dashboard:write", a.dashboardDelete)
 	a.handle(fiber.MethodPatch, "/projects/:project_id/dashboards/:id/move_tile/", "dashboard:write", a.dashboardMoveTile)
 }
-
-// Dashboard restriction levels (and collaborator privilege levels), PostHog's.
-const (
-	restrictionEveryoneEdits = 21 // everyone in the project can edit; as a privilege: can view
-	restrictionOnlyEditors   = 37 // only collaborators can edit; as a privilege: can edit
-)
 
 // dashboardRow is a row of meta.dashboards, with whether it is shared.
 type dashboardRow struct {
@@ -51,7 +46,7 @@ const dashboardColumns = `SELECT d.id, d.team_id, d.name, d.description, d.pinne
 	d.creation_mode, d.restriction_level, d.filters, d.variables, d.tags, d.use_template, coalesce(s.enabled, false)
 	FROM meta.dashboards d LEFT JOIN meta.sharing_configurations s ON s.dashboard_id = d.id`
 
-func scanDashboard(row interface{ Scan(...any) error }) (dashboardRow, error) {
+func scanDashboard(row records.Scanner) (dashboardRow, error) {
 	var d dashboardRow
 	var tags string
 	err := row.Scan(&d.id, &d.team, &d.name, &d.description, &d.pinned, &d.deleted, &d.createdAt, &d.createdBy,
@@ -95,71 +90,6 @@ func (a *API) dashboardOf(c *fiber.Ctx) (project, dashboardRow, error) {
 	d, err := loadDashboard(c.UserContext(), a.db, pr.id, id, false)
 	return pr, d, err
 }
-
-// dashboardAccess is what the caller may do with a dashboard (reference §7.2; every
-// feature is on, so the effective restriction is the restriction).
-type dashboardAccess struct {
-	canRestrict bool // the creator or a project admin: may change the restriction level
-	canEdit     bool
-	privilege   int // effective_privilege_level: 37 can edit, 21 can view
-}
-
-// accessLevel is user_access_level: manager, editor or viewer.
-func (x dashboardAccess) accessLevel() string {
-	switch {
-	case x.canRestrict:
-		return "manager"
-	case x.canEdit:
-		return "editor"
-	}
-	return "viewer"
-}
-
-// dashboardAccess computes access for a user whose project level is level, knowing
-// the user's explicit collaborator level on the dashboard (0 for none).
-func dashboardAccessFor(d dashboardRow, userID int64, level, collaboratorLevel int) dashboardAccess {
-	x := dashboardAccess{canRestrict: (d.createdBy != nil && *d.createdBy == userID) || level >= levelAdmin}
-	switch {
-	case d.restrictionLevel == restrictionEveryoneEdits || x.canRestrict:
-		x.privilege = restrictionOnlyEditors
-	case collaboratorLevel > 0:
-		x.privilege = collaboratorLevel
-	default:
-		x.privilege = restrictionEveryoneEdits
-	}
-	x.canEdit = d.restrictionLevel < restrictionOnlyEditors || x.privilege >= restrictionOnlyEditors
-	return x
-}
-
-// collaboratorLevels are the user's explicit levels on the dashboards of the project.
-func (a *API) collaboratorLevels(ctx context.Context, team, userID int64) (map[int64]int, error) {
-	rows, err := a.db.QueryContext(ctx, `SELECT c.dashboard_id, c.level FROM meta.dashboard_collaborators c
-		JOIN meta.dashboards d ON d.id = c.dashboard_id WHERE d.team_id = ? AND c.user_id = ?`, team, userID)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the collaborations of user %d: %w", userID, err)
-	}
-	defer rows.Close()
-	levels := map[int64]int{}
-	for rows.Next() {
-		var id int64
-		var level int
-		if err := rows.Scan(&id, &level); err != nil {
-			return nil, fmt.Errorf("cannot read the collaborations of user %d: %w", userID, err)
-		}
-		levels[id] = level
-	}
-	return levels, rows.Err()
-}
-
-func (a *API) accessTo(ctx context.Context, d dashboardRow, pr project, userID int64) (dashboardAccess, error) {
-	levels, err := a.collaboratorLevels(ctx, pr.id, userID)
-	if err != nil {
-		return dashboardAccess{}, err
-	}
-	return dashboardAccessFor(d, userID, pr.level, levels[d.id]), nil
-}
-
-var errNoEditRights = errPermissionDenied("You don't have edit permissions for this dashboard.")
 
 // dashboardListItem carries the spec's dashboard list fields.
 type dashboardListItem struct {
@@ -239,31 +169,22 @@ func (a *API) dashboardList(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ctx, pg := c.UserContext(), pageOf(c)
-	var count int
-	if err := a.db.QueryRowContext(ctx, `SELECT count(*) FROM meta.dashboards WHERE team_id = ? AND NOT deleted`, pr.id).Scan(&count); err != nil {
-		return fmt.Errorf("cannot count dashboards of project %d: %w", pr.id, err)
-	}
-	rows, err := a.db.QueryContext(ctx, dashboardColumns+` WHERE d.team_id = ? AND NOT d.deleted
-		ORDER BY d.pinned DESC, lower(d.name) NULLS LAST, d.name, d.id LIMIT ? OFFSET ?`, pr.id, pg.limit, pg.offset)
+	pg, dashboards, count, err := queryPage(c, a.db, listQuery[dashboardRow]{
+		what:  fmt.Sprintf("dashboards of project %d", pr.id),
+		count: `SELECT count(*) FROM meta.dashboards WHERE team_id = ? AND NOT deleted`,
+		list:  dashboardColumns + ` WHERE d.team_id = ? AND NOT d.deleted ORDER BY d.pinned DESC, lower(d.name) NULLS LAST, d.name, d.id`,
+		args:  []any{pr.id},
+		scan:  scanDashboard,
+	})
 	if err != nil {
-		return fmt.Errorf("cannot list dashboards of project %d: %w", pr.id, err)
+		return err
 	}
-	defer rows.Close()
-	var dashboards []dashboardRow
+	ctx := c.UserContext()
 	var creators []int64
-	for rows.Next() {
-		d, err := scanDashboard(rows)
-		if err != nil {
-			return fmt.Errorf("cannot read dashboards of project %d: %w", pr.id, err)
-		}
-		dashboards = append(dashboards, d)
+	for _, d := range dashboards {
 		if d.createdBy != nil {
 			creators = append(creators, *d.createdBy)
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("cannot read dashboards of project %d: %w", pr.id, err)
 	}
 	users, err := a.usersByID(ctx, creators)
 	if err != nil {
@@ -715,12 +636,8 @@ func softDeleteDashboard(ctx context.Context, tx *sql.Tx, id int64, deleteInsigh
 // undelete restores a deleted dashboard, its tiles and their deleted insights.
 func (a *API) undelete(c *fiber.Ctx, pr project, d dashboardRow) error {
 	ctx := c.UserContext()
-	x, err := a.accessTo(ctx, d, pr, principalOf(c).userID)
-	if err != nil {
+	if err := a.mayEdit(ctx, d, pr, principalOf(c).userID); err != nil {
 		return err
-	}
-	if !x.canEdit {
-		return errNoEditRights
 	}
 	tx, err := a.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -779,21 +696,15 @@ func (a *API) dashboardMoveTile(c *fiber.Ctx) error {
 		return errRequired("toDashboard")
 	}
 	ctx := c.UserContext()
-	x, err := a.accessTo(ctx, d, pr, p.userID)
-	if err != nil {
+	if err := a.mayEdit(ctx, d, pr, p.userID); err != nil {
 		return err
-	}
-	if !x.canEdit {
-		return errNoEditRights
 	}
 	target, err := loadDashboard(ctx, a.db, pr.id, *body.ToDashboard, false)
 	if err != nil {
 		return errNotFound("Dashboard not found.")
 	}
-	if tx, err := a.accessTo(ctx, target, pr, p.userID); err != nil {
+	if err := a.mayEdit(ctx, target, pr, p.userID); err != nil {
 		return err
-	} else if !tx.canEdit {
-		return errNoEditRights
 	}
 	result, err := a.db.ExecContext(ctx, `UPDATE meta.dashboard_tiles SET dashboard_id = ? WHERE id = ? AND dashboard_id = ? AND NOT deleted`,
 		target.id, *body.Tile.ID, d.id)

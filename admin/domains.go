@@ -16,6 +16,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
+	"github.com/hedge-analytics/hedge/internal/records"
 )
 
 // challengePrefix is where verify looks for a domain's challenge: the TXT record
@@ -75,7 +76,7 @@ type domainRecord struct {
 const domainColumns = `SELECT id::VARCHAR, domain, verified_at, verification_challenge, jit_provisioning_enabled,
 	sso_enforcement, saml_entity_id, saml_acs_url, saml_x509_cert FROM meta.domains`
 
-func scanDomain(row interface{ Scan(...any) error }) (domainRecord, error) {
+func scanDomain(row records.Scanner) (domainRecord, error) {
 	var r domainRecord
 	err := row.Scan(&r.ID, &r.Domain, &r.VerifiedAt, &r.VerificationChallenge, &r.JITProvisioningEnabled,
 		&r.SSOEnforcement, &r.SAMLEntityID, &r.SAMLACSURL, &r.SAMLX509Cert)
@@ -161,30 +162,13 @@ func (a *API) domainList(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	pg := pageOf(c)
-	ctx := c.UserContext()
-	var count int
-	if err := a.db.QueryRowContext(ctx, `SELECT count(*) FROM meta.domains WHERE organization_id = ?`, m.organizationID).Scan(&count); err != nil {
-		return fmt.Errorf("cannot count domains of %s: %w", m.organizationID, err)
-	}
-	rows, err := a.db.QueryContext(ctx, domainColumns+` WHERE organization_id = ? ORDER BY domain LIMIT ? OFFSET ?`,
-		m.organizationID, pg.limit, pg.offset)
-	if err != nil {
-		return fmt.Errorf("cannot list domains of %s: %w", m.organizationID, err)
-	}
-	defer rows.Close()
-	domains := []domainRecord{}
-	for rows.Next() {
-		r, err := scanDomain(rows)
-		if err != nil {
-			return fmt.Errorf("cannot read domains of %s: %w", m.organizationID, err)
-		}
-		domains = append(domains, r)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("cannot read domains of %s: %w", m.organizationID, err)
-	}
-	return a.sendPage(c, pg, count, domains)
+	return listPage(c, a, listQuery[domainRecord]{
+		what:  fmt.Sprintf("domains of %s", m.organizationID),
+		count: `SELECT count(*) FROM meta.domains WHERE organization_id = ?`,
+		list:  domainColumns + ` WHERE organization_id = ? ORDER BY domain`,
+		args:  []any{m.organizationID},
+		scan:  scanDomain,
+	})
 }
 
 // newChallenge is PostHog's secrets.token_urlsafe(32): 43 characters of [A-Za-z0-9_-].

@@ -277,26 +277,17 @@ func (a *API) insightList(c *fiber.Ctx) error {
 	if short := c.Query("short_id"); short != "" {
 		where, args = where+` AND short_id = ?`, append(args, short)
 	}
-	ctx, pg := c.UserContext(), pageOf(c)
-	var count int
-	if err := a.db.QueryRowContext(ctx, `SELECT count(*) FROM meta.insights`+where, args...).Scan(&count); err != nil {
-		return fmt.Errorf("cannot count insights of project %d: %w", pr.id, err)
-	}
-	rows, err := a.db.QueryContext(ctx, `SELECT id FROM meta.insights`+where+` ORDER BY last_modified_at DESC, id DESC LIMIT ? OFFSET ?`,
-		append(args, pg.limit, pg.offset)...)
+	pg, ids, count, err := queryPage(c, a.db, listQuery[int64]{
+		what:  fmt.Sprintf("insights of project %d", pr.id),
+		count: `SELECT count(*) FROM meta.insights` + where,
+		list:  `SELECT id FROM meta.insights` + where + ` ORDER BY last_modified_at DESC, id DESC`,
+		args:  args,
+		scan:  scanID,
+	})
 	if err != nil {
-		return fmt.Errorf("cannot list insights of project %d: %w", pr.id, err)
+		return err
 	}
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return fmt.Errorf("cannot list insights of project %d: %w", pr.id, err)
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
+	ctx := c.UserContext()
 	insights := make([]insightRecord, 0, len(ids))
 	for _, id := range ids {
 		r, err := a.insight(ctx, pr.id, id, false)

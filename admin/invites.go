@@ -14,6 +14,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
+	"github.com/hedge-analytics/hedge/internal/records"
 )
 
 const (
@@ -49,6 +50,8 @@ type inviteRecord struct {
 	UpdatedAt            time.Time   `json:"updated_at"`
 	Message              *string     `json:"message"`
 	PrivateProjectAccess rawJSON     `json:"private_project_access"`
+
+	createdByID *int64 // the user whose record CreatedBy is
 }
 
 // inviteInput is one invite to create (the body of POST .../invites/, an item of bulk).
@@ -184,46 +187,41 @@ const inviteColumns = `SELECT id::VARCHAR, target_email, first_name, emailing_at
 	created_at < now() - INTERVAL 3 DAY, created_at, updated_at, message, private_project_access, created_by_id
 	FROM meta.invites`
 
+func scanInvite(row records.Scanner) (inviteRecord, error) {
+	r := inviteRecord{ID: new(string)}
+	err := row.Scan(r.ID, &r.TargetEmail, &r.FirstName, &r.EmailingAttemptMade, &r.Level, &r.IsExpired,
+		&r.CreatedAt, &r.UpdatedAt, &r.Message, &r.PrivateProjectAccess, &r.createdByID)
+	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
+	return r, err
+}
+
 // loadInvites reads invites with their creators.
 func loadInvites(ctx context.Context, q querier, where string, args ...any) ([]inviteRecord, error) {
-	rows, err := q.QueryContext(ctx, inviteColumns+" "+where, args...)
+	invites, err := records.All(ctx, q, "invites", scanInvite, inviteColumns+" "+where, args...)
 	if err != nil {
-		return nil, fmt.Errorf("cannot list invites: %w", err)
+		return nil, err
 	}
-	invites := []inviteRecord{}
-	var creators []*int64
-	for rows.Next() {
-		var r inviteRecord
-		var createdBy *int64
-		r.ID = new(string)
-		if err := rows.Scan(r.ID, &r.TargetEmail, &r.FirstName, &r.EmailingAttemptMade, &r.Level, &r.IsExpired,
-			&r.CreatedAt, &r.UpdatedAt, &r.Message, &r.PrivateProjectAccess, &createdBy); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("cannot read invites: %w", err)
-		}
-		r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
-		invites = append(invites, r)
-		creators = append(creators, createdBy)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("cannot read invites: %w", err)
-	}
+	return invites, withCreators(ctx, q, invites)
+}
+
+// withCreators fills the created_by of invites.
+func withCreators(ctx context.Context, q querier, invites []inviteRecord) error {
 	users := map[int64]*userRecord{}
-	for i, id := range creators {
+	for i, r := range invites {
+		id := r.createdByID
 		if id == nil {
 			continue
 		}
 		if users[*id] == nil {
 			u, err := loadUser(ctx, q, *id)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			users[*id] = &u
 		}
 		invites[i].CreatedBy = users[*id]
 	}
-	return invites, nil
+	return nil
 }
 
 // GET /api/organizations/{organization_id}/invites/ (organization_member:read)
@@ -242,15 +240,17 @@ func (a *API) inviteList(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	pg := pageOf(c)
-	ctx := c.UserContext()
-	var count int
-	if err := a.db.QueryRowContext(ctx, `SELECT count(*) FROM meta.invites WHERE organization_id = ?`, m.organizationID).Scan(&count); err != nil {
-		return fmt.Errorf("cannot count invites of %s: %w", m.organizationID, err)
-	}
-	invites, err := loadInvites(ctx, a.db, `WHERE organization_id = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
-		m.organizationID, pg.limit, pg.offset)
+	pg, invites, count, err := queryPage(c, a.db, listQuery[inviteRecord]{
+		what:  fmt.Sprintf("invites of %s", m.organizationID),
+		count: `SELECT count(*) FROM meta.invites WHERE organization_id = ?`,
+		list:  inviteColumns + ` WHERE organization_id = ? ORDER BY created_at DESC, id DESC`,
+		args:  []any{m.organizationID},
+		scan:  scanInvite,
+	})
 	if err != nil {
+		return err
+	}
+	if err := withCreators(c.UserContext(), a.db, invites); err != nil {
 		return err
 	}
 	for i := range invites {

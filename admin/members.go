@@ -10,19 +10,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
+	"github.com/hedge-analytics/hedge/internal/records"
 )
-
-// Organization membership levels (reference/posthog-behaviour.md §2.1).
-const (
-	levelMember = 1
-	levelAdmin  = 8
-	levelOwner  = 15
-)
-
-// validLevel reports whether level is one of the three membership levels.
-func validLevel(level int) bool {
-	return level == levelMember || level == levelAdmin || level == levelOwner
-}
 
 func (a *API) bindMembers() {
 	a.handle(fiber.MethodGet, "/organizations/:organization_id/members/", "organization_member:read", a.memberList)
@@ -59,7 +48,7 @@ type memberRecord struct {
 const memberColumns = `SELECT m.id::VARCHAR, ` + userColumns + `, m.level, m.joined_at, m.updated_at, u.last_login
 	FROM meta.memberships m JOIN meta.users u ON u.id = m.user_id AND u.is_active`
 
-func scanMember(row interface{ Scan(...any) error }) (memberRecord, error) {
+func scanMember(row records.Scanner) (memberRecord, error) {
 	var r memberRecord
 	dest := append([]any{&r.ID}, r.User.dest()...)
 	err := row.Scan(append(dest, &r.Level, &r.JoinedAt, &r.UpdatedAt, &r.LastLogin)...)
@@ -85,30 +74,13 @@ func (a *API) memberList(c *fiber.Ctx) error {
 	}
 	where := ` WHERE m.organization_id = ? AND (? = '' OR u.email = lower(?))`
 	args := []any{m.organizationID, c.Query("email"), c.Query("email")}
-	pg := pageOf(c)
-	ctx := c.UserContext()
-	var count int
-	if err := a.db.QueryRowContext(ctx, `SELECT count(*) FROM meta.memberships m
-		JOIN meta.users u ON u.id = m.user_id AND u.is_active`+where, args...).Scan(&count); err != nil {
-		return fmt.Errorf("cannot count members of %s: %w", m.organizationID, err)
-	}
-	rows, err := a.db.QueryContext(ctx, memberColumns+where+` ORDER BY `+order+` LIMIT ? OFFSET ?`, append(args, pg.limit, pg.offset)...)
-	if err != nil {
-		return fmt.Errorf("cannot list members of %s: %w", m.organizationID, err)
-	}
-	defer rows.Close()
-	members := []memberRecord{}
-	for rows.Next() {
-		r, err := scanMember(rows)
-		if err != nil {
-			return fmt.Errorf("cannot read members of %s: %w", m.organizationID, err)
-		}
-		members = append(members, r)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("cannot read members of %s: %w", m.organizationID, err)
-	}
-	return a.sendPage(c, pg, count, members)
+	return listPage(c, a, listQuery[memberRecord]{
+		what:  fmt.Sprintf("members of %s", m.organizationID),
+		count: `SELECT count(*) FROM meta.memberships m JOIN meta.users u ON u.id = m.user_id AND u.is_active` + where,
+		list:  memberColumns + where + ` ORDER BY ` + order,
+		args:  args,
+		scan:  scanMember,
+	})
 }
 
 // memberInput is the body of PATCH .../members/{user__uuid}/: only level is writable.

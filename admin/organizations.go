@@ -26,46 +26,6 @@ func (a *API) bindOrganizations() {
 // succeed; one process owns the database file, so a process-wide lock is enough.
 var membershipWrites sync.Mutex
 
-// errAccessLevel is PostHog's 403 for a member whose level is below what the action
-// needs (OrganizationAdminWritePermissions).
-func errAccessLevel() *Error {
-	return errPermissionDenied("Your organization access level is insufficient.")
-}
-
-// atLeast is nil when the caller's level in the organization is level or more.
-func (m membership) atLeast(level int) error {
-	if m.level < level {
-		return errAccessLevel()
-	}
-	return nil
-}
-
-// organizationWide resolves the organization of the path for the endpoints that act
-// on the organization as a whole (the organization itself, its members, invites,
-// domains, projects list and batch exports): a key scoped to some projects may not
-// use them, as in PostHog (reference §1.3).
-func (a *API) organizationWide(c *fiber.Ctx, p *principal) (membership, error) {
-	m, err := a.organizationOf(c, p)
-	if err != nil {
-		return membership{}, err
-	}
-	if err := notProjectScoped(p); err != nil {
-		return membership{}, err
-	}
-	return m, nil
-}
-
-// notProjectScoped is PostHog's 403 for a key scoped to some projects on an endpoint
-// that is not about one project: /api/organizations/ and everything under an
-// organization but a project of it (PostHog's APIScopePermission, whose only
-// exception is the user's own record, /api/users/@me/).
-func notProjectScoped(p *principal) error {
-	if len(p.scopedTeams) > 0 {
-		return errPermissionDenied("API keys with scoped projects are only supported on project-based endpoints.")
-	}
-	return nil
-}
-
 // insertOrganization creates an organization and returns its id.
 func insertOrganization(ctx context.Context, q querier, name string) (uuid.UUID, error) {
 	id := uuid.Must(uuid.NewV7())
@@ -118,42 +78,27 @@ func (a *API) organizationList(c *fiber.Ctx) error {
 	if err := notProjectScoped(p); err != nil {
 		return err
 	}
-	pg := pageOf(c)
-	ctx := c.UserContext()
-	args := []any{p.userID, nonNil(p.scopedOrganizations), nonNil(p.scopedOrganizations)}
-	var count int
-	if err := a.db.QueryRowContext(ctx, `SELECT count(*) FROM meta.organizations o
-		JOIN meta.memberships m ON m.organization_id = o.id WHERE `+organizationVisible, args...).Scan(&count); err != nil {
-		return fmt.Errorf("cannot count organizations of user %d: %w", p.userID, err)
-	}
-	rows, err := a.db.QueryContext(ctx, `SELECT o.id FROM meta.organizations o
-		JOIN meta.memberships m ON m.organization_id = o.id WHERE `+organizationVisible+`
-		ORDER BY o.created_at, o.id LIMIT ? OFFSET ?`, append(args, pg.limit, pg.offset)...)
+	pg, ids, count, err := queryPage(c, a.db, listQuery[uuid.UUID]{
+		what:  fmt.Sprintf("organizations of user %d", p.userID),
+		count: `SELECT count(*) FROM meta.organizations o JOIN meta.memberships m ON m.organization_id = o.id WHERE ` + organizationVisible,
+		list: `SELECT o.id FROM meta.organizations o JOIN meta.memberships m ON m.organization_id = o.id WHERE ` + organizationVisible +
+			` ORDER BY o.created_at, o.id`,
+		args: []any{p.userID, nonNil(p.scopedOrganizations), nonNil(p.scopedOrganizations)},
+		scan: scanUUID,
+	})
 	if err != nil {
-		return fmt.Errorf("cannot list organizations of user %d: %w", p.userID, err)
+		return err
 	}
-	var ids []uuid.UUID
-	for rows.Next() {
-		var id uuid.UUID
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return fmt.Errorf("cannot read organizations of user %d: %w", p.userID, err)
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("cannot read organizations of user %d: %w", p.userID, err)
-	}
-	records := make([]organizationRecord, 0, len(ids))
+	ctx := c.UserContext()
+	organizations := make([]organizationRecord, 0, len(ids))
 	for _, id := range ids {
 		r, err := a.loadOrganization(ctx, a.db, id, p)
 		if err != nil {
 			return err
 		}
-		records = append(records, r)
+		organizations = append(organizations, r)
 	}
-	return a.sendPage(c, pg, count, records)
+	return a.sendPage(c, pg, count, organizations)
 }
 
 // POST /api/organizations/ (organization:write)
@@ -231,7 +176,7 @@ func (a *API) loadOrganization(ctx context.Context, q querier, id uuid.UUID, p *
 		return r, fmt.Errorf("cannot read organization %s: %w", id, err)
 	}
 	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
-	if r.Teams, err = listProjects(ctx, q, id, p.scopedTeams, page{limit: -1}); err != nil {
+	if r.Teams, err = listProjects(ctx, q, id, p.scopedTeams, 0); err != nil {
 		return r, err
 	}
 	return r, nil

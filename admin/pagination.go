@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 
 	"github.com/hedge-analytics/hedge/internal/records"
 )
@@ -46,6 +47,18 @@ func queryPage[T any](c *fiber.Ctx, q querier, l listQuery[T]) (page, []T, int, 
 	pg := pageOf(c)
 	results, count, err := records.Page(c.UserContext(), q, l.what, l.scan, l.count, l.list, l.args, pg.limit, pg.offset)
 	return pg, results, count, err
+}
+
+// scanID reads a record's integer id, scanUUID its UUID: for lists that load each
+// record on its own after reading the page's ids.
+func scanID(row records.Scanner) (id int64, err error) {
+	err = row.Scan(&id)
+	return id, err
+}
+
+func scanUUID(row records.Scanner) (id uuid.UUID, err error) {
+	err = row.Scan(&id)
+	return id, err
 }
 
 // listPage answers a list request with the page of the request's limit and offset.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
+	"github.com/hedge-analytics/hedge/internal/records"
 )
 
 // maxPersonalAPIKeys is PostHog's MAX_API_KEYS_PER_USER.
@@ -68,7 +69,7 @@ type personalAPIKeyRecord struct {
 const personalAPIKeyColumns = `SELECT id::VARCHAR, label, mask_value, created_at, last_used_at, user_id, scopes,
 	scoped_teams, scoped_organizations FROM meta.personal_api_keys`
 
-func scanPersonalAPIKey(row interface{ Scan(...any) error }) (personalAPIKeyRecord, error) {
+func scanPersonalAPIKey(row records.Scanner) (personalAPIKeyRecord, error) {
 	var r personalAPIKeyRecord
 	err := row.Scan(&r.ID, &r.Label, &r.MaskValue, &r.CreatedAt, &r.LastUsedAt, &r.UserID, &r.Scopes,
 		&r.ScopedTeams, &r.ScopedOrganizations)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
+	"github.com/hedge-analytics/hedge/internal/records"
 )
 
 func (a *API) bindProjects() {
@@ -49,18 +50,13 @@ func (a *API) projectList(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	pg := pageOf(c)
-	ctx := c.UserContext()
-	var count int
-	if err := a.db.QueryRowContext(ctx, `SELECT count(*) FROM meta.projects WHERE `+projectVisible,
-		m.organizationID, nonNil(p.scopedTeams), nonNil(p.scopedTeams)).Scan(&count); err != nil {
-		return fmt.Errorf("cannot count projects of %s: %w", m.organizationID, err)
-	}
-	items, err := listProjects(ctx, a.db, m.organizationID, p.scopedTeams, pg)
-	if err != nil {
-		return err
-	}
-	return a.sendPage(c, pg, count, items)
+	return listPage(c, a, listQuery[projectListItem]{
+		what:  fmt.Sprintf("projects of %s", m.organizationID),
+		count: `SELECT count(*) FROM meta.projects WHERE ` + projectVisible,
+		list:  projectListColumns + ` WHERE ` + projectVisible + ` ORDER BY id`,
+		args:  []any{m.organizationID, nonNil(p.scopedTeams), nonNil(p.scopedTeams)},
+		scan:  scanProjectListItem,
+	})
 }
 
 // projectVisible is the condition on meta.projects for the projects of an organization
@@ -75,40 +71,30 @@ func nonNil[T any](list []T) []T {
 	return list
 }
 
-// listProjects reads one page of the organization's projects that scopedTeams allows
-// (all when empty), oldest first; a page with limit 0 or less is all of them.
-func listProjects(ctx context.Context, q querier, organizationID uuid.UUID, scopedTeams []int64, pg page) ([]projectListItem, error) {
-	query := `
-		SELECT id, uuid::VARCHAR, organization_id::VARCHAR, api_token, name, completed_snippet_onboarding,
-		       has_completed_onboarding_for, ingested_event, is_demo, timezone, access_control
-		FROM meta.projects WHERE ` + projectVisible + ` ORDER BY id`
+const projectListColumns = `SELECT id, uuid::VARCHAR, organization_id::VARCHAR, api_token, name, completed_snippet_onboarding,
+	has_completed_onboarding_for, ingested_event, is_demo, timezone, access_control FROM meta.projects`
+
+func scanProjectListItem(row records.Scanner) (projectListItem, error) {
+	var it projectListItem
+	var onboarding *string
+	err := row.Scan(&it.ID, &it.UUID, &it.Organization, &it.APIToken, &it.Name, &it.CompletedSnippetOnboarding,
+		&onboarding, &it.IngestedEvent, &it.IsDemo, &it.Timezone, &it.AccessControl)
+	if onboarding != nil {
+		it.HasCompletedOnboardingFor = json.RawMessage(*onboarding)
+	}
+	return it, err
+}
+
+// listProjects reads the organization's projects that scopedTeams allows (all when
+// empty), oldest first, at most limit of them when limit is positive.
+func listProjects(ctx context.Context, q querier, organizationID uuid.UUID, scopedTeams []int64, limit int) ([]projectListItem, error) {
+	query := projectListColumns + ` WHERE ` + projectVisible + ` ORDER BY id`
 	args := []any{organizationID, nonNil(scopedTeams), nonNil(scopedTeams)}
-	if pg.limit > 0 {
-		query += ` LIMIT ? OFFSET ?`
-		args = append(args, pg.limit, pg.offset)
+	if limit > 0 {
+		query += ` LIMIT ?`
+		args = append(args, limit)
 	}
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("cannot list projects of %s: %w", organizationID, err)
-	}
-	defer rows.Close()
-	items := []projectListItem{}
-	for rows.Next() {
-		var it projectListItem
-		var onboarding *string
-		if err := rows.Scan(&it.ID, &it.UUID, &it.Organization, &it.APIToken, &it.Name, &it.CompletedSnippetOnboarding,
-			&onboarding, &it.IngestedEvent, &it.IsDemo, &it.Timezone, &it.AccessControl); err != nil {
-			return nil, fmt.Errorf("cannot read projects of %s: %w", organizationID, err)
-		}
-		if onboarding != nil {
-			it.HasCompletedOnboardingFor = json.RawMessage(*onboarding)
-		}
-		items = append(items, it)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("cannot read projects of %s: %w", organizationID, err)
-	}
-	return items, nil
+	return records.All(ctx, q, fmt.Sprintf("projects of %s", organizationID), scanProjectListItem, query, args...)
 }
 
 // projectFields are the writable project fields that have a column of their own

@@ -93,22 +93,6 @@ func (a *API) sharingRetrieve(c *fiber.Ctx) error {
 	return c.JSON(r)
 }
 
-// editableDashboard is the request's dashboard when the caller may edit it.
-func (a *API) editableDashboard(c *fiber.Ctx) (dashboardRow, error) {
-	pr, d, err := a.dashboardOf(c)
-	if err != nil {
-		return d, err
-	}
-	x, err := a.accessTo(c.UserContext(), d, pr, principalOf(c).userID)
-	if err != nil {
-		return d, err
-	}
-	if !x.canEdit {
-		return d, errNoEditRights
-	}
-	return d, nil
-}
-
 // PATCH /api/projects/{project_id}/dashboards/{dashboard_id}/sharing/ (sharing_configuration:write)
 // {"enabled": true} opens the dashboard's public link, false closes it.
 func (a *API) sharingUpdate(c *fiber.Ctx) error {

@@ -101,7 +101,8 @@ type GroupType struct {
 func (w *Warehouse) GroupTypes(ctx context.Context, team int64) ([]GroupType, error) {
 	scan := func(row records.Scanner) (GroupType, error) {
 		var t GroupType
-		return t, row.Scan(&t.Name, &t.Index)
+		err := row.Scan(&t.Name, &t.Index)
+		return t, err
 	}
 	return records.All(ctx, w.db, fmt.Sprintf("group types of project %d", team), scan,
 		`SELECT group_type, group_type_index FROM group_type_mappings WHERE team_id = ? ORDER BY group_type_index`, team)

@@ -1,0 +1,229 @@
+package admin
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+)
+
+// Who may do what: the caller's membership of the organization or project a path names,
+// the membership levels, and what a member may do with a dashboard. Authentication (the
+// key and its scopes) is in auth.go; every handler resolves its path through here first.
+
+// Organization membership levels (reference/posthog-behaviour.md §2.1).
+const (
+	levelMember = 1
+	levelAdmin  = 8
+	levelOwner  = 15
+)
+
+// validLevel reports whether level is one of the three membership levels.
+func validLevel(level int) bool {
+	return level == levelMember || level == levelAdmin || level == levelOwner
+}
+
+// membership is the caller's place in the organization named by the request path.
+type membership struct {
+	organizationID uuid.UUID
+	level          int // 1 member, 8 admin, 15 owner
+}
+
+// organizationOf resolves the organization_id path parameter for the caller. An id
+// that is not a UUID, that no organization has, or whose organization the caller's
+// user does not belong to all get the same 404, so other tenants' ids stay unconfirmed.
+// A key scoped to other organizations gets PostHog's 403.
+func (a *API) organizationOf(c *fiber.Ctx, p *principal) (membership, error) {
+	notFound := errNotFound("Organization not found.")
+	id, err := uuid.Parse(c.Params("organization_id"))
+	if err != nil {
+		return membership{}, notFound
+	}
+	m := membership{organizationID: id}
+	err = a.db.QueryRowContext(c.UserContext(),
+		`SELECT level FROM meta.memberships WHERE organization_id = ? AND user_id = ?`, id, p.userID).Scan(&m.level)
+	if errors.Is(err, sql.ErrNoRows) {
+		return membership{}, notFound
+	}
+	if err != nil {
+		return membership{}, fmt.Errorf("cannot look up membership of user %d in %s: %w", p.userID, id, err)
+	}
+	if len(p.scopedOrganizations) > 0 && !slices.Contains(p.scopedOrganizations, id.String()) {
+		return membership{}, errPermissionDenied(fmt.Sprintf("API key does not have access to the requested organization: ID %s.", id))
+	}
+	return m, nil
+}
+
+// project is a project the caller may reach, with the caller's place in its organization.
+type project struct {
+	id             int64
+	organizationID uuid.UUID
+	level          int // the caller's membership level in the project's organization
+}
+
+// projectOf resolves the project_id path parameter for the caller, as organizationOf
+// does for organizations: a project id that is not a number, that no project has, or
+// whose organization the caller's user does not belong to all get the same 404. A key
+// scoped to other projects or organizations gets PostHog's 403.
+func (a *API) projectOf(c *fiber.Ctx, p *principal) (project, error) {
+	notFound := errNotFound("Project not found.")
+	id, err := strconv.ParseInt(c.Params("project_id"), 10, 64)
+	if err != nil {
+		return project{}, notFound
+	}
+	pr := project{id: id}
+	err = a.db.QueryRowContext(c.UserContext(), `
+		SELECT p.organization_id, m.level FROM meta.projects p
+		JOIN meta.memberships m ON m.organization_id = p.organization_id AND m.user_id = ?
+		WHERE p.id = ?`, p.userID, id).Scan(&pr.organizationID, &pr.level)
+	if errors.Is(err, sql.ErrNoRows) {
+		return project{}, notFound
+	}
+	if err != nil {
+		return project{}, fmt.Errorf("cannot look up project %d for user %d: %w", id, p.userID, err)
+	}
+	if len(p.scopedTeams) > 0 && !slices.Contains(p.scopedTeams, id) {
+		return project{}, errPermissionDenied(fmt.Sprintf("API key does not have access to the requested project: ID %d.", id))
+	}
+	if len(p.scopedOrganizations) > 0 && !slices.Contains(p.scopedOrganizations, pr.organizationID.String()) {
+		return project{}, errPermissionDenied(fmt.Sprintf("API key does not have access to the requested organization: ID %s.", pr.organizationID))
+	}
+	return pr, nil
+}
+
+// errAccessLevel is PostHog's 403 for a member whose level is below what the action
+// needs (OrganizationAdminWritePermissions).
+func errAccessLevel() *Error {
+	return errPermissionDenied("Your organization access level is insufficient.")
+}
+
+// atLeast is nil when the caller's level in the organization is level or more.
+func (m membership) atLeast(level int) error {
+	if m.level < level {
+		return errAccessLevel()
+	}
+	return nil
+}
+
+// organizationWide resolves the organization of the path for the endpoints that act
+// on the organization as a whole (the organization itself, its members, invites,
+// domains, projects list and batch exports): a key scoped to some projects may not
+// use them, as in PostHog (reference §1.3).
+func (a *API) organizationWide(c *fiber.Ctx, p *principal) (membership, error) {
+	m, err := a.organizationOf(c, p)
+	if err != nil {
+		return membership{}, err
+	}
+	if err := notProjectScoped(p); err != nil {
+		return membership{}, err
+	}
+	return m, nil
+}
+
+// notProjectScoped is PostHog's 403 for a key scoped to some projects on an endpoint
+// that is not about one project: /api/organizations/ and everything under an
+// organization but a project of it (PostHog's APIScopePermission, whose only
+// exception is the user's own record, /api/users/@me/).
+func notProjectScoped(p *principal) error {
+	if len(p.scopedTeams) > 0 {
+		return errPermissionDenied("API keys with scoped projects are only supported on project-based endpoints.")
+	}
+	return nil
+}
+
+// Dashboard restriction levels (and collaborator privilege levels), PostHog's.
+const (
+	restrictionEveryoneEdits = 21 // everyone in the project can edit; as a privilege: can view
+	restrictionOnlyEditors   = 37 // only collaborators can edit; as a privilege: can edit
+)
+
+// dashboardAccess is what the caller may do with a dashboard (reference §7.2; every
+// feature is on, so the effective restriction is the restriction).
+type dashboardAccess struct {
+	canRestrict bool // the creator or a project admin: may change the restriction level
+	canEdit     bool
+	privilege   int // effective_privilege_level: 37 can edit, 21 can view
+}
+
+// accessLevel is user_access_level: manager, editor or viewer.
+func (x dashboardAccess) accessLevel() string {
+	switch {
+	case x.canRestrict:
+		return "manager"
+	case x.canEdit:
+		return "editor"
+	}
+	return "viewer"
+}
+
+// dashboardAccess computes access for a user whose project level is level, knowing
+// the user's explicit collaborator level on the dashboard (0 for none).
+func dashboardAccessFor(d dashboardRow, userID int64, level, collaboratorLevel int) dashboardAccess {
+	x := dashboardAccess{canRestrict: (d.createdBy != nil && *d.createdBy == userID) || level >= levelAdmin}
+	switch {
+	case d.restrictionLevel == restrictionEveryoneEdits || x.canRestrict:
+		x.privilege = restrictionOnlyEditors
+	case collaboratorLevel > 0:
+		x.privilege = collaboratorLevel
+	default:
+		x.privilege = restrictionEveryoneEdits
+	}
+	x.canEdit = d.restrictionLevel < restrictionOnlyEditors || x.privilege >= restrictionOnlyEditors
+	return x
+}
+
+// collaboratorLevels are the user's explicit levels on the dashboards of the project.
+func (a *API) collaboratorLevels(ctx context.Context, team, userID int64) (map[int64]int, error) {
+	rows, err := a.db.QueryContext(ctx, `SELECT c.dashboard_id, c.level FROM meta.dashboard_collaborators c
+		JOIN meta.dashboards d ON d.id = c.dashboard_id WHERE d.team_id = ? AND c.user_id = ?`, team, userID)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the collaborations of user %d: %w", userID, err)
+	}
+	defer rows.Close()
+	levels := map[int64]int{}
+	for rows.Next() {
+		var id int64
+		var level int
+		if err := rows.Scan(&id, &level); err != nil {
+			return nil, fmt.Errorf("cannot read the collaborations of user %d: %w", userID, err)
+		}
+		levels[id] = level
+	}
+	return levels, rows.Err()
+}
+
+func (a *API) accessTo(ctx context.Context, d dashboardRow, pr project, userID int64) (dashboardAccess, error) {
+	levels, err := a.collaboratorLevels(ctx, pr.id, userID)
+	if err != nil {
+		return dashboardAccess{}, err
+	}
+	return dashboardAccessFor(d, userID, pr.level, levels[d.id]), nil
+}
+
+// mayEdit is nil when the user may edit the dashboard, else PostHog's 403.
+func (a *API) mayEdit(ctx context.Context, d dashboardRow, pr project, userID int64) error {
+	x, err := a.accessTo(ctx, d, pr, userID)
+	if err != nil {
+		return err
+	}
+	if !x.canEdit {
+		return errNoEditRights
+	}
+	return nil
+}
+
+var errNoEditRights = errPermissionDenied("You don't have edit permissions for this dashboard.")
+
+// editableDashboard is the request's dashboard when the caller may edit it.
+func (a *API) editableDashboard(c *fiber.Ctx) (dashboardRow, error) {
+	pr, d, err := a.dashboardOf(c)
+	if err != nil {
+		return d, err
+	}
+	return d, a.mayEdit(c.UserContext(), d, pr, principalOf(c).userID)
+}
