@@ -31,6 +31,18 @@ func bindBody(c *fiber.Ctx, dst any) error {
 	return &Error{Status: fiber.StatusBadRequest, Type: "invalid_request", Code: "parse_error", Detail: "JSON parse error - the body is not valid JSON."}
 }
 
+// validator is a request body that checks itself once it is bound, in DRF's words.
+type validator interface{ validate() error }
+
+// bindValid binds the request's body into dst, as bindBody does, and has it check
+// itself.
+func bindValid(c *fiber.Ctx, dst validator) error {
+	if err := bindBody(c, dst); err != nil {
+		return err
+	}
+	return dst.validate()
+}
+
 // decodeJSON decodes doc into dst. A value of the wrong type is a 400 in DRF's words
 // whose attr is prefix and the field's path (prefix alone, without its trailing "__",
 // when doc itself has the wrong type); any other error (doc is not JSON) is returned

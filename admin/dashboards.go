@@ -314,10 +314,7 @@ func (a *API) dashboardCreate(c *fiber.Ctx) error {
 		return err
 	}
 	var in dashboardInput
-	if err := bindBody(c, &in); err != nil {
-		return err
-	}
-	if err := in.validate(); err != nil {
+	if err := bindValid(c, &in); err != nil {
 		return err
 	}
 	if in.UseTemplate.Set && in.UseTemplate.Value != "" && in.UseDashboard.Set && !in.UseDashboard.Null {
@@ -520,10 +517,7 @@ func (a *API) dashboardUpdate(c *fiber.Ctx) error {
 		return errNoEditRights
 	}
 	var in dashboardInput
-	if err := bindBody(c, &in); err != nil {
-		return err
-	}
-	if err := in.validate(); err != nil {
+	if err := bindValid(c, &in); err != nil {
 		return err
 	}
 	if in.RestrictionLevel.Set && in.RestrictionLevel.Value != d.restrictionLevel && !x.canRestrict {

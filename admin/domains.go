@@ -235,6 +235,20 @@ func (a *API) domainCreate(c *fiber.Ctx) error {
 	return c.Status(fiber.StatusCreated).JSON(r)
 }
 
+// domainOfPath is the domain the path names, for a member of its organization at
+// level or above.
+func (a *API) domainOfPath(c *fiber.Ctx, level int) (membership, domainRecord, error) {
+	m, err := a.organizationWide(c, principalOf(c))
+	if err != nil {
+		return m, domainRecord{}, err
+	}
+	if err := m.atLeast(level); err != nil {
+		return m, domainRecord{}, err
+	}
+	r, err := a.loadDomain(c.UserContext(), m, c.Params("id"))
+	return m, r, err
+}
+
 // loadDomain reads a domain of m's organization; another organization's is not found.
 func (a *API) loadDomain(ctx context.Context, m membership, id string) (domainRecord, error) {
 	parsed, err := uuid.Parse(id)
@@ -253,12 +267,7 @@ func (a *API) loadDomain(ctx context.Context, m membership, id string) (domainRe
 
 // GET /api/organizations/{organization_id}/domains/{id}/ (organization:read)
 func (a *API) domainRetrieve(c *fiber.Ctx) error {
-	p := principalOf(c)
-	m, err := a.organizationWide(c, p)
-	if err != nil {
-		return err
-	}
-	r, err := a.loadDomain(c.UserContext(), m, c.Params("id"))
+	_, r, err := a.domainOfPath(c, levelMember)
 	if err != nil {
 		return err
 	}
@@ -267,19 +276,11 @@ func (a *API) domainRetrieve(c *fiber.Ctx) error {
 
 // PATCH /api/organizations/{organization_id}/domains/{id}/ (organization:write)
 func (a *API) domainUpdate(c *fiber.Ctx) error {
-	p := principalOf(c)
-	m, err := a.organizationWide(c, p)
+	m, r, err := a.domainOfPath(c, levelAdmin)
 	if err != nil {
-		return err
-	}
-	if err := m.atLeast(levelAdmin); err != nil {
 		return err
 	}
 	ctx := c.UserContext()
-	r, err := a.loadDomain(ctx, m, c.Params("id"))
-	if err != nil {
-		return err
-	}
 	var in domainInput
 	if err := bindBody(c, &in); err != nil {
 		return err
@@ -300,19 +301,11 @@ func (a *API) domainUpdate(c *fiber.Ctx) error {
 
 // DELETE /api/organizations/{organization_id}/domains/{id}/ (organization:write)
 func (a *API) domainDelete(c *fiber.Ctx) error {
-	p := principalOf(c)
-	m, err := a.organizationWide(c, p)
+	_, r, err := a.domainOfPath(c, levelAdmin)
 	if err != nil {
-		return err
-	}
-	if err := m.atLeast(levelAdmin); err != nil {
 		return err
 	}
 	ctx := c.UserContext()
-	r, err := a.loadDomain(ctx, m, c.Params("id"))
-	if err != nil {
-		return err
-	}
 	if _, err := a.db.ExecContext(ctx, `DELETE FROM meta.domains WHERE id = ?`, r.ID); err != nil {
 		return fmt.Errorf("cannot delete domain %s: %w", r.Domain, err)
 	}
@@ -324,19 +317,11 @@ func (a *API) domainDelete(c *fiber.Ctx) error {
 // challenge verifies the domain. Either way the answer is 200 with no body (spec);
 // a failed lookup leaves the domain unverified and records the attempt.
 func (a *API) domainVerify(c *fiber.Ctx, resolver *net.Resolver) error {
-	p := principalOf(c)
-	m, err := a.organizationWide(c, p)
+	_, r, err := a.domainOfPath(c, levelAdmin)
 	if err != nil {
-		return err
-	}
-	if err := m.atLeast(levelAdmin); err != nil {
 		return err
 	}
 	ctx := c.UserContext()
-	r, err := a.loadDomain(ctx, m, c.Params("id"))
-	if err != nil {
-		return err
-	}
 	if r.IsVerified {
 		return errValidation("", "already_verified", "This domain has already been verified.")
 	}

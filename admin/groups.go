@@ -52,23 +52,24 @@ func newGroupRecord(g warehouse.Group) groupRecord {
 	return groupRecord{GroupTypeIndex: g.TypeIndex, GroupKey: g.Key, GroupProperties: json.RawMessage(g.Properties), CreatedAt: g.CreatedAt}
 }
 
-// groupTypeIndexOf reads the required ?group_type_index= (0-4).
-func groupTypeIndexOf(c *fiber.Ctx) (int, error) {
+// groupTypeOf is the project of the path and the group type index of the required
+// ?group_type_index= (0-4).
+func (a *API) groupTypeOf(c *fiber.Ctx) (project, int, error) {
+	pr, err := a.projectOf(c, principalOf(c))
+	if err != nil {
+		return pr, 0, err
+	}
 	index, err := strconv.Atoi(c.Query("group_type_index"))
 	if err != nil || index < 0 || index > 4 {
-		return 0, errValidation("group_type_index", "invalid_input", "A group type index from 0 to 4 is required.")
+		return pr, 0, errValidation("group_type_index", "invalid_input", "A group type index from 0 to 4 is required.")
 	}
-	return index, nil
+	return pr, index, nil
 }
 
 // GET /api/projects/{project_id}/groups/?group_type_index=N (group:read)
 // The groups of one type, newest first; ?search= matches the group key.
 func (a *API) groupList(c *fiber.Ctx) error {
-	pr, err := a.projectOf(c, principalOf(c))
-	if err != nil {
-		return err
-	}
-	index, err := groupTypeIndexOf(c)
+	pr, index, err := a.groupTypeOf(c)
 	if err != nil {
 		return err
 	}
@@ -86,11 +87,7 @@ func (a *API) groupList(c *fiber.Ctx) error {
 
 // GET /api/projects/{project_id}/groups/find/?group_type_index=N&group_key=K (group:read)
 func (a *API) groupFind(c *fiber.Ctx) error {
-	pr, err := a.projectOf(c, principalOf(c))
-	if err != nil {
-		return err
-	}
-	index, err := groupTypeIndexOf(c)
+	pr, index, err := a.groupTypeOf(c)
 	if err != nil {
 		return err
 	}

@@ -123,6 +123,14 @@ type insightInput struct {
 	Dashboards  optional[[]int64]  `json:"dashboards"`
 }
 
+// validate checks the query a body sends, if any.
+func (in *insightInput) validate() error {
+	if in.Query.Set && !in.Query.Null {
+		return checkInsightQuery(in.Query.Value)
+	}
+	return nil
+}
+
 // checkInsightQuery refuses a query that is not one insights compute: a TrendsQuery or
 // an EventsQuery, bare or in PostHog's InsightVizNode or DataTableNode.
 func checkInsightQuery(q rawJSON) error {
@@ -308,13 +316,8 @@ func (a *API) insightCreate(c *fiber.Ctx) error {
 		return err
 	}
 	var in insightInput
-	if err := bindBody(c, &in); err != nil {
+	if err := bindValid(c, &in); err != nil {
 		return err
-	}
-	if in.Query.Set && !in.Query.Null {
-		if err := checkInsightQuery(in.Query.Value); err != nil {
-			return err
-		}
 	}
 	ctx := c.UserContext()
 	tx, err := a.db.BeginTx(ctx, nil)
@@ -388,13 +391,8 @@ func (a *API) insightUpdate(c *fiber.Ctx) error {
 		return errInsightNotEditable
 	}
 	var in insightInput
-	if err := bindBody(c, &in); err != nil {
+	if err := bindValid(c, &in); err != nil {
 		return err
-	}
-	if in.Query.Set && !in.Query.Null {
-		if err := checkInsightQuery(in.Query.Value); err != nil {
-			return err
-		}
 	}
 	tx, err := a.db.BeginTx(ctx, nil)
 	if err != nil {

@@ -111,10 +111,7 @@ func (a *API) organizationCreate(c *fiber.Ctx) error {
 		return err
 	}
 	var in organizationInput
-	if err := bindBody(c, &in); err != nil {
-		return err
-	}
-	if err := in.validate(); err != nil {
+	if err := bindValid(c, &in); err != nil {
 		return err
 	}
 	ctx := c.UserContext()

@@ -205,10 +205,7 @@ func (a *API) personalAPIKeyList(c *fiber.Ctx) error {
 func (a *API) personalAPIKeyCreate(c *fiber.Ctx) error {
 	p := principalOf(c)
 	var in personalAPIKeyInput
-	if err := bindBody(c, &in); err != nil {
-		return err
-	}
-	if err := in.validate(); err != nil {
+	if err := bindValid(c, &in); err != nil {
 		return err
 	}
 	if err := in.grantable(p); err != nil {
