@@ -201,7 +201,17 @@ func (a *API) dashboardList(c *fiber.Ctx) error {
 	return a.sendPage(c, pg, count, items)
 }
 
-// record is the full dashboard for the caller (or for a public viewer when public).
+// recordFor is the full dashboard as the user sees it.
+func (a *API) recordFor(ctx context.Context, d dashboardRow, pr project, userID int64) (dashboardRecord, error) {
+	x, err := a.accessTo(ctx, d, pr, userID)
+	if err != nil {
+		return dashboardRecord{}, err
+	}
+	return a.record(ctx, d, x)
+}
+
+// record is the full dashboard for a caller with access x (a public viewer's, on a
+// shared dashboard).
 func (a *API) record(ctx context.Context, d dashboardRow, x dashboardAccess) (dashboardRecord, error) {
 	ids := []int64{}
 	if d.createdBy != nil {
@@ -233,11 +243,7 @@ func (a *API) dashboardRetrieve(c *fiber.Ctx) error {
 	// nor shows it. The write made concurrent reads of one dashboard fail on DuckDB's
 	// optimistic concurrency ("Conflict on update"), and the spec has no such field.
 	ctx := c.UserContext()
-	x, err := a.accessTo(ctx, d, pr, principalOf(c).userID)
-	if err != nil {
-		return err
-	}
-	r, err := a.record(ctx, d, x)
+	r, err := a.recordFor(ctx, d, pr, principalOf(c).userID)
 	if err != nil {
 		return err
 	}
@@ -404,11 +410,7 @@ func (a *API) sendDashboard(c *fiber.Ctx, pr project, id int64, status int) erro
 			return err
 		}
 	}
-	x, err := a.accessTo(ctx, d, pr, principalOf(c).userID)
-	if err != nil {
-		return err
-	}
-	r, err := a.record(ctx, d, x)
+	r, err := a.recordFor(ctx, d, pr, principalOf(c).userID)
 	if err != nil {
 		return err
 	}
