@@ -16,7 +16,7 @@ import (
 // the membership levels, and what a member may do with a dashboard. Authentication (the
 // key and its scopes) is in auth.go; every handler resolves its path through here first.
 
-// Organization membership levels (reference/posthog-behaviour.md §2.1).
+// Organization membership levels, PostHog's OrganizationMembership.Level.
 const (
 	levelMember = 1
 	levelAdmin  = 8
@@ -113,7 +113,7 @@ func (m membership) atLeast(level int) error {
 // organizationWide resolves the organization of the path for the endpoints that act
 // on the organization as a whole (the organization itself, its members, invites,
 // domains, projects list and batch exports): a key scoped to some projects may not
-// use them, as in PostHog (reference §1.3).
+// use them, as in PostHog.
 func (a *API) organizationWide(c *fiber.Ctx, p *principal) (membership, error) {
 	m, err := a.organizationOf(c, p)
 	if err != nil {
@@ -142,8 +142,8 @@ const (
 	restrictionOnlyEditors   = 37 // only collaborators can edit; as a privilege: can edit
 )
 
-// dashboardAccess is what the caller may do with a dashboard (reference §7.2; every
-// feature is on, so the effective restriction is the restriction).
+// dashboardAccess is what the caller may do with a dashboard, by PostHog's rules (with
+// every feature on, so that a dashboard's effective restriction is its restriction).
 type dashboardAccess struct {
 	canRestrict bool // the creator or a project admin: may change the restriction level
 	canEdit     bool

@@ -273,8 +273,8 @@ func exportRunMatrixCases() map[string]routeCase {
 // dashboardMatrixCases covers the routes of dashboards, their collaborators and
 // sharing, and insights, each called with a real dashboard or insight of the project
 // (made by the owner, so the other-organization key is refused for the project, never
-// for a missing id). Scopes are written out: the spec leaves those of move_tile (28)
-// and create_from_template_json (29) open, and issue 7 fixes them to dashboard:write.
+// for a missing id). Scopes are written out: PostHog documents none for move_tile (28)
+// and create_from_template_json (29), and hedge gives them dashboard:write.
 func dashboardMatrixCases() map[string]routeCase {
 	const (
 		dashboards = "/api/projects/:project_id/dashboards/"

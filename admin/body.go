@@ -57,7 +57,7 @@ func decodeJSON(doc []byte, dst any, prefix string) error {
 }
 
 // wrongType is DRF's answer to a value of the wrong type for a field (its code
-// "invalid" rendered as invalid_input, reference §0.1), naming the type that was sent
+// "invalid", which PostHog's error body renders as invalid_input), naming the type that was sent
 // as Python does.
 func wrongType(e *json.UnmarshalTypeError, prefix string) *Error {
 	attr := strings.TrimSuffix(prefix+strings.ReplaceAll(e.Field, ".", "__"), "__")

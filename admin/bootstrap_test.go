@@ -159,7 +159,7 @@ func TestBootstrapRejectsBadEmail(t *testing.T) {
 }
 
 // As in PostHog, the bootstrap project and the default project of a new organization
-// start with their primary dashboard, "My App Dashboard" (reference §6.2).
+// start with their primary dashboard, "My App Dashboard".
 func TestBootstrapPrimaryDashboard(t *testing.T) {
 	env := newMgmtEnv(t, nil)
 	second := env.must(t, 201, "POST", "/api/organizations/", env.owner, `{"name":"Second"}`)

@@ -95,7 +95,7 @@ func isNotFound(err error) bool {
 }
 
 // POST /api/projects/{project_id}/dashboards/{dashboard_id}/collaborators/ (dashboard:write)
-// Body {"user_uuid", "level": 37}, with the rules of reference §7.8: only on dashboards
+// Body {"user_uuid", "level": 37}, with PostHog's rules: only on dashboards
 // restricted to collaborators, only edit access, never for those who have it already
 // (its creator, project admins), never twice, only for members of the organization.
 func (a *API) collaboratorAdd(c *fiber.Ctx) error {

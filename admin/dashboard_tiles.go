@@ -132,7 +132,7 @@ func smallLayout(layouts rawJSON) (int, int) {
 	return y, x
 }
 
-// tileEdit is one item of PATCH dashboard {"tiles": [...]} (reference §7.4): without
+// tileEdit is one item of PATCH dashboard {"tiles": [...]}, as PostHog reads it: without
 // an id and with a text, a new text card; with an id, changes to that tile. A tile's
 // insight is never changed this way.
 type tileEdit struct {

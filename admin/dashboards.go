@@ -241,7 +241,7 @@ func (a *API) dashboardRetrieve(c *fiber.Ctx) error {
 	}
 	// Decision: PostHog notes last_accessed_at on every retrieve; hedge neither notes
 	// nor shows it. The write made concurrent reads of one dashboard fail on DuckDB's
-	// optimistic concurrency ("Conflict on update"), and the spec has no such field.
+	// optimistic concurrency ("Conflict on update"), and the API's contract has no such field.
 	ctx := c.UserContext()
 	r, err := a.recordFor(ctx, d, pr, principalOf(c).userID)
 	if err != nil {
@@ -656,7 +656,7 @@ func (a *API) undelete(c *fiber.Ctx, pr project, d dashboardRow) error {
 }
 
 // DELETE /api/projects/{project_id}/dashboards/{id}/ (dashboard:write)
-// 405 with no body, changing nothing (spec, Errors 1): dashboards are deleted with
+// 405 with no body, changing nothing, as PostHog: dashboards are deleted with
 // PATCH {"deleted": true}. The key, its scope and the project are checked first.
 func (a *API) dashboardDelete(c *fiber.Ctx) error {
 	if _, err := a.projectOf(c, principalOf(c)); err != nil {
@@ -669,7 +669,7 @@ func (a *API) dashboardDelete(c *fiber.Ctx) error {
 
 // PATCH /api/projects/{project_id}/dashboards/{id}/move_tile/ (dashboard:write)
 // Moves {"tile": {"id": N}} to {"toDashboard": M} of the same project, keeping the tile's
-// id; 200 with no body (spec).
+// id; 200 with no body, as PostHog.
 func (a *API) dashboardMoveTile(c *fiber.Ctx) error {
 	p := principalOf(c)
 	pr, d, err := a.dashboardOf(c)

@@ -266,7 +266,7 @@ func TestCreateFromTemplateJSON(t *testing.T) {
 		          {"type": "TEXT", "body": "Notes", "layouts": {"sm": {"x": 0, "y": 9}}}]}`
 	d := env.ok(t, 200, "POST", path, env.key, `{"template": `+good+`}`)
 	tiles := d["tiles"].([]any)
-	// Tiles come sorted by their small layout's y (reference §7.4): the text card at y 9
+	// Tiles come sorted by their small layout's y, as PostHog sorts them: the text card at y 9
 	// before the insight that has no layout.
 	if d["name"] != "Signups" || d["creation_mode"] != "template" || fmt.Sprint(d["tags"]) != "[growth]" || len(tiles) != 2 ||
 		tiles[0].(map[string]any)["text"].(map[string]any)["body"] != "Notes" || tiles[1].(map[string]any)["insight"] == nil {
@@ -640,7 +640,7 @@ func TestCollaboratorConcurrentAdd(t *testing.T) {
 	}
 }
 
-// Field rules of reference §7.3 and §7.4.
+// PostHog's field rules for dashboards and their tiles.
 func TestDashboardValidation(t *testing.T) {
 	env := newDashEnv(t)
 	id, _ := env.dashboard(t, `{"name": "Rules"}`)
@@ -725,7 +725,7 @@ func TestDashboardListOrderAndPages(t *testing.T) {
 	}
 }
 
-// Who may do what on a dashboard (reference §7.2).
+// Who may do what on a dashboard, by PostHog's restriction levels.
 func TestDashboardAccessLevels(t *testing.T) {
 	env := newDashEnv(t)
 	_, adminKey := env.member(t, "admin@example.com", levelAdmin)
@@ -959,8 +959,8 @@ func TestDuplicateOtherProjectDashboard(t *testing.T) {
 	}
 }
 
-// move_tile and create_from_template_json need dashboard:write, which the spec leaves
-// open: written out here, not taken from the route table.
+// move_tile and create_from_template_json need dashboard:write, which PostHog leaves
+// undocumented: written out here, not taken from the route table.
 func TestDashboardActionScopes(t *testing.T) {
 	env := newDashEnv(t)
 	from, _ := env.dashboard(t, `{"name": "From"}`)

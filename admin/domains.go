@@ -35,7 +35,7 @@ func (a *API) bindDomains(dnsServer string) {
 	a.handle(fiber.MethodGet, "/organizations/:organization_id/domains/:id/", "organization:read", a.domainRetrieve)
 	a.handle(fiber.MethodPatch, "/organizations/:organization_id/domains/:id/", "organization:write", a.domainUpdate)
 	a.handle(fiber.MethodDelete, "/organizations/:organization_id/domains/:id/", "organization:write", a.domainDelete)
-	// The spec leaves verify's scope open; it changes the domain, so organization:write.
+	// PostHog documents no scope for verify; it changes the domain, so organization:write.
 	a.handle(fiber.MethodPost, "/organizations/:organization_id/domains/:id/verify/", "organization:write",
 		func(c *fiber.Ctx) error { return a.domainVerify(c, resolver) })
 }
@@ -102,7 +102,7 @@ var domainPattern = regexp.MustCompile(`^([a-z0-9]+(-[a-z0-9]+)*\.)+[a-z]{2,}$`)
 
 // maxSSOEnforcement is the length of PostHog's sso_enforcement column. Its meaningful
 // values are "" (off), google-oauth2, github, gitlab and saml, but PostHog's
-// serializer does not check them (reference §4), so neither does hedge, which has no
+// serializer does not check them, so neither does hedge, which has no
 // login to enforce them on and keeps the value for PostHog's clients.
 const maxSSOEnforcement = 28
 
@@ -314,7 +314,7 @@ func (a *API) domainDelete(c *fiber.Ctx) error {
 
 // POST /api/organizations/{organization_id}/domains/{id}/verify/ (organization:write)
 // Looks up the TXT record _posthog-challenge.<domain>: a record equal to the
-// challenge verifies the domain. Either way the answer is 200 with no body (spec);
+// challenge verifies the domain. Either way the answer is 200 with no body, as PostHog's;
 // a failed lookup leaves the domain unverified and records the attempt.
 func (a *API) domainVerify(c *fiber.Ctx, resolver *net.Resolver) error {
 	_, r, err := a.domainOfPath(c, levelAdmin)

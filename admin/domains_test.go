@@ -113,7 +113,7 @@ func TestDomainVerify(t *testing.T) {
 		{name: "SSO enforcement once verified", method: "PATCH", path: domain, key: env.owner,
 			body: `{"sso_enforcement":"saml","jit_provisioning_enabled":true}`, status: 200,
 			want: []string{`"sso_enforcement":"saml"`, `"jit_provisioning_enabled":true`}},
-		// PostHog's serializer does not check the provider (reference §4), only the length.
+		// PostHog's serializer does not check the provider, only the length.
 		{name: "any provider name", method: "PATCH", path: domain, key: env.owner, body: `{"sso_enforcement":"okta"}`, status: 200,
 			want: []string{`"sso_enforcement":"okta"`}},
 		{name: "of 28 characters at most", method: "PATCH", path: domain, key: env.owner,

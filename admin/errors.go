@@ -8,7 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// Error is an API error in PostHog's flat shape (reference/posthog-behaviour.md §0.1).
+// Error is an API error in PostHog's flat shape: {"type", "code", "detail", "attr"}.
 // Handlers return it; handleError renders it, once. It never carries internal detail:
 // anything that is not an *Error becomes a generic 500 and is logged instead.
 type Error struct {

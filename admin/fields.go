@@ -68,8 +68,8 @@ func (j rawJSON) MarshalJSON() ([]byte, error) {
 	return j, nil
 }
 
-// utcTime is a nullable timestamp column, rendered in UTC with the Z suffix (spec:
-// Conventions) or as null.
+// utcTime is a nullable timestamp column, rendered in UTC with the Z suffix, as every
+// timestamp of the API is, or as null.
 func utcTime(t *time.Time) *time.Time {
 	if t == nil {
 		return nil

@@ -185,7 +185,7 @@ var errInsightNotEditable = errPermissionDenied("This insight is on a dashboard 
 
 // canEditInsight is PostHog's CanEditInsight: an insight on no live dashboard may be
 // edited by anyone in the project, one on dashboards by whoever may edit at least one
-// of them (reference §7.2 for the dashboards).
+// of them (mayEdit).
 func (a *API) canEditInsight(ctx context.Context, pr project, userID int64, dashboards []int64) (bool, error) {
 	if len(dashboards) == 0 {
 		return true, nil

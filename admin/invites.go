@@ -74,7 +74,7 @@ type projectAccess struct {
 }
 
 // validate checks an invite against the inviter's membership m, with PostHog's rules
-// and messages (reference §3): the inviter cannot invite above their own level (403),
+// and messages: the inviter cannot invite above their own level (403),
 // nor someone who is already a member (400); projects must be the organization's, and
 // only admins may grant a private one.
 func (in *inviteInput) validate(ctx context.Context, q querier, m membership) error {
@@ -292,7 +292,7 @@ func (a *API) inviteCreate(c *fiber.Ctx, mail *mailer) error {
 
 // POST /api/organizations/{organization_id}/invites/bulk/ (organization_member:write)
 // A JSON array of at most 20 invites, all validated before any is created: one bad
-// item creates none. Answers 200 with no body (spec).
+// item creates none. Answers 200 with no body, as PostHog does.
 func (a *API) inviteBulk(c *fiber.Ctx, mail *mailer) error {
 	p := principalOf(c)
 	m, err := a.organizationWide(c, p)

@@ -210,7 +210,7 @@ func levelText(level optional[int]) string {
 // DELETE /api/organizations/{organization_id}/members/{user__uuid}/ (organization_member:write)
 // Removes a member, or the caller leaves (@me or their own uuid). Admins remove members
 // and admins. An owner can neither leave nor be removed, by anyone: PostHog's
-// User.leave refuses every owner, not only the last one (reference §2.4), so another
+// User.leave refuses every owner, not only the last one, so another
 // owner must first make them an admin. An organization thus always keeps an owner.
 func (a *API) memberDelete(c *fiber.Ctx) error {
 	p := principalOf(c)

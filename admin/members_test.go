@@ -36,7 +36,7 @@ func TestMembers(t *testing.T) {
 		{name: "another tenant's members", method: "GET", path: members, key: outsiderKey, status: 404,
 			want: []string{`"detail":"Organization not found."`}},
 
-		// PATCH: PostHog's rules, in its order (reference §2.3).
+		// PATCH: PostHog's rules, in its order.
 		{name: "nobody changes their own level", method: "PATCH", path: members + ownerUUID + "/", key: env.owner, body: `{"level":8}`,
 			status: 403, want: denied("You can't change your own access level.")},
 		{name: "not even through @me", method: "PATCH", path: members + "@me/", key: adminKey, body: `{"level":8}`,
@@ -80,7 +80,7 @@ func TestMembers(t *testing.T) {
 		{name: "anyone PATCHes themselves without level", method: "PATCH", path: members + "@me/", key: memberKey, body: `{}`,
 			status: 200, want: []string{`"uuid":"` + memberUUID + `"`, `"level":1`}},
 
-		// DELETE (reference §2.4): owners neither leave nor are removed.
+		// DELETE: owners neither leave nor are removed.
 		{name: "members remove nobody", method: "DELETE", path: members + member2UUID + "/", key: memberKey,
 			status: 403, want: denied("You can only edit others if you are an admin.")},
 		{name: "admins do not remove owners", method: "DELETE", path: members + admin2UUID + "/", key: adminKey,

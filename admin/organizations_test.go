@@ -104,7 +104,7 @@ func TestUserMe(t *testing.T) {
 
 // A key scoped to some projects uses only endpoints about one project: every route
 // under /api/organizations/ but a project of it answers PostHog's 403 before doing
-// anything, whatever the method (reference §1.3).
+// anything, whatever the method.
 func TestProjectScopedKeyOnOrganizationRoutes(t *testing.T) {
 	env := newMgmtEnv(t, nil)
 	key := env.must(t, 201, "POST", "/api/personal_api_keys/", env.owner,

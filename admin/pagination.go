@@ -70,7 +70,7 @@ func listPage[T any](c *fiber.Ctx, a *API, l listQuery[T]) error {
 	return a.sendPage(c, pg, count, results)
 }
 
-// paginated is the list envelope of the spec.
+// paginated is the envelope of every limit/offset list: DRF's LimitOffsetPagination.
 type paginated struct {
 	Count    int     `json:"count"`
 	Next     *string `json:"next"`

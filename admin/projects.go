@@ -26,7 +26,7 @@ func (a *API) bindProjects() {
 	a.handle(fiber.MethodGet, "/organizations/:organization_id/projects/:id/", "project:read", a.projectRetrieve)
 }
 
-// projectListItem carries exactly the fields the spec lists for project list items.
+// projectListItem carries exactly the fields of a project in the projects list.
 type projectListItem struct {
 	ID                         int64           `json:"id"`
 	UUID                       string          `json:"uuid"`
@@ -148,15 +148,15 @@ type projectSettings struct {
 	FlagsPersistenceDefault                     bool     `json:"flags_persistence_default"`
 }
 
-// defaultProjectFields are PostHog's create defaults for the column fields (reference
-// §6.2). week_start_day stays null: PostHog guesses it from the request's country,
+// defaultProjectFields are PostHog's create defaults for the column fields.
+// week_start_day stays null: PostHog guesses it from the request's country,
 // which hedge does not look up.
 func defaultProjectFields() projectFields {
 	return projectFields{Name: "Default project", Timezone: "UTC"}
 }
 
-// defaultProjectSettings are PostHog's create defaults for the other fields
-// (reference §6.2, and the model's field defaults where §6.2 is silent).
+// defaultProjectSettings are PostHog's create defaults for the other fields: those
+// its create sets, and its model's field defaults for the rest.
 func defaultProjectSettings() projectSettings {
 	yes := true
 	return projectSettings{
@@ -320,10 +320,10 @@ func checkJSONKind(attr string, value rawJSON, kind byte) error {
 	return errValidation(attr, "not_a_dict", fmt.Sprintf("Expected a dictionary of items but got type %q.", pythonTypeOf(value)))
 }
 
-// projectRecord is the full Project of the spec (create and retrieve). Of PostHog's
+// projectRecord is the full project (create and retrieve). Of PostHog's
 // read-only fields: live_events_token is null (hedge has no live events stream to
 // authenticate), and person_on_events_querying_enabled, default_modifiers and
-// product_intents are strings as the spec types them: "true" (hedge writes person_id
+// product_intents are strings, as the API's contract types them: "true" (hedge writes person_id
 // on every event), "{}" (no modifiers beyond the defaults) and "[]" (no intents).
 type projectRecord struct {
 	ID                            int64     `json:"id"`
@@ -513,7 +513,7 @@ const (
 // addPrimaryDashboard gives a new project, in tx, PostHog's default dashboard (pinned,
 // with the tiles of the DEFAULT_APP template) and makes it the project's
 // primary_dashboard, as PostHog's Team.objects.create_with_data does for every
-// project but a demo one (reference §6.2). userID, who creates the project, creates
+// project but a demo one. userID, who creates the project, creates
 // the dashboard and its insights.
 func addPrimaryDashboard(ctx context.Context, tx *sql.Tx, team, userID int64) error {
 	template, ok, err := builtinTemplate(primaryDashboardTemplate)

@@ -126,7 +126,7 @@ func TestProjectCreate(t *testing.T) {
 	projects := "/api/organizations/{org}/projects/"
 
 	created := env.must(t, 201, "POST", env.orgPath("projects/"), adminKey, `{"name":"Web","unknown_field":1}`)
-	// Exactly the spec's full record, with PostHog's defaults (reference §6.2).
+	// Exactly the full project record, with PostHog's defaults.
 	want := map[string]any{
 		"name": "Web", "organization": env.org.String(), "product_description": nil, "app_urls": []any{},
 		"slack_incoming_webhook": nil, "anonymize_ips": false, "completed_snippet_onboarding": false, "ingested_event": false,
@@ -183,7 +183,7 @@ func TestProjectCreate(t *testing.T) {
 	id := strconv.Itoa(int(created["id"].(float64)))
 
 	// The new project has PostHog's primary dashboard: "My App Dashboard", pinned,
-	// with the DEFAULT_APP template's tiles (reference §6.2).
+	// with the DEFAULT_APP template's tiles.
 	primary, ok := created["primary_dashboard"].(float64)
 	if !ok {
 		t.Fatalf("primary_dashboard = %v, want a dashboard id", created["primary_dashboard"])

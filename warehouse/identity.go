@@ -26,7 +26,7 @@ const (
 // maxGroupTypes is PostHog's limit per project; a sixth type gets no index.
 const maxGroupTypes = 5
 
-// identity is the writer's view of persons, distinct ids and groups (reference §9):
+// identity is the writer's view of persons, distinct ids and groups:
 // the distinct-id map and the group types of every project are in memory whole, persons
 // and groups in LRU caches, and the database is the truth behind them; a restart
 // rebuilds the maps. It belongs to the writer goroutine.
@@ -144,8 +144,8 @@ type processed struct {
 	warning  string                // an ingestion warning about the event, or ""
 }
 
-// process applies one event to the identity model (reference §9) and returns its
-// person and groups. Events are processed in the order they are committed.
+// process applies one event to the identity model, by PostHog's rules, and returns
+// its person and groups. Events are processed in the order they are committed.
 func (x *identity) process(ctx context.Context, e *Event) (processed, error) {
 	var out processed
 	key := distinctKey{e.TeamID, e.DistinctID}
@@ -225,8 +225,11 @@ func (x *identity) personFor(ctx context.Context, key distinctKey, at time.Time,
 	return id, nil
 }
 
-// merge makes other and into one person (reference §9.3), into's person surviving.
-// It returns the warning to record when the merge is refused.
+// merge makes other and into one person, into's person surviving, as PostHog merges:
+// the merged person is identified, keeps the earliest created_at and gains the
+// properties it lacks; an illegal id never merges, and an identified person is merged
+// away only when dangerous ($merge_dangerously). It returns the warning to record when
+// the merge is refused.
 func (x *identity) merge(ctx context.Context, e *Event, other, into string, dangerous bool) (string, error) {
 	if other == into {
 		return "", nil
@@ -392,8 +395,8 @@ func (x *identity) mutable(ctx context.Context, id uuid.UUID) (*person, error) {
 }
 
 // eventGroups fills the event's $group_N columns from its $groups, giving new group
-// types an index while the project has fewer than five; it never creates a group
-// (spec, rule 7).
+// types an index while the project has fewer than five; it never creates a group (only
+// $groupidentify does).
 func (x *identity) eventGroups(e *Event, columns *[maxGroupTypes]string) error {
 	var groups map[string]sonic.NoCopyRawMessage
 	if err := jsonAPI.UnmarshalFromString(e.Groups, &groups); err != nil {
@@ -460,7 +463,7 @@ func (x *identity) knownGroupType(team int64, name string) (int, bool) {
 }
 
 // groupIdentify creates the group of a $groupidentify or merges its $group_set into the
-// group's properties, key by key (spec, rule 6).
+// group's properties, key by key.
 func (x *identity) groupIdentify(ctx context.Context, e *Event) error {
 	if e.GroupType == "" || e.GroupKey == "" {
 		return nil

@@ -120,7 +120,7 @@ func (u *personUpdate) changes(p *person) bool {
 	return false
 }
 
-// apply changes p as the event asks (reference §9.1) and reports whether anything
+// apply changes p as the event asks, by PostHog's rules, and reports whether anything
 // changed: $set_once fills keys the person does not have, $set overwrites (winning
 // over $set_once within the event), and $unset removes keys that existed before the
 // event, after the sets, so for such a key in both $set and $unset the unset wins.
@@ -168,7 +168,7 @@ func personIDFor(team int64, distinctID string) uuid.UUID {
 	return uuid.NewSHA1(personNamespace, name)
 }
 
-// illegalDistinctID reports the ids that must never be merged (reference §9.3): blank
+// illegalDistinctID reports the ids that PostHog never merges: blank
 // ones, and the placeholders broken clients send instead of a real id, also when
 // wrapped in single or double quotes. The list is matched against the id as sent.
 func illegalDistinctID(id string) bool {

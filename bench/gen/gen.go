@@ -1,5 +1,5 @@
 // Package gen makes realistic PostHog events for benchmarks and load tests: shaped like
-// what posthog-js sends (reference/sdk-wire.md), 20-40 properties and about 700-900
+// what posthog-js sends, 20-40 properties and about 700-900
 // bytes each, with $identify, $create_alias and $groupidentify events at realistic
 // rates and a configurable share of personless events. Output is deterministic for a
 // seed, so runs compare.
