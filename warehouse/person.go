@@ -1,5 +1,7 @@
 package warehouse
 
+// The person row as the writer holds it, and what $set, $set_once and $unset do to it.
+
 import (
 	"bytes"
 	"encoding/json"
@@ -96,9 +98,6 @@ func parsePersonUpdate(e *Event) personUpdate {
 	}
 	return u
 }
-
-// jsonAPI decodes the small JSON values of identity events (sonic, field names exact).
-var jsonAPI = sonic.Config{CaseSensitive: true}.Froze()
 
 // changes reports whether apply would change p.
 func (u *personUpdate) changes(p *person) bool {
