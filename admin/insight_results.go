@@ -46,9 +46,21 @@ func newResultsCache(ttl time.Duration) *resultsCache {
 	return &resultsCache{ttl: ttl, entries: entries}
 }
 
-// result is the query's result for the project, the time it was computed, and whether
-// it came from the cache. A query that may not run is a *Error.
-func (rc *resultsCache) result(ctx context.Context, a *API, team int64, query rawJSON) (any, time.Time, bool, error) {
+// get is the result cached under key if it was computed at version and is younger
+// than the cache's ttl.
+func (rc *resultsCache) get(key resultKey, version uint64) (cachedResult, bool) {
+	e, ok := rc.entries.Get(key)
+	return e, ok && e.version == version && time.Since(e.at) < rc.ttl
+}
+
+// put caches a result computed at version.
+func (rc *resultsCache) put(key resultKey, version uint64, at time.Time, result any) {
+	rc.entries.Add(key, cachedResult{version: version, at: at, result: result})
+}
+
+// insightResult is the query's result for the project, the time it was computed, and
+// whether it came from the cache. A query that may not run is a *Error.
+func (a *API) insightResult(ctx context.Context, team int64, query rawJSON) (any, time.Time, bool, error) {
 	// The version is read before computing: rows committed meanwhile make the entry
 	// stale at once, never a stale entry look current.
 	version := a.queries.DataVersion(team)
@@ -57,7 +69,7 @@ func (rc *resultsCache) result(ctx context.Context, a *API, team int64, query ra
 		return nil, time.Time{}, false, err
 	}
 	key := resultKey{scope: scope, query: sha256.Sum256(query)}
-	if e, ok := rc.entries.Get(key); ok && e.version == version && time.Since(e.at) < rc.ttl {
+	if e, ok := a.results.get(key, version); ok {
 		return e.result, e.at, true, nil
 	}
 	result, err := a.runQuery(ctx, scope, []byte(query))
@@ -65,6 +77,6 @@ func (rc *resultsCache) result(ctx context.Context, a *API, team int64, query ra
 		return nil, time.Time{}, false, err
 	}
 	at := time.Now().UTC()
-	rc.entries.Add(key, cachedResult{version: version, at: at, result: result})
+	a.results.put(key, version, at, result)
 	return result, at, false, nil
 }

@@ -99,7 +99,7 @@ func (a *API) insight(ctx context.Context, team, id int64, withResult bool) (ins
 		return r, fmt.Errorf("cannot read the tiles of insight %d: %w", id, err)
 	}
 	if withResult && len(r.Query) > 0 {
-		result, refreshed, cached, err := a.results.result(ctx, a, team, r.Query)
+		result, refreshed, cached, err := a.insightResult(ctx, team, r.Query)
 		var apiErr *Error
 		switch {
 		case errors.As(err, &apiErr):
