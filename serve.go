@@ -21,7 +21,7 @@ import (
 	"github.com/hedge-analytics/hedge/admin"
 	"github.com/hedge-analytics/hedge/edge"
 	"github.com/hedge-analytics/hedge/warehouse"
-	"github.com/hedge-analytics/hedge/warehouse/batchexport"
+	"github.com/hedge-analytics/hedge/batchexport"
 )
 
 // databaseFile is the DuckDB file inside the data directory.

@@ -22,7 +22,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/pprof"
 
 	"github.com/hedge-analytics/hedge/warehouse"
-	"github.com/hedge-analytics/hedge/warehouse/batchexport"
+	"github.com/hedge-analytics/hedge/batchexport"
 )
 
 // DefaultInsightCacheTTL is Config.InsightCacheTTL when it is zero.

@@ -17,7 +17,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
-	"github.com/hedge-analytics/hedge/warehouse/batchexport"
+	"github.com/hedge-analytics/hedge/batchexport"
 )
 
 // batchExportRunRecord is PostHog's BatchExportRun: one window of an export and how

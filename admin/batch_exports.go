@@ -16,7 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/hedge-analytics/hedge/warehouse"
-	"github.com/hedge-analytics/hedge/warehouse/batchexport"
+	"github.com/hedge-analytics/hedge/batchexport"
 )
 
 // batchExportModels are what an export may export.

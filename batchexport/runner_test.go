@@ -28,7 +28,7 @@ import (
 
 	"github.com/hedge-analytics/hedge/admin"
 	"github.com/hedge-analytics/hedge/warehouse"
-	"github.com/hedge-analytics/hedge/warehouse/batchexport"
+	"github.com/hedge-analytics/hedge/batchexport"
 )
 
 // testClock is the clock of the warehouse (inserted_at) and of the runner (which
