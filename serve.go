@@ -19,9 +19,9 @@ import (
 	"time"
 
 	"github.com/hedge-analytics/hedge/admin"
+	"github.com/hedge-analytics/hedge/batchexport"
 	"github.com/hedge-analytics/hedge/edge"
 	"github.com/hedge-analytics/hedge/warehouse"
-	"github.com/hedge-analytics/hedge/batchexport"
 )
 
 // databaseFile is the DuckDB file inside the data directory.
@@ -190,8 +190,8 @@ func start(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *server, e
 			policy.ParquetRoots = append(policy.ParquetRoots, root)
 		}
 	}
-	s.exports, err = batchexport.Start(batchexport.Config{Warehouse: s.warehouse, Policy: policy, Logger: log})
-	if err != nil {
+	s.exports = batchexport.New(batchexport.Config{Warehouse: s.warehouse, Policy: policy, Logger: log})
+	if err := s.exports.Start(); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -200,7 +200,7 @@ func start(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *server, e
 		}
 	}()
 	s.api, err = admin.New(ctx, admin.Config{Warehouse: s.warehouse, InsightCacheTTL: cfg.insightCacheTTL, PublicURL: cfg.publicURL, Pprof: cfg.pprof, Logger: log,
-		SMTPURL: cfg.smtpURL, DNSServer: cfg.dnsServer, Exports: s.exports, ExportPolicy: policy})
+		SMTPURL: cfg.smtpURL, DNSServer: cfg.dnsServer, Exports: s.exports})
 	if err != nil {
 		return nil, err
 	}

@@ -21,8 +21,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/pprof"
 
-	"github.com/hedge-analytics/hedge/warehouse"
 	"github.com/hedge-analytics/hedge/batchexport"
+	"github.com/hedge-analytics/hedge/warehouse"
 )
 
 // DefaultInsightCacheTTL is Config.InsightCacheTTL when it is zero.
@@ -50,12 +50,10 @@ type Config struct {
 	// DNSServer (host[:port]) answers the TXT lookups that verify domains; empty: the
 	// system resolver.
 	DNSServer string
-	// Exports runs the batch exports; the API wakes it when there is work (a backfill,
-	// an unpause). Nil: nothing runs them (tests of the API alone).
+	// Exports keeps and runs the batch exports; the API manages them through it. Nil:
+	// a Runner of the warehouse with the default policy that is never started, so
+	// exports are kept but nothing runs them (tests of the API alone).
 	Exports *batchexport.Runner
-	// ExportPolicy is what batch export destinations may reach: the runner's policy
-	// when Exports is set.
-	ExportPolicy batchexport.Policy
 }
 
 // API is the management API on its own listener.
@@ -69,10 +67,8 @@ type API struct {
 	queries   *warehouse.Queries
 	results   *resultsCache
 	exports   *batchexport.Runner
-	// exportPolicy is what batch export destinations may reach.
-	exportPolicy batchexport.Policy
-	publicURL    string
-	log          *slog.Logger
+	publicURL string
+	log       *slog.Logger
 }
 
 // route is an authenticated management route and the scope its key needs. The table
@@ -101,16 +97,18 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Exports == nil {
+		cfg.Exports = batchexport.New(batchexport.Config{Warehouse: cfg.Warehouse})
+	}
 	a := &API{
-		db:           cfg.Warehouse.DB(),
-		warehouse:    cfg.Warehouse,
-		tokens:       tokens,
-		queries:      cfg.Warehouse.Queries(),
-		results:      newResultsCache(cfg.InsightCacheTTL),
-		exports:      cfg.Exports,
-		exportPolicy: cfg.ExportPolicy,
-		publicURL:    strings.TrimSuffix(cfg.PublicURL, "/"),
-		log:          cfg.Logger,
+		db:        cfg.Warehouse.DB(),
+		warehouse: cfg.Warehouse,
+		tokens:    tokens,
+		queries:   cfg.Warehouse.Queries(),
+		results:   newResultsCache(cfg.InsightCacheTTL),
+		exports:   cfg.Exports,
+		publicURL: strings.TrimSuffix(cfg.PublicURL, "/"),
+		log:       cfg.Logger,
 	}
 	a.app = fiber.New(fiber.Config{
 		AppName:               "hedge",

@@ -2,7 +2,6 @@ package admin
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,8 +14,9 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
-	"github.com/hedge-analytics/hedge/warehouse"
 	"github.com/hedge-analytics/hedge/batchexport"
+	"github.com/hedge-analytics/hedge/internal/records"
+	"github.com/hedge-analytics/hedge/warehouse"
 )
 
 // batchExportModels are what an export may export.
@@ -60,34 +60,35 @@ func (a *API) exportScopeOf(c *fiber.Ctx, p *principal) (exportScope, error) {
 	return exportScope{organizationID: m.organizationID}, err
 }
 
-// where is the condition on meta.batch_exports b for the exports of the scope that
-// are not deleted.
-func (s exportScope) where() (string, []any) {
+// teams are the projects whose exports the scope holds.
+func (a *API) exportTeams(ctx context.Context, s exportScope) ([]int64, error) {
 	if s.teamID != 0 {
-		return `NOT b.deleted AND b.team_id = ?`, []any{s.teamID}
+		return []int64{s.teamID}, nil
 	}
-	return `NOT b.deleted AND b.team_id IN (SELECT id FROM meta.projects WHERE organization_id = ?)`, []any{s.organizationID}
+	return records.All(ctx, a.db, "the projects of an organization", scanID,
+		`SELECT id FROM meta.projects WHERE organization_id = ?`, s.organizationID)
 }
 
-// batchExportRecord is the spec's Batch export with id, team_id, created_at,
+// batchExportRecord is the OpenAPI schema's Batch export with id, team_id, created_at,
 // last_updated_at and PostHog's latest_runs. destination.config never holds the secret
 // fields.
 type batchExportRecord struct {
-	ID            string                 `json:"id"`
-	TeamID        int64                  `json:"team_id"`
-	Name          string                 `json:"name"`
-	Model         string                 `json:"model"`
-	Destination   batchExportDestination `json:"destination"`
-	Interval      string                 `json:"interval"`
-	Paused        bool                   `json:"paused"`
-	LastPausedAt  *time.Time             `json:"last_paused_at"`
-	StartAt       *time.Time             `json:"start_at"`
-	EndAt         *time.Time             `json:"end_at"`
-	HogQLQuery    *string                `json:"hogql_query"`
-	Filters       rawJSON                `json:"filters"`
-	CreatedAt     time.Time              `json:"created_at"`
-	LastUpdatedAt time.Time              `json:"last_updated_at"`
-	LatestRuns    []batchExportRunRecord `json:"latest_runs"`
+	ID           string                 `json:"id"`
+	TeamID       int64                  `json:"team_id"`
+	Name         string                 `json:"name"`
+	Model        string                 `json:"model"`
+	Destination  batchExportDestination `json:"destination"`
+	Interval     string                 `json:"interval"`
+	Paused       bool                   `json:"paused"`
+	LastPausedAt *time.Time             `json:"last_paused_at"`
+	StartAt      *time.Time             `json:"start_at"`
+	EndAt        *time.Time             `json:"end_at"`
+	// HogQLQuery is always null: hedge exports its models, and refuses a query.
+	HogQLQuery    *string           `json:"hogql_query"`
+	Filters       rawJSON           `json:"filters"`
+	CreatedAt     time.Time         `json:"created_at"`
+	LastUpdatedAt time.Time         `json:"last_updated_at"`
+	LatestRuns    []batchexport.Run `json:"latest_runs"`
 }
 
 type batchExportDestination struct {
@@ -95,35 +96,18 @@ type batchExportDestination struct {
 	Config json.RawMessage `json:"config"`
 }
 
-const batchExportColumns = `SELECT b.id::VARCHAR, b.team_id, b.name, b.model, b.destination_type, b.destination_config,
-	b."interval", b.paused, b.last_paused_at, b.start_at, b.end_at, b.hogql_query, b.filters, b.created_at, b.last_updated_at
-	FROM meta.batch_exports b`
-
-func scanBatchExport(row interface{ Scan(...any) error }) (batchExportRecord, error) {
-	var r batchExportRecord
-	var config string
-	if err := row.Scan(&r.ID, &r.TeamID, &r.Name, &r.Model, &r.Destination.Type, &config, &r.Interval, &r.Paused,
-		&r.LastPausedAt, &r.StartAt, &r.EndAt, &r.HogQLQuery, &r.Filters, &r.CreatedAt, &r.LastUpdatedAt); err != nil {
-		return r, err
+// recordOfExport is what the API shows of e: its destination without the secret
+// fields, and its latest runs.
+func (a *API) recordOfExport(ctx context.Context, e batchexport.Export) (batchExportRecord, error) {
+	config := maps.Clone(e.Config)
+	for _, secret := range batchexport.SecretFields[e.DestinationType] {
+		delete(config, secret)
 	}
-	var fields map[string]any
-	if err := json.Unmarshal([]byte(config), &fields); err != nil {
-		return r, fmt.Errorf("cannot read the destination of batch export %s: %w", r.ID, err)
-	}
-	for _, secret := range batchexport.SecretFields[r.Destination.Type] {
-		delete(fields, secret)
-	}
-	r.Destination.Config = json.RawMessage(mustJSON(nonNilMap(fields)))
-	r.LastPausedAt, r.StartAt, r.EndAt = utcTime(r.LastPausedAt), utcTime(r.StartAt), utcTime(r.EndAt)
-	r.CreatedAt, r.LastUpdatedAt = r.CreatedAt.UTC(), r.LastUpdatedAt.UTC()
-	return r, nil
-}
-
-func nonNilMap(m map[string]any) map[string]any {
-	if m == nil {
-		return map[string]any{}
-	}
-	return m
+	runs, err := a.exports.LatestRuns(ctx, e.ID)
+	return batchExportRecord{ID: e.ID, TeamID: e.TeamID, Name: e.Name, Model: e.Model,
+		Destination: batchExportDestination{Type: e.DestinationType, Config: json.RawMessage(mustJSON(config))}, Interval: e.Interval,
+		Paused: e.Paused, LastPausedAt: e.LastPausedAt, StartAt: e.StartAt, EndAt: e.EndAt, Filters: rawJSON(e.Filters),
+		CreatedAt: e.CreatedAt, LastUpdatedAt: e.LastUpdatedAt, LatestRuns: runs}, err
 }
 
 // batchExportInput is the body of POST and PATCH; PATCH changes only what is sent.
@@ -146,20 +130,9 @@ type batchExportDestinationInput struct {
 	Config optional[map[string]any] `json:"config"`
 }
 
-// batchExport is a batch export as stored, secrets included.
-type batchExport struct {
-	id, name, model, interval string
-	teamID                    int64
-	destinationType           string
-	config                    map[string]any
-	paused                    bool
-	startAt, endAt            *time.Time
-	filters                   rawJSON
-}
-
 // apply validates the input and applies it to e, the export as it is (empty when
 // creating); policy is what destinations may reach.
-func (in *batchExportInput) apply(e *batchExport, creating bool, policy batchexport.Policy) error {
+func (in *batchExportInput) apply(e *batchexport.Export, creating bool, policy batchexport.Policy) error {
 	if creating || in.Name.Set {
 		switch {
 		case !in.Name.Set || in.Name.Null:
@@ -169,7 +142,7 @@ func (in *batchExportInput) apply(e *batchExport, creating bool, policy batchexp
 		case utf8.RuneCountInString(in.Name.Value) > 256:
 			return errMaxLength("name", 256)
 		}
-		e.name = in.Name.Value
+		e.Name = in.Name.Value
 	}
 	if creating && (!in.Model.Set || in.Model.Null) {
 		in.Model = optional[string]{Set: true, Value: "events"} // PostHog's default
@@ -178,7 +151,7 @@ func (in *batchExportInput) apply(e *batchExport, creating bool, policy batchexp
 		if err := choice("model", in.Model, batchExportModels); err != nil {
 			return err
 		}
-		e.model = in.Model.Value
+		e.Model = in.Model.Value
 	}
 	if creating || in.Interval.Set {
 		if !in.Interval.Set || in.Interval.Null {
@@ -187,7 +160,7 @@ func (in *batchExportInput) apply(e *batchExport, creating bool, policy batchexp
 		if err := choice("interval", in.Interval, batchexport.Intervals); err != nil {
 			return err
 		}
-		e.interval = in.Interval.Value
+		e.Interval = in.Interval.Value
 	}
 	if err := in.applyDestination(e, creating, policy); err != nil {
 		return err
@@ -196,7 +169,7 @@ func (in *batchExportInput) apply(e *batchExport, creating bool, policy batchexp
 		attr string
 		in   optional[string]
 		dst  **time.Time
-	}{{"start_at", in.StartAt, &e.startAt}, {"end_at", in.EndAt, &e.endAt}} {
+	}{{"start_at", in.StartAt, &e.StartAt}, {"end_at", in.EndAt, &e.EndAt}} {
 		if !t.in.Set {
 			continue
 		}
@@ -209,7 +182,7 @@ func (in *batchExportInput) apply(e *batchExport, creating bool, policy batchexp
 			*t.dst = &at
 		}
 	}
-	if e.startAt != nil && e.endAt != nil && !e.endAt.After(*e.startAt) {
+	if e.StartAt != nil && e.EndAt != nil && !e.EndAt.After(*e.StartAt) {
 		return errValidation("end_at", "invalid_input", "The end of a batch export must be after its start.")
 	}
 	if in.HogQLQuery.Set && !in.HogQLQuery.Null && in.HogQLQuery.Value != "" {
@@ -232,7 +205,7 @@ func (in *batchExportInput) apply(e *batchExport, creating bool, policy batchexp
 				return errValidation("filters", "invalid_input", err.Error())
 			}
 		}
-		e.filters = in.Filters.Value // nil when null
+		e.Filters = json.RawMessage(in.Filters.Value) // nil when null
 	}
 	return nil
 }
@@ -241,7 +214,7 @@ func (in *batchExportInput) apply(e *batchExport, creating bool, policy batchexp
 // update cannot change, and the config that type needs, within what policy allows. An
 // update's config is merged over the stored one, so that secrets need not be sent
 // again.
-func (in *batchExportInput) applyDestination(e *batchExport, creating bool, policy batchexport.Policy) error {
+func (in *batchExportInput) applyDestination(e *batchexport.Export, creating bool, policy batchexport.Policy) error {
 	d := in.Destination
 	if !creating && !d.Set {
 		return nil
@@ -257,17 +230,17 @@ func (in *batchExportInput) applyDestination(e *batchExport, creating bool, poli
 			return errValidation("destination", "invalid_choice",
 				fmt.Sprintf("%q is not a valid destination type: hedge exports to S3 and Parquet.", d.Value.Type.Value))
 		}
-		if !creating && d.Value.Type.Value != e.destinationType {
+		if !creating && d.Value.Type.Value != e.DestinationType {
 			return errValidation("destination", "invalid_input", "The type of a batch export's destination cannot be changed.")
 		}
-		e.destinationType = d.Value.Type.Value
+		e.DestinationType = d.Value.Type.Value
 	}
-	if e.config == nil {
-		e.config = map[string]any{}
+	if e.Config == nil {
+		e.Config = map[string]any{}
 	}
-	maps.Copy(e.config, d.Value.Config.Value)
+	maps.Copy(e.Config, d.Value.Config.Value)
 	var invalid *batchexport.InvalidConfig
-	if err := policy.Check(e.destinationType, e.config); errors.As(err, &invalid) {
+	if err := policy.Check(e.DestinationType, e.Config); errors.As(err, &invalid) {
 		return errValidation("destination__config", invalid.Code, invalid.Detail)
 	} else if err != nil {
 		return err
@@ -305,37 +278,23 @@ func (a *API) batchExportList(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	where, args := s.where()
-	pg := pageOf(c)
 	ctx := c.UserContext()
-	var count int
-	if err := a.db.QueryRowContext(ctx, `SELECT count(*) FROM meta.batch_exports b WHERE `+where, args...).Scan(&count); err != nil {
-		return fmt.Errorf("cannot count batch exports: %w", err)
-	}
-	rows, err := a.db.QueryContext(ctx, batchExportColumns+` WHERE `+where+` ORDER BY b.created_at DESC, b.id DESC LIMIT ? OFFSET ?`,
-		append(args, pg.limit, pg.offset)...)
+	teams, err := a.exportTeams(ctx, s)
 	if err != nil {
-		return fmt.Errorf("cannot list batch exports: %w", err)
+		return err
 	}
-	defer rows.Close()
-	exports := []batchExportRecord{}
-	for rows.Next() {
-		r, err := scanBatchExport(rows)
-		if err != nil {
-			return fmt.Errorf("cannot read batch exports: %w", err)
-		}
-		exports = append(exports, r)
+	pg := pageOf(c)
+	exports, count, err := a.exports.Exports(ctx, teams, pg.limit, pg.offset)
+	if err != nil {
+		return err
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("cannot read batch exports: %w", err)
-	}
-	rows.Close()
-	for i := range exports {
-		if exports[i].LatestRuns, err = a.latestRuns(ctx, exports[i].ID); err != nil {
+	list := make([]batchExportRecord, len(exports))
+	for i, e := range exports {
+		if list[i], err = a.recordOfExport(ctx, e); err != nil {
 			return err
 		}
 	}
-	return a.sendPage(c, pg, count, exports)
+	return a.sendPage(c, pg, count, list)
 }
 
 // POST .../batch_exports/ (batch_export:write)
@@ -351,42 +310,25 @@ func (a *API) batchExportCreate(c *fiber.Ctx) error {
 		return err
 	}
 	ctx := c.UserContext()
-	e := batchExport{id: uuid.Must(uuid.NewV7()).String(), teamID: s.teamID}
-	if e.teamID == 0 {
+	e := batchexport.Export{TeamID: s.teamID}
+	if e.TeamID == 0 {
 		if err := a.teamOfOrganization(ctx, s, in.TeamID); err != nil {
 			return err
 		}
-		e.teamID = in.TeamID.Value
+		e.TeamID = in.TeamID.Value
 	}
-	if err := in.apply(&e, true, a.exportPolicy); err != nil {
+	if err := in.apply(&e, true, a.exports.Policy()); err != nil {
 		return err
 	}
-	e.paused = in.Paused.Set && !in.Paused.Null && in.Paused.Value
-	// An export created paused has been paused since it was created: that is where
-	// an unpause resumes from. created_at is on the runner's clock: its first window is
-	// the one that holds it.
-	now := a.exportClock()
-	if _, err := a.db.ExecContext(ctx, `
-		INSERT INTO meta.batch_exports (id, team_id, name, model, destination_type, destination_config, "interval",
-			paused, last_paused_at, start_at, end_at, filters, created_at, last_updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, CASE WHEN ? THEN ?::TIMESTAMPTZ END, ?, ?, ?, ?, ?)`,
-		e.id, e.teamID, e.name, e.model, e.destinationType, mustJSON(e.config), e.interval,
-		e.paused, e.paused, now, e.startAt, e.endAt, nullableJSON(e.filters), now, now); err != nil {
-		return fmt.Errorf("cannot create batch export %q for project %d: %w", e.name, e.teamID, err)
+	e.Paused = in.Paused.Set && !in.Paused.Null && in.Paused.Value
+	if err := a.exports.Create(ctx, &e); err != nil {
+		return err
 	}
-	r, err := a.loadBatchExport(ctx, s, e.id)
+	r, err := a.recordOfExport(ctx, e)
 	if err != nil {
 		return err
 	}
 	return c.Status(fiber.StatusCreated).JSON(r)
-}
-
-func nullableJSON(j rawJSON) *string {
-	if len(j) == 0 {
-		return nil
-	}
-	s := string(j)
-	return &s
 }
 
 // teamOfOrganization checks that team_id names a project of the organization.
@@ -405,72 +347,48 @@ func (a *API) teamOfOrganization(ctx context.Context, s exportScope, team option
 	return nil
 }
 
-// loadBatchExport reads an export of the scope; a deleted one, or one of another
-// scope, is not found.
-func (a *API) loadBatchExport(ctx context.Context, s exportScope, id string) (batchExportRecord, error) {
-	parsed, err := uuid.Parse(id)
-	if err != nil {
-		return batchExportRecord{}, errRecordNotFound()
-	}
-	where, args := s.where()
-	r, err := scanBatchExport(a.db.QueryRowContext(ctx, batchExportColumns+` WHERE b.id = ? AND `+where, append([]any{parsed}, args...)...))
-	if errors.Is(err, sql.ErrNoRows) {
-		return r, errRecordNotFound()
-	}
-	if err != nil {
-		return r, fmt.Errorf("cannot read batch export %s: %w", id, err)
-	}
-	r.LatestRuns, err = a.latestRuns(ctx, r.ID)
-	return r, err
-}
-
-// exportOfPath is the batch export that the path's id names, within the path's
-// organization or project.
-func (a *API) exportOfPath(c *fiber.Ctx) (batchExportRecord, error) {
+// exportOfPath is the batch export that the path's id names, secrets included, within
+// the path's organization or project; a deleted one, or one of another scope, is not
+// found.
+func (a *API) exportOfPath(c *fiber.Ctx) (batchexport.Export, error) {
 	s, err := a.exportScopeOf(c, principalOf(c))
 	if err != nil {
-		return batchExportRecord{}, err
+		return batchexport.Export{}, err
 	}
-	return a.loadBatchExport(c.UserContext(), s, c.Params("id"))
-}
-
-// loadStoredBatchExport reads what an update needs of an export, secrets included.
-func (a *API) loadStoredBatchExport(ctx context.Context, s exportScope, id string) (batchExport, error) {
-	r, err := a.loadBatchExport(ctx, s, id)
+	ctx := c.UserContext()
+	teams, err := a.exportTeams(ctx, s)
 	if err != nil {
-		return batchExport{}, err
+		return batchexport.Export{}, err
 	}
-	e := batchExport{id: r.ID, name: r.Name, model: r.Model, interval: r.Interval, teamID: r.TeamID,
-		destinationType: r.Destination.Type, paused: r.Paused, startAt: r.StartAt, endAt: r.EndAt,
-		filters: r.Filters}
-	var config string
-	if err := a.db.QueryRowContext(ctx, `SELECT destination_config FROM meta.batch_exports WHERE id = ?`, r.ID).Scan(&config); err != nil {
-		return e, fmt.Errorf("cannot read the destination of batch export %s: %w", r.ID, err)
+	e, ok, err := a.exports.Export(ctx, teams, c.Params("id"))
+	if err == nil && !ok {
+		err = errRecordNotFound()
 	}
-	if err := json.Unmarshal([]byte(config), &e.config); err != nil {
-		return e, fmt.Errorf("cannot read the destination of batch export %s: %w", r.ID, err)
-	}
-	return e, nil
+	return e, err
 }
 
-// GET .../batch_exports/{id}/ (batch_export:read)
-func (a *API) batchExportRetrieve(c *fiber.Ctx) error {
-	r, err := a.exportOfPath(c)
+// sendExport answers with the export as the API shows it.
+func (a *API) sendExport(c *fiber.Ctx, e batchexport.Export) error {
+	r, err := a.recordOfExport(c.UserContext(), e)
 	if err != nil {
 		return err
 	}
 	return c.JSON(r)
 }
 
-// PATCH .../batch_exports/{id}/ (batch_export:write)
-// Changing paused pauses or unpauses the export, as the pause and unpause actions do.
-func (a *API) batchExportUpdate(c *fiber.Ctx) error {
-	s, err := a.exportScopeOf(c, principalOf(c))
+// GET .../batch_exports/{id}/ (batch_export:read)
+func (a *API) batchExportRetrieve(c *fiber.Ctx) error {
+	e, err := a.exportOfPath(c)
 	if err != nil {
 		return err
 	}
-	ctx := c.UserContext()
-	e, err := a.loadStoredBatchExport(ctx, s, c.Params("id"))
+	return a.sendExport(c, e)
+}
+
+// PATCH .../batch_exports/{id}/ (batch_export:write)
+// Changing paused pauses or unpauses the export, as the pause and unpause actions do.
+func (a *API) batchExportUpdate(c *fiber.Ctx) error {
+	e, err := a.exportOfPath(c)
 	if err != nil {
 		return err
 	}
@@ -478,60 +396,62 @@ func (a *API) batchExportUpdate(c *fiber.Ctx) error {
 	if err := bindBody(c, &in); err != nil {
 		return err
 	}
-	if err := in.apply(&e, false, a.exportPolicy); err != nil {
-		return err
-	}
-	if _, err := a.db.ExecContext(ctx, `UPDATE meta.batch_exports SET name = ?, model = ?, destination_config = ?,
-		"interval" = ?, start_at = ?, end_at = ?, filters = ?, last_updated_at = now() WHERE id = ?`,
-		e.name, e.model, mustJSON(e.config), e.interval, e.startAt, e.endAt, nullableJSON(e.filters), e.id); err != nil {
-		return fmt.Errorf("cannot update batch export %s: %w", e.id, err)
-	}
-	if in.Paused.Set && !in.Paused.Null {
-		if err := a.setPaused(ctx, e.id, in.Paused.Value); err != nil {
-			return err
-		}
-	}
-	r, err := a.loadBatchExport(ctx, s, e.id)
-	if err != nil {
-		return err
-	}
-	return c.JSON(r)
-}
-
-// DELETE .../batch_exports/{id}/ (batch_export:write)
-// Soft: the export disappears from the API, its row (and later its runs) stay.
-func (a *API) batchExportDelete(c *fiber.Ctx) error {
-	r, err := a.exportOfPath(c)
-	if err != nil {
+	if err := in.apply(&e, false, a.exports.Policy()); err != nil {
 		return err
 	}
 	ctx := c.UserContext()
-	if _, err := a.db.ExecContext(ctx, `UPDATE meta.batch_exports SET deleted = true, last_updated_at = now() WHERE id = ?`, r.ID); err != nil {
-		return fmt.Errorf("cannot delete batch export %s: %w", r.ID, err)
+	if err := a.exports.Update(ctx, e); err != nil {
+		return err
 	}
-	// Its queued runs will not run: the runner skips the runs of deleted exports, and
-	// the record says so.
-	now := a.exportClock()
-	if _, err := a.db.ExecContext(ctx, `UPDATE meta.batch_export_runs SET status = 'Cancelled', next_attempt_at = NULL, finished_at = ?,
-		last_updated_at = ? WHERE batch_export_id = ? AND status IN ('Starting', 'FailedRetryable')`, now, now, r.ID); err != nil {
-		return fmt.Errorf("cannot cancel the runs of batch export %s: %w", r.ID, err)
+	if in.Paused.Set && !in.Paused.Null {
+		if err := a.exports.SetPaused(ctx, e.ID, in.Paused.Value); err != nil {
+			return err
+		}
+	}
+	e, err = a.exportOfPath(c)
+	if err != nil {
+		return err
+	}
+	return a.sendExport(c, e)
+}
+
+// DELETE .../batch_exports/{id}/ (batch_export:write)
+// Soft: the export disappears from the API, its row and its runs stay; its queued
+// runs are cancelled.
+func (a *API) batchExportDelete(c *fiber.Ctx) error {
+	e, err := a.exportOfPath(c)
+	if err != nil {
+		return err
+	}
+	if err := a.exports.Delete(c.UserContext(), e.ID); err != nil {
+		return err
 	}
 	return c.SendStatus(fiber.StatusNoContent)
 }
 
 // POST .../batch_exports/{id}/pause/ (batch_export:write)
-// 200 with no body (spec). Pausing a paused export changes nothing (last_paused_at
-// stays that of the real pause), as in PostHog. The body is not read. A paused export
+// 200 with no body, as in PostHog. Pausing a paused export changes nothing
+// (last_paused_at stays that of the real pause). The body is not read. A paused export
 // starts no runs, its queued ones included, until it is unpaused.
-func (a *API) batchExportPause(c *fiber.Ctx) error { return a.pauseAction(c, true) }
+func (a *API) batchExportPause(c *fiber.Ctx) error {
+	e, err := a.exportOfPath(c)
+	if err != nil {
+		return err
+	}
+	if err := a.exports.SetPaused(c.UserContext(), e.ID, true); err != nil {
+		return err
+	}
+	c.Status(fiber.StatusOK)
+	return nil
+}
 
 // POST .../batch_exports/{id}/unpause/ (batch_export:write)
-// 200 with no body (spec). Unpausing an active export changes nothing; unpausing
-// keeps last_paused_at, and the export resumes from the window that ends next. With
-// {"backfill": true}, as in PostHog, the windows from last_paused_at until now are
-// backfilled.
+// 200 with no body, as in PostHog. Unpausing an active export changes nothing;
+// unpausing keeps last_paused_at, and the export resumes from the window that ends
+// next. With {"backfill": true}, as in PostHog, the windows from last_paused_at until
+// now are backfilled.
 func (a *API) batchExportUnpause(c *fiber.Ctx) error {
-	r, err := a.exportOfPath(c)
+	e, err := a.exportOfPath(c)
 	if err != nil {
 		return err
 	}
@@ -544,53 +464,14 @@ func (a *API) batchExportUnpause(c *fiber.Ctx) error {
 			return err
 		}
 	}
-	if err := a.setPaused(ctx, r.ID, false); err != nil {
+	if err := a.exports.SetPaused(ctx, e.ID, false); err != nil {
 		return err
 	}
-	if body.Backfill.Value && r.Paused && r.LastPausedAt != nil {
-		if _, err := a.backfill(ctx, r, *r.LastPausedAt, a.exportClock()); err != nil && !isNoWindows(err) {
+	if body.Backfill.Value && e.Paused && e.LastPausedAt != nil {
+		if _, err := a.exports.Backfill(ctx, e, *e.LastPausedAt, a.exports.Now()); err != nil && !errors.Is(err, batchexport.ErrNoWindows) {
 			return err
 		}
 	}
 	c.Status(fiber.StatusOK)
-	return nil
-}
-
-func (a *API) pauseAction(c *fiber.Ctx, paused bool) error {
-	r, err := a.exportOfPath(c)
-	if err != nil {
-		return err
-	}
-	ctx := c.UserContext()
-	if err := a.setPaused(ctx, r.ID, paused); err != nil {
-		return err
-	}
-	c.Status(fiber.StatusOK)
-	return nil
-}
-
-// exportClock is the batch export runner's clock, which the times that decide an
-// export's windows (created_at, last_paused_at, resumed_at) are taken from.
-func (a *API) exportClock() time.Time {
-	if a.exports != nil {
-		return a.exports.Now().UTC()
-	}
-	return time.Now().UTC()
-}
-
-// setPaused pauses or unpauses an export; only a change of state writes. A real pause
-// sets last_paused_at, a real unpause resumed_at: the runner skips the windows that
-// ended in between.
-func (a *API) setPaused(ctx context.Context, id string, paused bool) error {
-	now := a.exportClock()
-	if _, err := a.db.ExecContext(ctx, `UPDATE meta.batch_exports SET paused = ?, last_updated_at = ?,
-		last_paused_at = CASE WHEN ? THEN ?::TIMESTAMPTZ ELSE last_paused_at END,
-		resumed_at = CASE WHEN ? THEN resumed_at ELSE ?::TIMESTAMPTZ END
-		WHERE id = ? AND paused <> ?`, paused, now, paused, now, paused, now, id, paused); err != nil {
-		return fmt.Errorf("cannot set batch export %s paused=%t: %w", id, paused, err)
-	}
-	if !paused && a.exports != nil {
-		a.exports.Wake()
-	}
 	return nil
 }

@@ -188,7 +188,7 @@ func TestBatchExportPause(t *testing.T) {
 		}
 		action := func(name string) {
 			t.Helper()
-			// The spec sends the export's fields as the body; they are not read.
+			// PostHog's clients send the export's fields as the body; they are not read.
 			status, _, text := env.call(t, "POST", path+name+"/", key, `{"name":"ignored","paused":false}`)
 			if status != 200 || text != "" {
 				t.Fatalf("%s: %d %q, want 200 and no body", name, status, text)

@@ -91,7 +91,7 @@ func (a *API) dashboardOf(c *fiber.Ctx) (project, dashboardRow, error) {
 	return pr, d, err
 }
 
-// dashboardListItem carries the spec's dashboard list fields.
+// dashboardListItem carries the OpenAPI schema's dashboard list fields.
 type dashboardListItem struct {
 	ID                        int64       `json:"id"`
 	Name                      *string     `json:"name"`
@@ -110,7 +110,7 @@ type dashboardListItem struct {
 	AccessControlVersion      string      `json:"access_control_version"`
 }
 
-// dashboardRecord is the full dashboard: the list fields and the spec's additions.
+// dashboardRecord is the full dashboard: the list fields and the OpenAPI schema's additions.
 type dashboardRecord struct {
 	dashboardListItem
 	UseTemplate    string       `json:"use_template"`
@@ -250,7 +250,7 @@ func (a *API) dashboardRetrieve(c *fiber.Ctx) error {
 	return c.JSON(r)
 }
 
-// dashboardInput is the body of dashboard create and update: the spec's writable
+// dashboardInput is the body of dashboard create and update: the OpenAPI schema's writable
 // fields, and PostHog's tile operations.
 type dashboardInput struct {
 	Name             optional[string]     `json:"name"`

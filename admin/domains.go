@@ -58,7 +58,7 @@ func newResolver(server string) *net.Resolver {
 	}
 }
 
-// domainRecord is the spec's Domain.
+// domainRecord is the OpenAPI schema's Domain.
 type domainRecord struct {
 	ID                     string     `json:"id"`
 	Domain                 string     `json:"domain"`

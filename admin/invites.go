@@ -35,7 +35,7 @@ func (a *API) bindInvites(mail *mailer) {
 	a.handle(fiber.MethodDelete, "/organizations/:organization_id/invites/:id/", "organization_member:write", a.inviteDelete)
 }
 
-// inviteRecord is the spec's Organization invite as PostHog returns it: send_email and
+// inviteRecord is the OpenAPI schema's Organization invite as PostHog returns it: send_email and
 // combine_pending_invites are write-only. ID is null in a list read by a member whose
 // level is below the invite's (see inviteList).
 type inviteRecord struct {

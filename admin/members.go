@@ -30,7 +30,7 @@ func insertMembership(ctx context.Context, q querier, organizationID uuid.UUID, 
 	return nil
 }
 
-// memberRecord is the spec's Organization member. hedge has no second factor and no
+// memberRecord is the OpenAPI schema's Organization member. hedge has no second factor and no
 // social login, so is_2fa_enabled and has_social_auth are false.
 type memberRecord struct {
 	ID            string     `json:"id"`

@@ -1,6 +1,9 @@
 package admin
 
 import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"net/url"
 	"strconv"
 
@@ -120,3 +123,56 @@ func (a *API) requestURL(c *fiber.Ctx, edit func(url.Values)) string {
 	}
 	return base + c.Path() + "?" + query.Encode()
 }
+
+// cursorPage is DRF's CursorPagination envelope: no count.
+type cursorPage struct {
+	Next     *string `json:"next"`
+	Previous *string `json:"previous"`
+	Results  any     `json:"results"`
+}
+
+// sendCursorPage answers with one page of a cursor-paginated list: results in list
+// order, read from a cursor if fromCursor (backwards from it if reverse), with more
+// when the read found results beyond the page in the direction it read. cursor is the
+// position of a result: with reverse for the page before it, else for the page after.
+func sendCursorPage[T any](c *fiber.Ctx, a *API, results []T, fromCursor, reverse, more bool, cursor func(T, bool) any) error {
+	page := cursorPage{Results: results}
+	if len(results) > 0 {
+		// Forward: there is a next page if the read found more, or if this page was read
+		// backwards (it came from there). Backward: the mirror image.
+		if more || reverse {
+			next := a.cursorURL(c, cursor(results[len(results)-1], false))
+			page.Next = &next
+		}
+		if fromCursor && (!reverse || more) {
+			prev := a.cursorURL(c, cursor(results[0], true))
+			page.Previous = &prev
+		}
+	}
+	return c.JSON(page)
+}
+
+// cursorURL is the request's URL with its cursor replaced by position, which is
+// opaque to clients: base64url of its JSON.
+func (a *API) cursorURL(c *fiber.Ctx, position any) string {
+	text, err := json.Marshal(position)
+	if err != nil {
+		panic(fmt.Sprintf("BUG: cannot encode cursor %T: %v", position, err))
+	}
+	return a.requestURL(c, func(query url.Values) { query.Set("cursor", base64.RawURLEncoding.EncodeToString(text)) })
+}
+
+// decodeCursor reads a cursor that cursorURL made into position.
+func decodeCursor(s string, position any) error {
+	text, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(text, position)
+	}
+	if err != nil {
+		return errInvalidCursor()
+	}
+	return nil
+}
+
+// errInvalidCursor is DRF's answer to a cursor it did not make.
+func errInvalidCursor() error { return errNotFound("Invalid cursor") }

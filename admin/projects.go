@@ -109,7 +109,7 @@ type projectFields struct {
 	HasCompletedOnboardingFor  rawJSON `json:"has_completed_onboarding_for"`
 }
 
-// projectSettings are the other writable fields of the spec's Project, stored whole
+// projectSettings are the other writable fields of the OpenAPI schema's Project, stored whole
 // as the JSON object of the settings column. Structured fields stay the JSON the
 // client sent (after a check of their kind).
 type projectSettings struct {

@@ -79,7 +79,7 @@ func TestProjectListItems(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &page); err != nil {
 		t.Fatal(err)
 	}
-	// Exactly the spec's list item fields, nothing more.
+	// Exactly the OpenAPI schema's list item fields, nothing more.
 	want := []string{"access_control", "api_token", "completed_snippet_onboarding", "has_completed_onboarding_for",
 		"id", "ingested_event", "is_demo", "name", "organization", "timezone", "uuid"}
 	first := page.Results[0]

@@ -34,7 +34,7 @@ func insertUserNamed(ctx context.Context, q querier, email, firstName, lastName 
 	return id, nil
 }
 
-// userRecord is the spec's User, embedded read-only in other records.
+// userRecord is the OpenAPI schema's User, embedded read-only in other records.
 type userRecord struct {
 	ID                 int64   `json:"id"`
 	UUID               string  `json:"uuid"`

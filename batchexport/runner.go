@@ -1,30 +1,33 @@
-// Package batchexport runs the batch exports that the management API configures: it
-// turns each export's interval into windows, records a run for each window, writes the
-// window's events or persons as Parquet through the warehouse, and delivers the files
-// to the export's destination (a directory, or an S3 bucket), retrying failed runs with
-// backoff.
+// Package batchexport keeps and runs the batch exports that the management API
+// configures: it turns each export's interval into windows, records a run for each
+// window, writes the window's events or persons as Parquet through the warehouse, and
+// delivers the files to the export's destination (a directory, or an S3 bucket),
+// retrying failed runs with backoff.
 //
-// The runs table (meta.batch_export_runs) is the queue and the record at once: a run is
-// Starting until the runner takes it, Running while it does, then Completed, or
-// FailedRetryable until its next attempt, or Failed when out of attempts. A window has
-// one run and one set of file names, so a retry or a backfill of it overwrites what
-// was there: a destination never holds a window twice.
+// It owns the export tables: meta.batch_exports (exports.go; runs.go for pausing and
+// deleting), and the runs, backfills and schedule (runs.go, their only writer). The
+// runs table is the queue and the record at once: see the Status constants for a
+// run's life. A window has one run and one set of file names, so a retry or a
+// backfill of it overwrites what was there: a destination never holds a window twice.
 package batchexport
 
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/hedge-analytics/hedge/warehouse"
+)
+
+// The defaults of Config.
+const (
+	DefaultTick         = 10 * time.Second
+	DefaultMaxAttempts  = 8
+	DefaultRetryBackoff = 30 * time.Second
 )
 
 // Config is what the Runner needs. Zero values take the defaults noted on each field.
@@ -48,24 +51,25 @@ type Config struct {
 // Runner schedules and runs batch exports, one run at a time: a run reads a window of
 // the warehouse with DuckDB's full attention, and runs of one export stay in order.
 type Runner struct {
-	cfg    Config
-	db     *sql.DB
-	wake   chan struct{}
+	cfg  Config
+	db   *sql.DB
+	wake chan struct{}
+	// cancel and done are set by Start: they stop the loop and tell it stopped.
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-// Start readies the runs that a previous process left Running (it stopped in the middle
-// of them: they run again) and starts the Runner. Close stops it.
-func Start(cfg Config) (*Runner, error) {
+// New is a Runner of cfg that is not running yet: it answers for the exports, runs
+// and backfills it keeps, and Start makes it run them.
+func New(cfg Config) *Runner {
 	if cfg.Tick <= 0 {
-		cfg.Tick = 10 * time.Second
+		cfg.Tick = DefaultTick
 	}
 	if cfg.MaxAttempts <= 0 {
-		cfg.MaxAttempts = 8
+		cfg.MaxAttempts = DefaultMaxAttempts
 	}
 	if cfg.RetryBackoff <= 0 {
-		cfg.RetryBackoff = 30 * time.Second
+		cfg.RetryBackoff = DefaultRetryBackoff
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -73,14 +77,19 @@ func Start(cfg Config) (*Runner, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	r := &Runner{cfg: cfg, db: cfg.Warehouse.DB(), wake: make(chan struct{}, 1), done: make(chan struct{})}
-	if _, err := r.db.Exec(`UPDATE meta.batch_export_runs SET status = 'Starting', attempts = attempts - 1 WHERE status = 'Running'`); err != nil {
-		return nil, fmt.Errorf("cannot requeue the batch export runs left running: %w", err)
+	return &Runner{cfg: cfg, db: cfg.Warehouse.DB(), wake: make(chan struct{}, 1)}
+}
+
+// Start readies the runs that a previous process left Running (it stopped in the middle
+// of them: they run again) and starts running exports. Close stops it.
+func (r *Runner) Start() error {
+	if err := r.requeueRunning(context.Background()); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
+	r.cancel, r.done = cancel, make(chan struct{})
 	go r.loop(ctx)
-	return r, nil
+	return nil
 }
 
 // Policy is what destinations may reach.
@@ -98,11 +107,13 @@ func (r *Runner) Wake() {
 	}
 }
 
-// Close stops the Runner. A run in progress is interrupted and queued again, to run
-// from the start at the next start.
+// Close stops a started Runner. A run in progress is interrupted and queued again, to
+// run from the start at the next start.
 func (r *Runner) Close() {
-	r.cancel()
-	<-r.done
+	if r.cancel != nil {
+		r.cancel()
+		<-r.done
+	}
 }
 
 func (r *Runner) loop(ctx context.Context) {
@@ -149,32 +160,9 @@ const maxWindowsPerTick = 1000
 // unpaused: windows that end while an export is paused are skipped, as in PostHog (a
 // backfill covers them on request).
 func (r *Runner) schedule(ctx context.Context) error {
-	rows, err := r.db.QueryContext(ctx, `SELECT b.id::VARCHAR, b.team_id, b."interval", b.created_at, b.start_at, b.end_at, b.resumed_at, s.scheduled_through
-		FROM meta.batch_exports b LEFT JOIN meta.batch_export_schedules s ON s.batch_export_id = b.id
-		WHERE NOT b.deleted AND NOT b.paused`)
+	exports, err := r.activeExports(ctx)
 	if err != nil {
-		return fmt.Errorf("cannot read the batch exports to schedule: %w", err)
-	}
-	type export struct {
-		id                      string
-		team                    int64
-		interval                string
-		createdAt               time.Time
-		startAt, endAt, resumed *time.Time
-		scheduledThrough        *time.Time
-	}
-	var exports []export
-	for rows.Next() {
-		var e export
-		if err := rows.Scan(&e.id, &e.team, &e.interval, &e.createdAt, &e.startAt, &e.endAt, &e.resumed, &e.scheduledThrough); err != nil {
-			rows.Close()
-			return fmt.Errorf("cannot read the batch exports to schedule: %w", err)
-		}
-		exports = append(exports, e)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("cannot read the batch exports to schedule: %w", err)
+		return err
 	}
 	now := r.cfg.Now().UTC()
 	for _, e := range exports {
@@ -204,7 +192,7 @@ func (r *Runner) schedule(ctx context.Context) error {
 		if len(windows) == 0 {
 			continue
 		}
-		if err := r.addScheduledRuns(ctx, e.id, e.team, windows, now); err != nil {
+		if err := r.addScheduledRuns(ctx, e, windows, now); err != nil {
 			return err
 		}
 	}
@@ -218,33 +206,6 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-// addScheduledRuns records the runs of windows and how far the export is scheduled,
-// in one transaction. A window that already has a run (a backfill got there first)
-// keeps it.
-func (r *Runner) addScheduledRuns(ctx context.Context, exportID string, team int64, windows []Window, now time.Time) error {
-	tx, err := r.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("cannot schedule batch export %s: %w", exportID, err)
-	}
-	defer tx.Rollback()
-	for _, w := range windows {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO meta.batch_export_runs (id, batch_export_id, team_id, data_interval_start, data_interval_end,
-			status, created_at, last_updated_at) VALUES (?, ?, ?, ?, ?, 'Starting', ?, ?) ON CONFLICT DO NOTHING`,
-			uuid.Must(uuid.NewV7()).String(), exportID, team, w.Start, w.End, now, now); err != nil {
-			return fmt.Errorf("cannot schedule batch export %s: %w", exportID, err)
-		}
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO meta.batch_export_schedules VALUES (?, ?)
-		ON CONFLICT (batch_export_id) DO UPDATE SET scheduled_through = excluded.scheduled_through`,
-		exportID, windows[len(windows)-1].End); err != nil {
-		return fmt.Errorf("cannot schedule batch export %s: %w", exportID, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("cannot schedule batch export %s: %w", exportID, err)
-	}
-	return nil
-}
-
 // run is a run to execute, with what its export says about it now.
 type run struct {
 	id, exportID string
@@ -256,78 +217,32 @@ type run struct {
 	filters      []warehouse.PropertyFilter
 }
 
-// next is the due run of the oldest window: queued, or failed and past its backoff,
-// of an export that is neither paused nor deleted.
-func (r *Runner) next(ctx context.Context) (run, bool, error) {
-	var x run
-	var config string
-	var filters sql.NullString
-	err := r.db.QueryRowContext(ctx, `SELECT r.id::VARCHAR, r.batch_export_id::VARCHAR, r.team_id, r.data_interval_start, r.data_interval_end,
-			r.attempts, b.model, b.destination_type, b.destination_config, b.filters
-		FROM meta.batch_export_runs r JOIN meta.batch_exports b ON b.id = r.batch_export_id
-		WHERE NOT b.deleted AND NOT b.paused
-			AND (r.status = 'Starting' OR (r.status = 'FailedRetryable' AND r.next_attempt_at <= ?))
-		ORDER BY r.data_interval_start, r.created_at, r.id LIMIT 1`, r.cfg.Now().UTC()).Scan(
-		&x.id, &x.exportID, &x.team, &x.window.Start, &x.window.End, &x.attempts, &x.model, &x.destination.kind, &config, &filters)
-	if errors.Is(err, sql.ErrNoRows) {
-		return x, false, nil
-	}
-	if err != nil {
-		return x, false, fmt.Errorf("cannot read the next batch export run: %w", err)
-	}
-	if err := json.Unmarshal([]byte(config), &x.destination.config); err != nil {
-		return x, false, fmt.Errorf("cannot read the destination of batch export %s: %w", x.exportID, err)
-	}
-	if filters.Valid {
-		if err := json.Unmarshal([]byte(filters.String), &x.filters); err != nil {
-			return x, false, fmt.Errorf("cannot read the filters of batch export %s: %w", x.exportID, err)
-		}
-	}
-	return x, true, nil
-}
-
 // execute runs x once and records the outcome. Only a failure to record is returned:
 // a run that fails is recorded as failed (and retried later), not as an error of the
 // Runner.
 func (r *Runner) execute(ctx context.Context, x run) error {
-	now := r.cfg.Now().UTC()
-	res, err := r.db.ExecContext(ctx, `UPDATE meta.batch_export_runs SET status = 'Running', attempts = attempts + 1, last_updated_at = ?
-		WHERE id = ? AND status IN ('Starting', 'FailedRetryable')`, now, x.id)
-	if err != nil {
-		return fmt.Errorf("cannot start batch export run %s: %w", x.id, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return nil // taken back (its export deleted, say) since it was read
+	if ok, err := r.claim(ctx, x.id); err != nil || !ok {
+		return err
 	}
 	x.attempts++
 	begin := time.Now()
 	records, bytes, runErr := r.export(ctx, x)
-	if runErr != nil && ctx.Err() != nil {
+	switch {
+	case runErr != nil && ctx.Err() != nil:
 		// Stopped by Close: not the run's fault. It runs again at the next start.
-		_, err := r.db.ExecContext(context.WithoutCancel(ctx), `UPDATE meta.batch_export_runs
-			SET status = 'Starting', attempts = attempts - 1, last_updated_at = ? WHERE id = ?`, r.cfg.Now().UTC(), x.id)
-		return err
-	}
-	now = r.cfg.Now().UTC()
-	if runErr == nil {
-		_, err = r.db.ExecContext(ctx, `UPDATE meta.batch_export_runs SET status = 'Completed', records_completed = ?, bytes_exported = ?,
-			latest_error = NULL, next_attempt_at = NULL, finished_at = ?, last_updated_at = ? WHERE id = ?`, records, bytes, now, now, x.id)
+		return r.requeue(context.WithoutCancel(ctx), x.id)
+	case runErr == nil:
 		r.cfg.Logger.Info("batch export run completed", "run", x.id, "export", x.exportID, "start", x.window.Start, "end", x.window.End,
 			"records", records, "took", time.Since(begin).Round(time.Millisecond))
-	} else if x.attempts >= r.cfg.MaxAttempts {
-		_, err = r.db.ExecContext(ctx, `UPDATE meta.batch_export_runs SET status = 'Failed', latest_error = ?, next_attempt_at = NULL,
-			finished_at = ?, last_updated_at = ? WHERE id = ?`, runErr.Error(), now, now, x.id)
+		return r.complete(ctx, x.id, records, bytes)
+	case x.attempts >= r.cfg.MaxAttempts:
 		r.cfg.Logger.Error("batch export run failed", "run", x.id, "export", x.exportID, "attempts", x.attempts, "err", runErr)
-	} else {
-		retry := now.Add(r.backoff(x.attempts))
-		_, err = r.db.ExecContext(ctx, `UPDATE meta.batch_export_runs SET status = 'FailedRetryable', latest_error = ?, next_attempt_at = ?,
-			last_updated_at = ? WHERE id = ?`, runErr.Error(), retry, now, x.id)
+		return r.fail(ctx, x.id, runErr, nil)
+	default:
+		retry := r.cfg.Now().UTC().Add(r.backoff(x.attempts))
 		r.cfg.Logger.Warn("batch export run failed, will retry", "run", x.id, "export", x.exportID, "attempts", x.attempts, "retry_at", retry, "err", runErr)
+		return r.fail(ctx, x.id, runErr, &retry)
 	}
-	if err != nil {
-		return fmt.Errorf("cannot record the outcome of batch export run %s: %w", x.id, err)
-	}
-	return nil
 }
 
 // backoff is the wait after the given number of failed attempts.

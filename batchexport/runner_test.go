@@ -27,8 +27,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/hedge-analytics/hedge/admin"
-	"github.com/hedge-analytics/hedge/warehouse"
 	"github.com/hedge-analytics/hedge/batchexport"
+	"github.com/hedge-analytics/hedge/warehouse"
 )
 
 // testClock is the clock of the warehouse (inserted_at) and of the runner (which
@@ -90,7 +90,7 @@ func newExportEnv(t *testing.T) *exportEnv {
 	env.config = batchexport.Config{Warehouse: env.wh, Policy: policy, Tick: time.Hour,
 		MaxAttempts: 3, RetryBackoff: time.Second, Now: env.clock.Now, Logger: log}
 	env.startRunner(t)
-	api, err := admin.New(ctx, admin.Config{Warehouse: env.wh, Exports: env.runner, ExportPolicy: policy, Logger: log})
+	api, err := admin.New(ctx, admin.Config{Warehouse: env.wh, Exports: env.runner, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,8 +107,8 @@ func newExportEnv(t *testing.T) *exportEnv {
 // startRunner starts a runner, as a start of hedge does.
 func (env *exportEnv) startRunner(t *testing.T) {
 	t.Helper()
-	runner, err := batchexport.Start(env.config)
-	if err != nil {
+	runner := batchexport.New(env.config)
+	if err := runner.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(runner.Close)
