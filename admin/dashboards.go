@@ -530,14 +530,8 @@ func (a *API) dashboardUpdate(c *fiber.Ctx) error {
 		return fmt.Errorf("cannot begin updating dashboard %d: %w", d.id, err)
 	}
 	defer tx.Rollback()
-	sets := map[string]any{}
-	if in.Name.Set {
-		if in.Name.Null || in.Name.Value == "" {
-			sets["name"] = nil
-		} else {
-			sets["name"] = in.Name.Value
-		}
-	}
+	sets := columnSets{}
+	sets.setName(in.Name)
 	if in.Description.Set {
 		sets["description"] = in.Description.Value
 	}
@@ -553,13 +547,7 @@ func (a *API) dashboardUpdate(c *fiber.Ctx) error {
 	if in.Filters.Set {
 		sets["filters"] = string(in.Filters.Value)
 	}
-	if in.Variables.Set {
-		if in.Variables.Null {
-			sets["variables"] = nil
-		} else {
-			sets["variables"] = string(in.Variables.Value)
-		}
-	}
+	sets.setJSON("variables", in.Variables)
 	if err := updateColumns(ctx, tx, "meta.dashboards", d.id, sets); err != nil {
 		return err
 	}
@@ -586,9 +574,35 @@ func isExactlyUndelete(body []byte) bool {
 	return json.Unmarshal(body, &fields) == nil && len(fields) == 1 && string(fields["deleted"]) == "false"
 }
 
-// updateColumns sets the named columns of a row (names come from this package, values
-// are bound).
-func updateColumns(ctx context.Context, q querier, table string, id int64, sets map[string]any) error {
+// columnSets are the columns an update sets, by name: names come from this package,
+// values are bound by updateColumns.
+type columnSets map[string]any
+
+// setName sets name if it was sent: a null or empty name is stored as NULL, the
+// record's "unnamed" state in PostHog.
+func (s columnSets) setName(name optional[string]) {
+	switch {
+	case !name.Set:
+	case name.Null || name.Value == "":
+		s["name"] = nil
+	default:
+		s["name"] = name.Value
+	}
+}
+
+// setJSON sets a JSON text column if it was sent; null stores NULL.
+func (s columnSets) setJSON(column string, v optional[rawJSON]) {
+	switch {
+	case !v.Set:
+	case v.Null:
+		s[column] = nil
+	default:
+		s[column] = string(v.Value)
+	}
+}
+
+// updateColumns sets the columns of a row.
+func updateColumns(ctx context.Context, q querier, table string, id int64, sets columnSets) error {
 	if len(sets) == 0 {
 		return nil
 	}

@@ -399,24 +399,12 @@ func (a *API) insightUpdate(c *fiber.Ctx) error {
 		return fmt.Errorf("cannot begin updating insight %d: %w", id, err)
 	}
 	defer tx.Rollback()
-	sets := map[string]any{"last_modified_at": time.Now().UTC(), "last_modified_by": p.userID}
-	if in.Name.Set {
-		if in.Name.Null || in.Name.Value == "" {
-			sets["name"] = nil
-		} else {
-			sets["name"] = in.Name.Value
-		}
-	}
+	sets := columnSets{"last_modified_at": time.Now().UTC(), "last_modified_by": p.userID}
+	sets.setName(in.Name)
 	if in.Description.Set {
 		sets["description"] = in.Description.Value
 	}
-	if in.Query.Set {
-		if in.Query.Null {
-			sets["query"] = nil
-		} else {
-			sets["query"] = string(in.Query.Value)
-		}
-	}
+	sets.setJSON("query", in.Query)
 	if in.Tags.Set {
 		sets["tags"] = mustJSON(normalizeTags(in.Tags.Value))
 	}
