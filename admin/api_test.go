@@ -2,6 +2,8 @@ package admin
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -17,12 +19,16 @@ import (
 )
 
 // testEnv is a management API on a real DuckDB file and a real loopback listener,
-// bootstrapped like a first start.
+// bootstrapped like a first start: the one harness of admin's tests.
 type testEnv struct {
 	url       string
 	dataDir   string
 	warehouse *warehouse.Warehouse
 	boot      *Bootstrap
+	api       *API
+	org       uuid.UUID // the bootstrap organization
+	owner     string    // the bootstrap owner's key, scope "*"
+	project   string    // the bootstrap project's path, /api/projects/{id}
 }
 
 // testLogger discards logs unless HEDGE_TEST_LOG is set.
@@ -35,14 +41,14 @@ func testLogger() *slog.Logger {
 
 func newTestEnv(t *testing.T, publicURL string) *testEnv {
 	t.Helper()
-	env, _ := serveAPI(t, func(cfg *Config) { cfg.PublicURL = publicURL })
+	env := serveAPI(t, func(cfg *Config) { cfg.PublicURL = publicURL })
 	withoutDashboards(t, env.warehouse, env.boot.ProjectID)
 	return env
 }
 
 // serveAPI opens a warehouse in a temporary directory, bootstraps it, and serves the
 // management API over it on loopback, with the Config changed by configure (if any).
-func serveAPI(t *testing.T, configure func(*Config)) (*testEnv, *API) {
+func serveAPI(t *testing.T, configure func(*Config)) *testEnv {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -73,12 +79,13 @@ func serveAPI(t *testing.T, configure func(*Config)) (*testEnv, *API) {
 		api.Shutdown(ctx)
 		wh.Close()
 	})
-	return &testEnv{url: "http://" + ln.Addr().String(), dataDir: dir, warehouse: wh, boot: boot}, api
+	return &testEnv{url: "http://" + ln.Addr().String(), dataDir: dir, warehouse: wh, boot: boot, api: api,
+		org: uuid.MustParse(boot.OrganizationID), owner: boot.PersonalAPIKey, project: fmt.Sprintf("/api/projects/%d", boot.ProjectID)}
 }
 
 // withoutDashboards empties a project of the primary dashboard (and its insights)
 // that bootstrap gives it, for the tests that count dashboards and insights from
-// zero, as PostHog's own test team starts without one. newMgmtEnv keeps it, and
+// zero, as PostHog's own test team starts without one. serveAPI keeps it, and
 // TestBootstrapPrimaryDashboard checks it.
 func withoutDashboards(t *testing.T, wh *warehouse.Warehouse, project int64) {
 	t.Helper()
@@ -166,6 +173,60 @@ func (env *testEnv) do(t *testing.T, method, path, key string, headers map[strin
 		t.Fatal(err)
 	}
 	return resp.StatusCode, string(text), resp.Header
+}
+
+// call makes a request and decodes a JSON answer (nil when there is no body).
+func (env *testEnv) call(t *testing.T, method, path, key, body string) (int, map[string]any, string) {
+	t.Helper()
+	status, text, _ := env.do(t, method, path, key, nil, body)
+	var decoded map[string]any
+	if strings.HasPrefix(text, "{") {
+		if err := json.Unmarshal([]byte(text), &decoded); err != nil {
+			t.Fatalf("%s %s: answer is not JSON: %s", method, path, text)
+		}
+	}
+	return status, decoded, text
+}
+
+// must makes a request that must answer status, and returns its JSON object.
+func (env *testEnv) must(t *testing.T, status int, method, path, key, body string) map[string]any {
+	t.Helper()
+	got, decoded, text := env.call(t, method, path, key, body)
+	if got != status {
+		t.Fatalf("%s %s: status %d, want %d; body %s", method, path, got, status, text)
+	}
+	return decoded
+}
+
+// member adds a user to the bootstrap organization at level with a key of scopes and
+// returns the user's uuid and key.
+func (env *testEnv) member(t *testing.T, email string, level int, scopes ...string) (string, string) {
+	t.Helper()
+	_, key := env.addUser(t, email, env.org, level, scopes...)
+	return env.userUUID(t, email), key
+}
+
+func (env *testEnv) userUUID(t *testing.T, email string) string {
+	t.Helper()
+	var id string
+	if err := env.warehouse.DB().QueryRow(`SELECT uuid::VARCHAR FROM meta.users WHERE email = ?`, strings.ToLower(email)).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// exec runs SQL against the test's database: fixtures only (ageing an invite), never
+// instead of the API under test.
+func (env *testEnv) exec(t *testing.T, query string, args ...any) {
+	t.Helper()
+	if _, err := env.warehouse.DB().Exec(query, args...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// orgPath is a path under the bootstrap organization.
+func (env *testEnv) orgPath(rest string) string {
+	return "/api/organizations/" + env.org.String() + "/" + rest
 }
 
 // addUser makes a user with a key of the given scopes in a new organization, or as a

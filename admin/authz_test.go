@@ -16,7 +16,7 @@ import (
 // values of the path's :id or :user__uuid and the body, made fresh for each call (the
 // call may delete what it names), and the status that means success.
 type matrixCase struct {
-	setup  func(t *testing.T, env *mgmtEnv) (id, body string)
+	setup  func(t *testing.T, env *testEnv) (id, body string)
 	status int
 }
 
@@ -25,7 +25,7 @@ type routeCase struct {
 	matrixCase
 	// params, when set, replaces setup for a route with several parameters of its own:
 	// their values by name (dashboard_id, user__uuid, ...) and the body.
-	params func(t *testing.T, env *mgmtEnv) (map[string]string, string)
+	params func(t *testing.T, env *testEnv) (map[string]string, string)
 	// scope, when set, is the scope the route must require, written out here rather
 	// than read from the route table, so a change of the table cannot go unnoticed.
 	scope string
@@ -35,47 +35,47 @@ var matrixSeq atomic.Int64
 
 func unique(prefix string) string { return fmt.Sprintf("%s%d", prefix, matrixSeq.Add(1)) }
 
-func noFixture(*testing.T, *mgmtEnv) (string, string) { return "", "" }
+func noFixture(*testing.T, *testEnv) (string, string) { return "", "" }
 
-func withBody(body string) func(*testing.T, *mgmtEnv) (string, string) {
-	return func(*testing.T, *mgmtEnv) (string, string) { return "", body }
+func withBody(body string) func(*testing.T, *testEnv) (string, string) {
+	return func(*testing.T, *testEnv) (string, string) { return "", body }
 }
 
-func newDomainID(t *testing.T, env *mgmtEnv) (string, string) {
+func newDomainID(t *testing.T, env *testEnv) (string, string) {
 	d := env.must(t, 201, "POST", env.orgPath("domains/"), env.owner, `{"domain":"`+unique("matrix")+`.example.com"}`)
 	return d["id"].(string), `{"saml_entity_id":"https://idp.example.com"}`
 }
 
-func newInviteID(t *testing.T, env *mgmtEnv) (string, string) {
+func newInviteID(t *testing.T, env *testEnv) (string, string) {
 	i := env.must(t, 201, "POST", env.orgPath("invites/"), env.owner, `{"target_email":"`+unique("invitee")+`@example.com"}`)
 	return i["id"].(string), ""
 }
 
-func newMemberUUID(t *testing.T, env *mgmtEnv) (string, string) {
+func newMemberUUID(t *testing.T, env *testEnv) (string, string) {
 	id, _ := env.member(t, unique("member")+"@example.com", levelMember, "*")
 	return id, `{"level":8}`
 }
 
-func newKeyID(t *testing.T, env *mgmtEnv) (string, string) {
+func newKeyID(t *testing.T, env *testEnv) (string, string) {
 	k := env.must(t, 201, "POST", "/api/personal_api_keys/", env.owner, `{"label":"matrix","scopes":["project:read"]}`)
 	return k["id"].(string), ""
 }
 
-func newExportID(body string) func(*testing.T, *mgmtEnv) (string, string) {
-	return func(t *testing.T, env *mgmtEnv) (string, string) {
+func newExportID(body string) func(*testing.T, *testEnv) (string, string) {
+	return func(t *testing.T, env *testEnv) (string, string) {
 		e := env.must(t, 201, "POST", env.orgPath("batch_exports/"), env.owner, exportBody(env))
 		return e["id"].(string), body
 	}
 }
 
-func exportBody(env *mgmtEnv) string {
+func exportBody(env *testEnv) string {
 	return `{"name":"matrix","interval":"hour","team_id":` + strconv.FormatInt(env.boot.ProjectID, 10) +
 		`,"destination":{"type":"Parquet","config":{"path":"exports"}}}`
 }
 
 // matrixCases covers the routes of this package's organization-level API; routes
 // without a case (other resources') get the generic checks only.
-func matrixCases(env *mgmtEnv) map[string]matrixCase {
+func matrixCases(env *testEnv) map[string]matrixCase {
 	cases := map[string]matrixCase{
 		"GET /api/organizations/":                                         {noFixture, 200},
 		"POST /api/organizations/":                                        {withBody(`{"name":"Matrix"}`), 201},
@@ -89,15 +89,15 @@ func matrixCases(env *mgmtEnv) map[string]matrixCase {
 		"PATCH /api/organizations/:organization_id/members/:user__uuid/":  {newMemberUUID, 200},
 		"DELETE /api/organizations/:organization_id/members/:user__uuid/": {newMemberUUID, 204},
 		"GET /api/organizations/:organization_id/invites/":                {noFixture, 200},
-		"POST /api/organizations/:organization_id/invites/": {func(*testing.T, *mgmtEnv) (string, string) {
+		"POST /api/organizations/:organization_id/invites/": {func(*testing.T, *testEnv) (string, string) {
 			return "", `{"target_email":"` + unique("new") + `@example.com"}`
 		}, 201},
-		"POST /api/organizations/:organization_id/invites/bulk/": {func(*testing.T, *mgmtEnv) (string, string) {
+		"POST /api/organizations/:organization_id/invites/bulk/": {func(*testing.T, *testEnv) (string, string) {
 			return "", `[{"target_email":"` + unique("bulk") + `@example.com"}]`
 		}, 200},
 		"DELETE /api/organizations/:organization_id/invites/:id/": {newInviteID, 204},
 		"GET /api/organizations/:organization_id/domains/":        {noFixture, 200},
-		"POST /api/organizations/:organization_id/domains/": {func(*testing.T, *mgmtEnv) (string, string) {
+		"POST /api/organizations/:organization_id/domains/": {func(*testing.T, *testEnv) (string, string) {
 			return "", `{"domain":"` + unique("new") + `.example.com"}`
 		}, 201},
 		"GET /api/organizations/:organization_id/domains/:id/":         {newDomainID, 200},
@@ -106,13 +106,13 @@ func matrixCases(env *mgmtEnv) map[string]matrixCase {
 		"POST /api/organizations/:organization_id/domains/:id/verify/": {newDomainID, 200},
 		"GET /api/organizations/:organization_id/projects/":            {noFixture, 200},
 		"POST /api/organizations/:organization_id/projects/":           {withBody(`{"name":"Matrix"}`), 201},
-		"GET /api/organizations/:organization_id/projects/:id/": {func(*testing.T, *mgmtEnv) (string, string) {
+		"GET /api/organizations/:organization_id/projects/:id/": {func(*testing.T, *testEnv) (string, string) {
 			return strconv.FormatInt(env.boot.ProjectID, 10), ""
 		}, 200},
 	}
 	for _, base := range []string{"/api/organizations/:organization_id/batch_exports/", "/api/projects/:project_id/batch_exports/"} {
 		cases["GET "+base] = matrixCase{noFixture, 200}
-		cases["POST "+base] = matrixCase{func(t *testing.T, env *mgmtEnv) (string, string) { return "", exportBody(env) }, 201}
+		cases["POST "+base] = matrixCase{func(t *testing.T, env *testEnv) (string, string) { return "", exportBody(env) }, 201}
 		cases["GET "+base+":id/"] = matrixCase{newExportID(""), 200}
 		cases["PATCH "+base+":id/"] = matrixCase{newExportID(`{"name":"renamed"}`), 200}
 		cases["DELETE "+base+":id/"] = matrixCase{newExportID(""), 204}
@@ -131,7 +131,7 @@ func matrixCases(env *mgmtEnv) map[string]matrixCase {
 // have a case.
 func TestAuthorizationMatrix(t *testing.T) {
 	dnsAddr, _ := startDNS(t) // verify gets a quick NXDOMAIN, never the network
-	env := newMgmtEnv(t, func(cfg *Config) { cfg.DNSServer = dnsAddr })
+	env := serveAPI(t, func(cfg *Config) { cfg.DNSServer = dnsAddr })
 	_, noScopeKey := env.member(t, "noscope@example.com", levelOwner, "unrelated_object:read")
 	_, outsiderKey := env.addUser(t, "outsider@example.com", uuid.Nil, levelOwner, "*")
 	var ownerID int64
@@ -247,8 +247,8 @@ func exportRunMatrixCases() map[string]routeCase {
 		return fmt.Sprintf(`{"start_at": %q, "end_at": %q}`, now.Add(-time.Duration(hoursAgo)*time.Hour).Format(time.RFC3339),
 			now.Add(-time.Duration(hoursAgo-1)*time.Hour).Format(time.RFC3339))
 	}
-	withRun := func(body string) func(*testing.T, *mgmtEnv) (map[string]string, string) {
-		return func(t *testing.T, env *mgmtEnv) (map[string]string, string) {
+	withRun := func(body string) func(*testing.T, *testEnv) (map[string]string, string) {
+		return func(t *testing.T, env *testEnv) (map[string]string, string) {
 			id, _ := newExportID("")(t, env)
 			env.must(t, 201, "POST", env.orgPath("batch_exports/"+id+"/backfills/"), env.owner, backfill(3))
 			var run string
@@ -280,10 +280,10 @@ func dashboardMatrixCases() map[string]routeCase {
 		dashboards = "/api/projects/:project_id/dashboards/"
 		insights   = "/api/projects/:project_id/insights/"
 	)
-	byID := func(status int, scope, body string, setup func(*testing.T, *mgmtEnv) string) routeCase {
-		return routeCase{matrixCase{func(t *testing.T, env *mgmtEnv) (string, string) { return setup(t, env), body }, status}, nil, scope}
+	byID := func(status int, scope, body string, setup func(*testing.T, *testEnv) string) routeCase {
+		return routeCase{matrixCase{func(t *testing.T, env *testEnv) (string, string) { return setup(t, env), body }, status}, nil, scope}
 	}
-	plain := func(status int, scope string, setup func(*testing.T, *mgmtEnv) (string, string)) routeCase {
+	plain := func(status int, scope string, setup func(*testing.T, *testEnv) (string, string)) routeCase {
 		return routeCase{matrixCase{setup, status}, nil, scope}
 	}
 	return map[string]routeCase{
@@ -294,19 +294,19 @@ func dashboardMatrixCases() map[string]routeCase {
 		"GET " + dashboards + ":id/":    byID(200, "dashboard:read", "", matrixDashboard(21)),
 		"PATCH " + dashboards + ":id/":  byID(200, "dashboard:write", `{"name":"Renamed"}`, matrixDashboard(21)),
 		"DELETE " + dashboards + ":id/": byID(405, "dashboard:write", "", matrixDashboard(21)),
-		"PATCH " + dashboards + ":id/move_tile/": plain(200, "dashboard:write", func(t *testing.T, env *mgmtEnv) (string, string) {
+		"PATCH " + dashboards + ":id/move_tile/": plain(200, "dashboard:write", func(t *testing.T, env *testEnv) (string, string) {
 			from, to := matrixDashboard(21)(t, env), matrixDashboard(21)(t, env)
 			d := env.must(t, 200, "PATCH", matrixProject(env)+"/dashboards/"+from+"/", env.owner, `{"tiles":[{"text":{"body":"moving"}}]}`)
 			tile := d["tiles"].([]any)[0].(map[string]any)["id"].(float64)
 			return from, fmt.Sprintf(`{"tile":{"id":%d},"toDashboard":%s}`, int64(tile), to)
 		}),
 		"GET " + dashboards + ":dashboard_id/collaborators/": byID(200, "dashboard:read", "", matrixDashboard(37)),
-		"POST " + dashboards + ":dashboard_id/collaborators/": plain(201, "dashboard:write", func(t *testing.T, env *mgmtEnv) (string, string) {
+		"POST " + dashboards + ":dashboard_id/collaborators/": plain(201, "dashboard:write", func(t *testing.T, env *testEnv) (string, string) {
 			user, _ := env.member(t, unique("collaborator")+"@example.com", levelMember, "*")
 			return matrixDashboard(37)(t, env), `{"user_uuid":"` + user + `","level":37}`
 		}),
 		"DELETE " + dashboards + ":dashboard_id/collaborators/:user__uuid/": {matrixCase: matrixCase{status: 204}, scope: "dashboard:write",
-			params: func(t *testing.T, env *mgmtEnv) (map[string]string, string) {
+			params: func(t *testing.T, env *testEnv) (map[string]string, string) {
 				user, _ := env.member(t, unique("collaborator")+"@example.com", levelMember, "*")
 				dashboard := matrixDashboard(37)(t, env)
 				env.must(t, 201, "POST", matrixProject(env)+"/dashboards/"+dashboard+"/collaborators/", env.owner, `{"user_uuid":"`+user+`","level":37}`)
@@ -322,20 +322,20 @@ func dashboardMatrixCases() map[string]routeCase {
 	}
 }
 
-func matrixProject(env *mgmtEnv) string {
+func matrixProject(env *testEnv) string {
 	return "/api/projects/" + strconv.FormatInt(env.boot.ProjectID, 10)
 }
 
 // matrixDashboard makes a dashboard of the bootstrap project at a restriction level.
-func matrixDashboard(level int) func(*testing.T, *mgmtEnv) string {
-	return func(t *testing.T, env *mgmtEnv) string {
+func matrixDashboard(level int) func(*testing.T, *testEnv) string {
+	return func(t *testing.T, env *testEnv) string {
 		d := env.must(t, 201, "POST", matrixProject(env)+"/dashboards/", env.owner, fmt.Sprintf(`{"name":%q,"restriction_level":%d}`, unique("matrix"), level))
 		return strconv.FormatInt(int64(d["id"].(float64)), 10)
 	}
 }
 
 // matrixInsight makes an insight of the bootstrap project on a dashboard of it.
-func matrixInsight(t *testing.T, env *mgmtEnv) string {
+func matrixInsight(t *testing.T, env *testEnv) string {
 	i := env.must(t, 201, "POST", matrixProject(env)+"/insights/", env.owner, fmt.Sprintf(`{"name":%q,"dashboards":[%s]}`, unique("matrix"), matrixDashboard(37)(t, env)))
 	return strconv.FormatInt(int64(i["id"].(float64)), 10)
 }

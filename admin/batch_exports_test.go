@@ -16,7 +16,7 @@ const s3Export = `{"name":"nightly","model":"persons","interval":"day","team_id"
 	"filters":[{"key":"$browser","value":"Chrome","type":"event"}]}`
 
 func TestBatchExports(t *testing.T) {
-	env := newMgmtEnv(t, nil)
+	env := serveAPI(t, nil)
 	_, memberKey := env.member(t, "member@example.com", levelMember, "batch_export:write")
 	_, readKey := env.member(t, "reader@example.com", levelMember, "batch_export:read")
 	otherOrg, outsiderKey := env.addUser(t, "outsider@example.com", uuid.Nil, levelOwner, "*")
@@ -164,7 +164,7 @@ func TestBatchExports(t *testing.T) {
 }
 
 // firstProjectOf is the id of the first project of another organization.
-func firstProjectOf(t *testing.T, env *mgmtEnv, org uuid.UUID, key string) string {
+func firstProjectOf(t *testing.T, env *testEnv, org uuid.UUID, key string) string {
 	t.Helper()
 	if _, _, err := insertProject(t.Context(), env.warehouse.DB(), org, "Theirs"); err != nil {
 		t.Fatal(err)
@@ -177,7 +177,7 @@ func firstProjectOf(t *testing.T, env *mgmtEnv, org uuid.UUID, key string) strin
 // unpausing an active one changes nothing; last_paused_at is set by a real pause and
 // kept by unpause.
 func TestBatchExportPause(t *testing.T) {
-	env := newMgmtEnv(t, nil)
+	env := serveAPI(t, nil)
 	_, key := env.member(t, "member@example.com", levelMember, "batch_export:write")
 	for _, base := range []string{env.orgPath("batch_exports/"), "/api/projects/1/batch_exports/"} {
 		created := env.must(t, 201, "POST", base, key, exportBody(env))

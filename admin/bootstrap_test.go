@@ -161,7 +161,7 @@ func TestBootstrapRejectsBadEmail(t *testing.T) {
 // As in PostHog, the bootstrap project and the default project of a new organization
 // start with their primary dashboard, "My App Dashboard".
 func TestBootstrapPrimaryDashboard(t *testing.T) {
-	env := newMgmtEnv(t, nil)
+	env := serveAPI(t, nil)
 	second := env.must(t, 201, "POST", "/api/organizations/", env.owner, `{"name":"Second"}`)
 	secondProject := int(second["teams"].([]any)[0].(map[string]any)["id"].(float64))
 	for _, c := range []struct {

@@ -18,65 +18,18 @@ import (
 	"github.com/hedge-analytics/hedge/warehouse"
 )
 
-// dashEnv is the management API of one bootstrapped project, for the dashboard tests.
-type dashEnv struct {
-	*testEnv
-	key     string
-	project string // /api/projects/{id}
-}
-
-func newDashEnv(t *testing.T) *dashEnv {
-	env := newTestEnv(t, "")
-	return &dashEnv{testEnv: env, key: env.boot.PersonalAPIKey, project: fmt.Sprintf("/api/projects/%d", env.boot.ProjectID)}
-}
-
-// call sends a request and decodes a JSON object answer (nil for an empty body).
-func (env *dashEnv) call(t *testing.T, method, path, key, body string) (int, map[string]any) {
+func (env *testEnv) dashboard(t *testing.T, body string) (int64, map[string]any) {
 	t.Helper()
-	status, text, _ := env.do(t, method, path, key, nil, body)
-	if text == "" {
-		return status, nil
-	}
-	var out map[string]any
-	if err := json.Unmarshal([]byte(text), &out); err != nil {
-		t.Fatalf("%s %s answered %d with non-object %s", method, path, status, text)
-	}
-	return status, out
-}
-
-// ok sends a request that must answer want, and returns the answer.
-func (env *dashEnv) ok(t *testing.T, want int, method, path, key, body string) map[string]any {
-	t.Helper()
-	status, out := env.call(t, method, path, key, body)
-	if status != want {
-		t.Fatalf("%s %s: %d, want %d: %v", method, path, status, want, out)
-	}
-	return out
-}
-
-func (env *dashEnv) dashboard(t *testing.T, body string) (int64, map[string]any) {
-	t.Helper()
-	d := env.ok(t, 201, "POST", env.project+"/dashboards/", env.key, body)
+	d := env.must(t, 201, "POST", env.project+"/dashboards/", env.owner, body)
 	return int64(d["id"].(float64)), d
 }
 
-func (env *dashEnv) dashPath(id int64, rest string) string {
+func (env *testEnv) dashPath(id int64, rest string) string {
 	return fmt.Sprintf("%s/dashboards/%d/%s", env.project, id, rest)
 }
 
-// member adds a member of the bootstrap organization and returns its uuid and key.
-func (env *dashEnv) member(t *testing.T, email string, level int) (string, string) {
-	t.Helper()
-	_, key := env.addUser(t, email, uuid.MustParse(env.boot.OrganizationID), level, "*")
-	var id string
-	if err := env.warehouse.DB().QueryRow(`SELECT uuid::VARCHAR FROM meta.users WHERE email = ?`, email).Scan(&id); err != nil {
-		t.Fatal(err)
-	}
-	return id, key
-}
-
 // ingest commits events of the bootstrap project through the real writer.
-func (env *dashEnv) ingest(t *testing.T, events ...warehouse.Event) {
+func (env *testEnv) ingest(t *testing.T, events ...warehouse.Event) {
 	t.Helper()
 	for i := range events {
 		events[i].UUID, events[i].TeamID = uuid.Must(uuid.NewV7()), env.boot.ProjectID
@@ -99,7 +52,7 @@ func keysOf(m map[string]any) []string {
 }
 
 func TestDashboardsCRUD(t *testing.T) {
-	env := newDashEnv(t)
+	env := newTestEnv(t, "")
 	id, d := env.dashboard(t, `{"name": "Growth", "description": "KPIs", "tags": ["KPI", " kpi", "team"], "filters": {"date_from": "-7d"}}`)
 	if d["creation_mode"] != "default" || fmt.Sprint(d["tags"]) != "[kpi team]" || d["use_dashboard"] != nil || d["delete_insights"] != false ||
 		d["effective_privilege_level"] != 37.0 || d["user_access_level"] != "manager" || d["restriction_level"] != 21.0 ||
@@ -113,9 +66,9 @@ func TestDashboardsCRUD(t *testing.T) {
 	env.dashboard(t, `{"name": "Alpha"}`)
 	env.dashboard(t, `{"name": "Zeta", "pinned": true}`)
 	gone, _ := env.dashboard(t, `{"name": "Gone"}`)
-	env.ok(t, 200, "PATCH", env.dashPath(gone, ""), env.key, `{"deleted": true}`)
+	env.must(t, 200, "PATCH", env.dashPath(gone, ""), env.owner, `{"deleted": true}`)
 
-	list := env.ok(t, 200, "GET", env.project+"/dashboards/", env.key, "")
+	list := env.must(t, 200, "GET", env.project+"/dashboards/", env.owner, "")
 	var names []string
 	for _, r := range list["results"].([]any) {
 		names = append(names, r.(map[string]any)["name"].(string))
@@ -131,42 +84,41 @@ func TestDashboardsCRUD(t *testing.T) {
 		t.Fatalf("list item fields %v, want %v", keysOf(item), want)
 	}
 
-	d = env.ok(t, 200, "PATCH", env.dashPath(id, ""), env.key, `{"name": "Growth KPIs", "pinned": true, "restriction_level": 37, "tags": ["a", "A"]}`)
+	d = env.must(t, 200, "PATCH", env.dashPath(id, ""), env.owner, `{"name": "Growth KPIs", "pinned": true, "restriction_level": 37, "tags": ["a", "A"]}`)
 	if d["name"] != "Growth KPIs" || d["pinned"] != true || d["restriction_level"] != 37.0 || d["access_control_version"] != "v1" || fmt.Sprint(d["tags"]) != "[a]" {
 		t.Fatalf("updated %v", d)
 	}
-	if got := env.ok(t, 200, "GET", env.dashPath(id, ""), env.key, ""); got["name"] != "Growth KPIs" {
+	if got := env.must(t, 200, "GET", env.dashPath(id, ""), env.owner, ""); got["name"] != "Growth KPIs" {
 		t.Fatalf("retrieved %v", got)
 	}
 	env.run(t, []scenario{
-		{name: "restriction level not 21 or 37", method: "POST", path: env.project + "/dashboards/", key: env.key, body: `{"restriction_level": 50}`,
+		{name: "restriction level not 21 or 37", method: "POST", path: env.project + "/dashboards/", key: env.owner, body: `{"restriction_level": 50}`,
 			status: 400, want: []string{`{"type":"validation_error","code":"invalid_choice","detail":"\"50\" is not a valid choice.","attr":"restriction_level"}`}},
-		{name: "filters not an object", method: "PATCH", path: env.dashPath(id, ""), key: env.key, body: `{"filters": [1]}`,
+		{name: "filters not an object", method: "PATCH", path: env.dashPath(id, ""), key: env.owner, body: `{"filters": [1]}`,
 			status: 400, want: []string{`"detail":"Filters must be a dictionary"`, `"attr":"filters"`}},
-		{name: "variables not an object", method: "PATCH", path: env.dashPath(id, ""), key: env.key, body: `{"variables": "x"}`,
+		{name: "variables not an object", method: "PATCH", path: env.dashPath(id, ""), key: env.owner, body: `{"variables": "x"}`,
 			status: 400, want: []string{`"detail":"Variables must be a dictionary"`}},
-		{name: "a name of the wrong type", method: "PATCH", path: env.dashPath(id, ""), key: env.key, body: `{"name": 5}`,
+		{name: "a name of the wrong type", method: "PATCH", path: env.dashPath(id, ""), key: env.owner, body: `{"name": 5}`,
 			status: 400, want: []string{`"attr":"name"`}},
-		{name: "unknown dashboard", method: "GET", path: env.dashPath(999, ""), key: env.key, status: 404, want: []string{`"code":"not_found"`}},
-		{name: "deleted dashboard", method: "GET", path: env.dashPath(gone, ""), key: env.key, status: 404},
-		{name: "deleted dashboard not editable", method: "PATCH", path: env.dashPath(gone, ""), key: env.key, body: `{"name":"x"}`, status: 404},
+		{name: "unknown dashboard", method: "GET", path: env.dashPath(999, ""), key: env.owner, status: 404, want: []string{`"code":"not_found"`}},
+		{name: "deleted dashboard", method: "GET", path: env.dashPath(gone, ""), key: env.owner, status: 404},
+		{name: "deleted dashboard not editable", method: "PATCH", path: env.dashPath(gone, ""), key: env.owner, body: `{"name":"x"}`, status: 404},
 	})
 }
 
 // DELETE is refused with 405 and no body, and changes nothing; the key, scope and
 // project are checked before.
 func TestDashboardDeleteRefused(t *testing.T) {
-	env := newDashEnv(t)
+	env := newTestEnv(t, "")
 	id, _ := env.dashboard(t, `{"name": "Keep me"}`)
-	status, text, header := env.do(t, "DELETE", env.dashPath(id, ""), env.key, nil, "")
+	status, text, _ := env.do(t, "DELETE", env.dashPath(id, ""), env.owner, nil, "")
 	if status != 405 || text != "" {
 		t.Fatalf("DELETE answered %d %q, want 405 with no body", status, text)
 	}
-	_ = header
-	if d := env.ok(t, 200, "GET", env.dashPath(id, ""), env.key, ""); d["deleted"] != false || d["name"] != "Keep me" {
+	if d := env.must(t, 200, "GET", env.dashPath(id, ""), env.owner, ""); d["deleted"] != false || d["name"] != "Keep me" {
 		t.Fatalf("after DELETE: %v", d)
 	}
-	_, readOnly := env.addUser(t, "reader@example.com", uuid.MustParse(env.boot.OrganizationID), levelMember, "dashboard:read")
+	_, readOnly := env.addUser(t, "reader@example.com", env.org, levelMember, "dashboard:read")
 	_, outsider := env.addUser(t, "outsider@example.com", uuid.Nil, levelOwner, "*")
 	for _, c := range []struct {
 		key    string
@@ -179,39 +131,39 @@ func TestDashboardDeleteRefused(t *testing.T) {
 }
 
 func TestDashboardSoftDeleteRestore(t *testing.T) {
-	env := newDashEnv(t)
+	env := newTestEnv(t, "")
 	a, _ := env.dashboard(t, `{"name": "A"}`)
 	b, _ := env.dashboard(t, `{"name": "B"}`)
 	query := `{"kind": "TrendsQuery", "series": [{"event": "$pageview"}]}`
-	onlyA := env.ok(t, 201, "POST", env.project+"/insights/", env.key, fmt.Sprintf(`{"name": "only on A", "query": %s, "dashboards": [%d]}`, query, a))
-	shared := env.ok(t, 201, "POST", env.project+"/insights/", env.key, fmt.Sprintf(`{"name": "on A and B", "query": %s, "dashboards": [%d, %d]}`, query, a, b))
+	onlyA := env.must(t, 201, "POST", env.project+"/insights/", env.owner, fmt.Sprintf(`{"name": "only on A", "query": %s, "dashboards": [%d]}`, query, a))
+	shared := env.must(t, 201, "POST", env.project+"/insights/", env.owner, fmt.Sprintf(`{"name": "on A and B", "query": %s, "dashboards": [%d, %d]}`, query, a, b))
 	insightPath := func(i map[string]any) string {
 		return fmt.Sprintf("%s/insights/%d/", env.project, int64(i["id"].(float64)))
 	}
 
-	d := env.ok(t, 200, "PATCH", env.dashPath(a, ""), env.key, `{"deleted": true, "delete_insights": true}`)
+	d := env.must(t, 200, "PATCH", env.dashPath(a, ""), env.owner, `{"deleted": true, "delete_insights": true}`)
 	if d["deleted"] != true {
 		t.Fatalf("soft delete answered %v", d)
 	}
-	env.ok(t, 404, "GET", env.dashPath(a, ""), env.key, "")
-	if list := env.ok(t, 200, "GET", env.project+"/dashboards/", env.key, ""); list["count"] != 1.0 {
+	env.must(t, 404, "GET", env.dashPath(a, ""), env.owner, "")
+	if list := env.must(t, 200, "GET", env.project+"/dashboards/", env.owner, ""); list["count"] != 1.0 {
 		t.Fatalf("list after delete: %v", list)
 	}
-	env.ok(t, 404, "GET", insightPath(onlyA), env.key, "")
-	if i := env.ok(t, 200, "GET", insightPath(shared), env.key, ""); fmt.Sprint(i["dashboards"]) != fmt.Sprintf("[%d]", b) {
+	env.must(t, 404, "GET", insightPath(onlyA), env.owner, "")
+	if i := env.must(t, 200, "GET", insightPath(shared), env.owner, ""); fmt.Sprint(i["dashboards"]) != fmt.Sprintf("[%d]", b) {
 		t.Fatalf("the insight on B too: %v", i["dashboards"])
 	}
 	// Only exactly {"deleted": false} restores.
-	env.ok(t, 404, "PATCH", env.dashPath(a, ""), env.key, `{"deleted": false, "name": "again"}`)
-	d = env.ok(t, 200, "PATCH", env.dashPath(a, ""), env.key, `{"deleted": false}`)
+	env.must(t, 404, "PATCH", env.dashPath(a, ""), env.owner, `{"deleted": false, "name": "again"}`)
+	d = env.must(t, 200, "PATCH", env.dashPath(a, ""), env.owner, `{"deleted": false}`)
 	if d["deleted"] != false || len(d["tiles"].([]any)) != 2 {
 		t.Fatalf("restored %v", d)
 	}
-	env.ok(t, 200, "GET", insightPath(onlyA), env.key, "")
+	env.must(t, 200, "GET", insightPath(onlyA), env.owner, "")
 }
 
 func TestDashboardTemplates(t *testing.T) {
-	env := newDashEnv(t)
+	env := newTestEnv(t, "")
 	now := time.Now().UTC()
 	var events []warehouse.Event
 	for i, who := range []string{"u1", "u1", "u2", "u3"} {
@@ -249,22 +201,22 @@ func TestDashboardTemplates(t *testing.T) {
 		t.Fatalf("a deep duplicate copies the insights: %v", copied["name"])
 	}
 	env.run(t, []scenario{
-		{name: "unknown template", method: "POST", path: env.project + "/dashboards/", key: env.key, body: `{"use_template": "NOPE"}`,
+		{name: "unknown template", method: "POST", path: env.project + "/dashboards/", key: env.owner, body: `{"use_template": "NOPE"}`,
 			status: 400, want: []string{`{"type":"validation_error","code":"invalid_input","detail":"Invalid template provided: NOPE","attr":"use_template"}`}},
-		{name: "unknown dashboard to copy", method: "POST", path: env.project + "/dashboards/", key: env.key, body: `{"use_dashboard": 9999}`,
+		{name: "unknown dashboard to copy", method: "POST", path: env.project + "/dashboards/", key: env.owner, body: `{"use_dashboard": 9999}`,
 			status: 400, want: []string{`"detail":"Invalid value provided","attr":"use_dashboard"`}},
-		{name: "both", method: "POST", path: env.project + "/dashboards/", key: env.key, body: fmt.Sprintf(`{"use_template": "DEFAULT_APP", "use_dashboard": %d}`, id),
+		{name: "both", method: "POST", path: env.project + "/dashboards/", key: env.owner, body: fmt.Sprintf(`{"use_template": "DEFAULT_APP", "use_dashboard": %d}`, id),
 			status: 400, want: []string{`{"type":"validation_error","code":"invalid_input","detail":"` + "`use_dashboard` and `use_template` cannot be used together" + `","attr":null}`}},
 	})
 }
 
 func TestCreateFromTemplateJSON(t *testing.T) {
-	env := newDashEnv(t)
+	env := newTestEnv(t, "")
 	path := env.project + "/dashboards/create_from_template_json/"
 	good := `{"template_name": "Signups", "dashboard_description": "Who signs up", "dashboard_filters": {}, "tags": ["Growth"],
 		"tiles": [{"type": "INSIGHT", "name": "Signups a day", "query": {"kind": "TrendsQuery", "series": [{"event": "signed up"}]}},
 		          {"type": "TEXT", "body": "Notes", "layouts": {"sm": {"x": 0, "y": 9}}}]}`
-	d := env.ok(t, 200, "POST", path, env.key, `{"template": `+good+`}`)
+	d := env.must(t, 200, "POST", path, env.owner, `{"template": `+good+`}`)
 	tiles := d["tiles"].([]any)
 	// Tiles come sorted by their small layout's y, as PostHog sorts them: the text card at y 9
 	// before the insight that has no layout.
@@ -280,20 +232,20 @@ func TestCreateFromTemplateJSON(t *testing.T) {
 		{`{"template_name": "x", "dashboard_description": "", "dashboard_filters": {}, "tiles": [{"type": "CHART"}]}`, "template__tiles__0__type"},
 		{`{"template_name": "x", "dashboard_description": "", "dashboard_filters": {}, "tiles": [{"type": "INSIGHT", "name": "n", "query": {"kind": "FunnelsQuery"}}]}`, "template__tiles__0__query__kind"},
 	} {
-		status, out := env.call(t, "POST", path, env.key, `{"template": `+c.template+`}`)
+		status, out, _ := env.call(t, "POST", path, env.owner, `{"template": `+c.template+`}`)
 		if status != 400 || out["type"] != "validation_error" || out["attr"] != c.attr {
 			t.Fatalf("%s: %d %v, want 400 on %s", c.template, status, out, c.attr)
 		}
 	}
-	if status, out := env.call(t, "POST", path, env.key, `{}`); status != 400 || out["attr"] != "template" {
+	if status, out, _ := env.call(t, "POST", path, env.owner, `{}`); status != 400 || out["attr"] != "template" {
 		t.Fatalf("no template: %d %v", status, out)
 	}
 }
 
 func TestDashboardTiles(t *testing.T) {
-	env := newDashEnv(t)
+	env := newTestEnv(t, "")
 	id, _ := env.dashboard(t, `{"name": "Tiles"}`)
-	d := env.ok(t, 200, "PATCH", env.dashPath(id, ""), env.key, `{"tiles": [
+	d := env.must(t, 200, "PATCH", env.dashPath(id, ""), env.owner, `{"tiles": [
 		{"text": {"body": "second"}, "layouts": {"sm": {"x": 0, "y": 5}}},
 		{"text": {"body": "first"}, "layouts": {"sm": {"x": 0, "y": 0}}, "color": "blue"},
 		{"text": {"body": "no layout"}}]}`)
@@ -307,7 +259,7 @@ func TestDashboardTiles(t *testing.T) {
 	if strings.Join(bodies, ",") != "first,second,no layout" {
 		t.Fatalf("tiles in layout order: %v", bodies)
 	}
-	d = env.ok(t, 200, "PATCH", env.dashPath(id, ""), env.key, fmt.Sprintf(`{"tiles": [
+	d = env.must(t, 200, "PATCH", env.dashPath(id, ""), env.owner, fmt.Sprintf(`{"tiles": [
 		{"id": %d, "text": {"body": "first, edited"}, "color": "red", "layouts": {"sm": {"x": 0, "y": 9}}},
 		{"id": %d, "deleted": true}]}`, ids[0], ids[2]))
 	tiles := d["tiles"].([]any)
@@ -316,47 +268,47 @@ func TestDashboardTiles(t *testing.T) {
 		t.Fatalf("after edits: %v", tiles)
 	}
 	env.run(t, []scenario{
-		{name: "a tile of another dashboard", method: "PATCH", path: env.dashPath(id, ""), key: env.key, body: `{"tiles": [{"id": 999, "color": "x"}]}`,
+		{name: "a tile of another dashboard", method: "PATCH", path: env.dashPath(id, ""), key: env.owner, body: `{"tiles": [{"id": 999, "color": "x"}]}`,
 			status: 400, want: []string{`"attr":"tiles__0__id"`}},
-		{name: "a text too long", method: "PATCH", path: env.dashPath(id, ""), key: env.key,
+		{name: "a text too long", method: "PATCH", path: env.dashPath(id, ""), key: env.owner,
 			body: `{"tiles": [{"text": {"body": "` + strings.Repeat("x", 4001) + `"}}]}`, status: 400, want: []string{`"attr":"tiles__0__text__body"`}},
 	})
 }
 
 func TestMoveTile(t *testing.T) {
-	env := newDashEnv(t)
+	env := newTestEnv(t, "")
 	from, _ := env.dashboard(t, `{"name": "From"}`)
 	to, _ := env.dashboard(t, `{"name": "To"}`)
-	d := env.ok(t, 200, "PATCH", env.dashPath(from, ""), env.key, `{"tiles": [{"text": {"body": "moving"}}]}`)
+	d := env.must(t, 200, "PATCH", env.dashPath(from, ""), env.owner, `{"tiles": [{"text": {"body": "moving"}}]}`)
 	tileID := int64(d["tiles"].([]any)[0].(map[string]any)["id"].(float64))
-	status, text, _ := env.do(t, "PATCH", env.dashPath(from, "move_tile/"), env.key, nil, fmt.Sprintf(`{"tile": {"id": %d}, "toDashboard": %d}`, tileID, to))
+	status, text, _ := env.do(t, "PATCH", env.dashPath(from, "move_tile/"), env.owner, nil, fmt.Sprintf(`{"tile": {"id": %d}, "toDashboard": %d}`, tileID, to))
 	if status != 200 || text != "" {
 		t.Fatalf("move_tile answered %d %q, want 200 with no body", status, text)
 	}
-	if tiles := env.ok(t, 200, "GET", env.dashPath(from, ""), env.key, "")["tiles"].([]any); len(tiles) != 0 {
+	if tiles := env.must(t, 200, "GET", env.dashPath(from, ""), env.owner, "")["tiles"].([]any); len(tiles) != 0 {
 		t.Fatal("the tile is still on the source dashboard")
 	}
-	moved := env.ok(t, 200, "GET", env.dashPath(to, ""), env.key, "")["tiles"].([]any)
+	moved := env.must(t, 200, "GET", env.dashPath(to, ""), env.owner, "")["tiles"].([]any)
 	if len(moved) != 1 || int64(moved[0].(map[string]any)["id"].(float64)) != tileID {
 		t.Fatalf("the target's tiles: %v", moved)
 	}
 	env.run(t, []scenario{
-		{name: "a tile not on the dashboard", method: "PATCH", path: env.dashPath(from, "move_tile/"), key: env.key,
+		{name: "a tile not on the dashboard", method: "PATCH", path: env.dashPath(from, "move_tile/"), key: env.owner,
 			body: fmt.Sprintf(`{"tile": {"id": %d}, "toDashboard": %d}`, tileID, to), status: 400, want: []string{`"attr":"tile"`}},
-		{name: "an unknown target", method: "PATCH", path: env.dashPath(to, "move_tile/"), key: env.key,
+		{name: "an unknown target", method: "PATCH", path: env.dashPath(to, "move_tile/"), key: env.owner,
 			body: fmt.Sprintf(`{"tile": {"id": %d}, "toDashboard": 9999}`, tileID), status: 404},
-		{name: "no tile", method: "PATCH", path: env.dashPath(to, "move_tile/"), key: env.key, body: `{"toDashboard": 1}`,
+		{name: "no tile", method: "PATCH", path: env.dashPath(to, "move_tile/"), key: env.owner, body: `{"toDashboard": 1}`,
 			status: 400, want: []string{`"attr":"tile"`}},
 	})
 }
 
 func TestCollaborators(t *testing.T) {
-	env := newDashEnv(t)
+	env := newTestEnv(t, "")
 	id, _ := env.dashboard(t, `{"name": "Restricted"}`)
 	collab := env.dashPath(id, "collaborators/")
-	memberID, memberKey := env.member(t, "member@example.com", levelMember)
-	_, viewerKey := env.member(t, "viewer@example.com", levelMember)
-	adminID, _ := env.member(t, "admin@example.com", levelAdmin)
+	memberID, memberKey := env.member(t, "member@example.com", levelMember, "*")
+	_, viewerKey := env.member(t, "viewer@example.com", levelMember, "*")
+	adminID, _ := env.member(t, "admin@example.com", levelAdmin, "*")
 	var ownerID string
 	env.warehouse.DB().QueryRow(`SELECT uuid::VARCHAR FROM meta.users WHERE email = 'owner@example.com'`).Scan(&ownerID)
 	_, outsiderKey := env.addUser(t, "stranger@example.com", uuid.Nil, levelOwner, "*")
@@ -364,24 +316,24 @@ func TestCollaborators(t *testing.T) {
 	env.warehouse.DB().QueryRow(`SELECT uuid::VARCHAR FROM meta.users WHERE email = 'stranger@example.com'`).Scan(&strangerID)
 	add := func(user string, level int) string { return fmt.Sprintf(`{"user_uuid": %q, "level": %d}`, user, level) }
 
-	env.run(t, []scenario{{name: "lowest restriction level", method: "POST", path: collab, key: env.key, body: add(memberID, 37),
+	env.run(t, []scenario{{name: "lowest restriction level", method: "POST", path: collab, key: env.owner, body: add(memberID, 37),
 		status: 400, want: []string{`"detail":"Cannot add collaborators to a dashboard on the lowest restriction level."`}}})
-	env.ok(t, 200, "PATCH", env.dashPath(id, ""), env.key, `{"restriction_level": 37}`)
+	env.must(t, 200, "PATCH", env.dashPath(id, ""), env.owner, `{"restriction_level": 37}`)
 	env.run(t, []scenario{
-		{name: "only edit access", method: "POST", path: collab, key: env.key, body: add(memberID, 21), status: 400,
+		{name: "only edit access", method: "POST", path: collab, key: env.owner, body: add(memberID, 21), status: 400,
 			want: []string{`"detail":"Only edit access can be explicitly specified currently."`, `"attr":"level"`}},
-		{name: "unknown user", method: "POST", path: collab, key: env.key, body: add(uuid.NewString(), 37), status: 400,
+		{name: "unknown user", method: "POST", path: collab, key: env.owner, body: add(uuid.NewString(), 37), status: 400,
 			want: []string{`"detail":"User does not exist."`}},
-		{name: "no access to the project", method: "POST", path: collab, key: env.key, body: add(strangerID, 37), status: 400,
+		{name: "no access to the project", method: "POST", path: collab, key: env.owner, body: add(strangerID, 37), status: 400,
 			want: []string{`"detail":"Cannot add collaborators that have no access to the project."`}},
-		{name: "the owner", method: "POST", path: collab, key: env.key, body: add(ownerID, 37), status: 400,
+		{name: "the owner", method: "POST", path: collab, key: env.owner, body: add(ownerID, 37), status: 400,
 			want: []string{`"detail":"Cannot add collaborators that already have inherent access (the dashboard owner or a project admins)."`}},
-		{name: "a project admin", method: "POST", path: collab, key: env.key, body: add(adminID, 37), status: 400,
+		{name: "a project admin", method: "POST", path: collab, key: env.owner, body: add(adminID, 37), status: 400,
 			want: []string{"already have inherent access"}},
 		{name: "not the key's organization", method: "POST", path: collab, key: outsiderKey, body: add(memberID, 37), status: 404},
 	})
 	// A member without edit rights sees the dashboard read-only and cannot add anyone.
-	if d := env.ok(t, 200, "GET", env.dashPath(id, ""), memberKey, ""); d["effective_privilege_level"] != 21.0 || d["user_access_level"] != "viewer" {
+	if d := env.must(t, 200, "GET", env.dashPath(id, ""), memberKey, ""); d["effective_privilege_level"] != 21.0 || d["user_access_level"] != "viewer" {
 		t.Fatalf("a member on a restricted dashboard: %v %v", d["effective_privilege_level"], d["user_access_level"])
 	}
 	env.run(t, []scenario{
@@ -390,58 +342,59 @@ func TestCollaborators(t *testing.T) {
 		{name: "member adds a collaborator", method: "POST", path: collab, key: memberKey, body: add(memberID, 37), status: 403},
 	})
 
-	r := env.ok(t, 201, "POST", collab, env.key, add(memberID, 37))
+	r := env.must(t, 201, "POST", collab, env.owner, add(memberID, 37))
 	if r["level"] != 37.0 || r["user"].(map[string]any)["uuid"] != memberID || r["dashboard_id"] != float64(id) {
 		t.Fatalf("added %v", r)
 	}
-	env.run(t, []scenario{{name: "twice", method: "POST", path: collab, key: env.key, body: add(memberID, 37), status: 400,
+	env.run(t, []scenario{{name: "twice", method: "POST", path: collab, key: env.owner, body: add(memberID, 37), status: 400,
 		want: []string{`"detail":"User already is a collaborator."`}}})
-	if list := env.ok(t, 200, "GET", env.dashPath(id, ""), memberKey, ""); list["effective_privilege_level"] != 37.0 || list["user_access_level"] != "editor" {
+	if list := env.must(t, 200, "GET", env.dashPath(id, ""), memberKey, ""); list["effective_privilege_level"] != 37.0 || list["user_access_level"] != "editor" {
 		t.Fatalf("the collaborator's access: %v", list)
 	}
-	status, text, _ := env.do(t, "GET", collab, env.key, nil, "")
+	status, text, _ := env.do(t, "GET", collab, env.owner, nil, "")
 	var collaborators []map[string]any
 	json.Unmarshal([]byte(text), &collaborators)
 	if status != 200 || len(collaborators) != 1 || collaborators[0]["user_uuid"] != memberID {
 		t.Fatalf("collaborators %d %s", status, text)
 	}
 	// The collaborator edits; it may not change the restriction level.
-	env.ok(t, 200, "PATCH", env.dashPath(id, ""), memberKey, `{"name": "edited by a collaborator"}`)
+	env.must(t, 200, "PATCH", env.dashPath(id, ""), memberKey, `{"name": "edited by a collaborator"}`)
 	env.run(t, []scenario{
 		{name: "collaborator changes the level", method: "PATCH", path: env.dashPath(id, ""), key: memberKey, body: `{"restriction_level": 21}`,
 			status: 403, want: []string{"Only the dashboard owner and project admins have the restriction rights"}},
 		{name: "viewer still read-only", method: "PATCH", path: env.dashPath(id, ""), key: viewerKey, body: `{"name": "x"}`, status: 403},
 	})
-	if status, text, _ := env.do(t, "DELETE", env.dashPath(id, "collaborators/"+memberID+"/"), env.key, nil, ""); status != 204 || text != "" {
+	if status, text, _ := env.do(t, "DELETE", env.dashPath(id, "collaborators/"+memberID+"/"), env.owner, nil, ""); status != 204 || text != "" {
 		t.Fatalf("remove: %d %q", status, text)
 	}
-	env.run(t, []scenario{{name: "remove again", method: "DELETE", path: env.dashPath(id, "collaborators/"+memberID+"/"), key: env.key, status: 404}})
-	env.ok(t, 200, "PATCH", env.dashPath(id, ""), env.key, `{"restriction_level": 21}`)
-	env.run(t, []scenario{{name: "remove on the lowest level", method: "DELETE", path: env.dashPath(id, "collaborators/"+memberID+"/"), key: env.key,
+	env.run(t, []scenario{{name: "remove again", method: "DELETE", path: env.dashPath(id, "collaborators/"+memberID+"/"), key: env.owner, status: 404}})
+	env.must(t, 200, "PATCH", env.dashPath(id, ""), env.owner, `{"restriction_level": 21}`)
+	env.run(t, []scenario{{name: "remove on the lowest level", method: "DELETE", path: env.dashPath(id, "collaborators/"+memberID+"/"), key: env.owner,
 		status: 400, want: []string{"Cannot remove collaborators from a dashboard on the lowest restriction level."}}})
 }
 
 func TestSharing(t *testing.T) {
-	env := newDashEnv(t)
+	env := newTestEnv(t, "")
 	env.ingest(t, warehouse.Event{Name: "$pageview", DistinctID: "u", Timestamp: time.Now().UTC()})
 	id, _ := env.dashboard(t, `{"use_template": "DEFAULT_APP"}`)
 	sharing := env.dashPath(id, "sharing/")
-	s := env.ok(t, 200, "GET", sharing, env.key, "")
+	s := env.must(t, 200, "GET", sharing, env.owner, "")
 	token, _ := s["access_token"].(string)
 	if s["enabled"] != false || !regexp.MustCompile(`^[A-Za-z0-9_-]{30}$`).MatchString(token) || s["created_at"] == nil || len(s) != 3 {
 		t.Fatalf("sharing %v", s)
 	}
-	if again := env.ok(t, 200, "GET", sharing, env.key, ""); again["access_token"] != token {
+	if again := env.must(t, 200, "GET", sharing, env.owner, ""); again["access_token"] != token {
 		t.Fatal("the token changed between two reads")
 	}
 	public := func(token string) (int, map[string]any) {
 		t.Helper()
-		return env.call(t, "GET", "/shared/"+token, "", "")
+		status, out, _ := env.call(t, "GET", "/shared/"+token, "", "")
+		return status, out
 	}
 	if status, _ := public(token); status != 404 {
 		t.Fatalf("a disabled link answered %d", status)
 	}
-	env.ok(t, 200, "PATCH", sharing, env.key, `{"enabled": true}`)
+	env.must(t, 200, "PATCH", sharing, env.owner, `{"enabled": true}`)
 	status, d := public(token)
 	if status != 200 || d["name"] != "My App Dashboard" || len(d["tiles"].([]any)) != 5 || d["effective_restriction_level"] != 37.0 || d["effective_privilege_level"] != 21.0 {
 		t.Fatalf("the public dashboard: %d %v", status, d)
@@ -449,10 +402,10 @@ func TestSharing(t *testing.T) {
 	if result := d["tiles"].([]any)[0].(map[string]any)["insight"].(map[string]any)["result"]; result == nil {
 		t.Fatal("the public dashboard's tiles have no results")
 	}
-	if list := env.ok(t, 200, "GET", env.project+"/dashboards/", env.key, ""); list["results"].([]any)[0].(map[string]any)["is_shared"] != true {
+	if list := env.must(t, 200, "GET", env.project+"/dashboards/", env.owner, ""); list["results"].([]any)[0].(map[string]any)["is_shared"] != true {
 		t.Fatal("is_shared is not true")
 	}
-	rotated := env.ok(t, 200, "POST", env.dashPath(id, "sharing/refresh/"), env.key, "")["access_token"].(string)
+	rotated := env.must(t, 200, "POST", env.dashPath(id, "sharing/refresh/"), env.owner, "")["access_token"].(string)
 	if rotated == token {
 		t.Fatal("refresh kept the token")
 	}
@@ -462,23 +415,23 @@ func TestSharing(t *testing.T) {
 	if status, _ := public(rotated); status != 200 {
 		t.Fatalf("the new token answered %d", status)
 	}
-	env.ok(t, 200, "PATCH", sharing, env.key, `{"enabled": false}`)
+	env.must(t, 200, "PATCH", sharing, env.owner, `{"enabled": false}`)
 	if status, _ := public(rotated); status != 404 {
 		t.Fatalf("a link disabled again answered %d", status)
 	}
 	// Sharing a restricted dashboard needs edit rights on it.
-	_, memberKey := env.member(t, "member@example.com", levelMember)
-	env.ok(t, 200, "PATCH", env.dashPath(id, ""), env.key, `{"restriction_level": 37}`)
+	_, memberKey := env.member(t, "member@example.com", levelMember, "*")
+	env.must(t, 200, "PATCH", env.dashPath(id, ""), env.owner, `{"restriction_level": 37}`)
 	env.run(t, []scenario{{name: "member shares a restricted dashboard", method: "PATCH", path: sharing, key: memberKey, body: `{"enabled": true}`,
 		status: 403, want: []string{"You don't have edit permissions for this dashboard."}}})
 }
 
 // Insight results are computed, cached, and computed again once the project has new events.
 func TestInsightResults(t *testing.T) {
-	env := newDashEnv(t)
+	env := newTestEnv(t, "")
 	now := time.Now().UTC()
 	env.ingest(t, warehouse.Event{Name: "signed up", DistinctID: "u1", Timestamp: now})
-	i := env.ok(t, 201, "POST", env.project+"/insights/", env.key,
+	i := env.must(t, 201, "POST", env.project+"/insights/", env.owner,
 		`{"name": "Signups", "query": {"kind": "InsightVizNode", "source": {"kind": "TrendsQuery", "series": [{"event": "signed up"}], "dateRange": {"date_from": "-1d"}}}}`)
 	path := fmt.Sprintf("%s/insights/%d/", env.project, int64(i["id"].(float64)))
 	count := func(i map[string]any) float64 {
@@ -487,46 +440,40 @@ func TestInsightResults(t *testing.T) {
 	if count(i) != 1 || i["is_cached"] != false || i["last_refresh"] == nil {
 		t.Fatalf("created %v", i)
 	}
-	cached := env.ok(t, 200, "GET", path, env.key, "")
+	cached := env.must(t, 200, "GET", path, env.owner, "")
 	if count(cached) != 1 || cached["is_cached"] != true || cached["last_refresh"] != i["last_refresh"] {
 		t.Fatalf("second read: cached %v", cached["is_cached"])
 	}
 	env.ingest(t, warehouse.Event{Name: "signed up", DistinctID: "u2", Timestamp: now})
-	fresh := env.ok(t, 200, "GET", path, env.key, "")
+	fresh := env.must(t, 200, "GET", path, env.owner, "")
 	if count(fresh) != 2 || fresh["is_cached"] != false {
 		t.Fatalf("after a new event: count %v, cached %v", count(fresh), fresh["is_cached"])
 	}
 	env.run(t, []scenario{
-		{name: "a query insights cannot compute", method: "POST", path: env.project + "/insights/", key: env.key,
+		{name: "a query insights cannot compute", method: "POST", path: env.project + "/insights/", key: env.owner,
 			body: `{"query": {"kind": "HogQLQuery", "query": "SELECT 1"}}`, status: 400, want: []string{`"attr":"query"`}},
-		{name: "insights list", method: "GET", path: env.project + "/insights/", key: env.key, status: 200, want: []string{`"count":1`, `"short_id":`}},
+		{name: "insights list", method: "GET", path: env.project + "/insights/", key: env.owner, status: 200, want: []string{`"count":1`, `"short_id":`}},
 	})
-	env.ok(t, 200, "PATCH", path, env.key, `{"deleted": true}`)
-	env.ok(t, 404, "GET", path, env.key, "")
-}
-
-// newDashEnvWith is newDashEnv with a Config of the test's choosing.
-func newDashEnvWith(t *testing.T, configure func(*Config)) *dashEnv {
-	m := newMgmtEnv(t, configure)
-	return &dashEnv{testEnv: m.testEnv, key: m.owner, project: fmt.Sprintf("/api/projects/%d", m.boot.ProjectID)}
+	env.must(t, 200, "PATCH", path, env.owner, `{"deleted": true}`)
+	env.must(t, 404, "GET", path, env.owner, "")
 }
 
 // otherProject makes a second project in the bootstrap organization and returns its
 // path (/api/projects/{id}).
-func (env *dashEnv) otherProject(t *testing.T) string {
+func (env *testEnv) otherProject(t *testing.T) string {
 	t.Helper()
-	p := env.ok(t, 201, "POST", "/api/organizations/{org}/projects/", env.key, `{"name": "Other"}`)
+	p := env.must(t, 201, "POST", "/api/organizations/{org}/projects/", env.owner, `{"name": "Other"}`)
 	return fmt.Sprintf("/api/projects/%d", int64(p["id"].(float64)))
 }
 
 // insight makes an insight of the bootstrap project and returns its id.
-func (env *dashEnv) insight(t *testing.T, body string) int64 {
+func (env *testEnv) insight(t *testing.T, body string) int64 {
 	t.Helper()
-	i := env.ok(t, 201, "POST", env.project+"/insights/", env.key, body)
+	i := env.must(t, 201, "POST", env.project+"/insights/", env.owner, body)
 	return int64(i["id"].(float64))
 }
 
-func (env *dashEnv) insightPath(id int64) string {
+func (env *testEnv) insightPath(id int64) string {
 	return fmt.Sprintf("%s/insights/%d/", env.project, id)
 }
 
@@ -548,7 +495,7 @@ type answer struct {
 
 // burst sends n copies of a request at once (all released together) and returns the
 // answers. It runs off the test's goroutine, so transport errors are returned.
-func (env *dashEnv) burst(n int, method, path, key, body string) []answer {
+func (env *testEnv) burst(n int, method, path, key, body string) []answer {
 	answers := make([]answer, n)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -586,11 +533,11 @@ const concurrentRequests = 32
 // Concurrent reads of one dashboard all succeed: a read writes nothing that two
 // transactions could conflict on.
 func TestDashboardConcurrentRetrieve(t *testing.T) {
-	env := newDashEnv(t)
+	env := newTestEnv(t, "")
 	id, _ := env.dashboard(t, `{"name": "Busy"}`)
-	env.ok(t, 200, "PATCH", env.dashPath(id, ""), env.key, `{"tiles": [{"text": {"body": "hello"}}]}`)
+	env.must(t, 200, "PATCH", env.dashPath(id, ""), env.owner, `{"tiles": [{"text": {"body": "hello"}}]}`)
 	env.insight(t, fmt.Sprintf(`{"name": "Views", "query": {"kind": "TrendsQuery", "series": [{"event": "$pageview"}]}, "dashboards": [%d]}`, id))
-	for i, a := range env.burst(concurrentRequests, "GET", env.dashPath(id, ""), env.key, "") {
+	for i, a := range env.burst(concurrentRequests, "GET", env.dashPath(id, ""), env.owner, "") {
 		if a.err != nil || a.status != 200 || !strings.Contains(a.body, `"name":"Busy"`) {
 			t.Fatalf("read %d: %d %v %s", i, a.status, a.err, a.body)
 		}
@@ -599,10 +546,10 @@ func TestDashboardConcurrentRetrieve(t *testing.T) {
 
 // Concurrent first reads of a sharing configuration all answer the same one.
 func TestSharingConcurrentFirstRetrieve(t *testing.T) {
-	env := newDashEnv(t)
+	env := newTestEnv(t, "")
 	id, _ := env.dashboard(t, `{"name": "Shared"}`)
 	tokens := map[string]int{}
-	for i, a := range env.burst(concurrentRequests, "GET", env.dashPath(id, "sharing/"), env.key, "") {
+	for i, a := range env.burst(concurrentRequests, "GET", env.dashPath(id, "sharing/"), env.owner, "") {
 		var s map[string]any
 		if a.err != nil || a.status != 200 || json.Unmarshal([]byte(a.body), &s) != nil {
 			t.Fatalf("read %d: %d %v %s", i, a.status, a.err, a.body)
@@ -612,7 +559,7 @@ func TestSharingConcurrentFirstRetrieve(t *testing.T) {
 	if len(tokens) != 1 {
 		t.Fatalf("concurrent first reads answered %d different tokens: %v", len(tokens), tokens)
 	}
-	if s := env.ok(t, 200, "GET", env.dashPath(id, "sharing/"), env.key, ""); tokens[s["access_token"].(string)] == 0 {
+	if s := env.must(t, 200, "GET", env.dashPath(id, "sharing/"), env.owner, ""); tokens[s["access_token"].(string)] == 0 {
 		t.Fatalf("a later read answered another token: %v", s)
 	}
 }
@@ -620,11 +567,11 @@ func TestSharingConcurrentFirstRetrieve(t *testing.T) {
 // Concurrent requests to add the same collaborator: one adds it, the others are told
 // it already is one.
 func TestCollaboratorConcurrentAdd(t *testing.T) {
-	env := newDashEnv(t)
+	env := newTestEnv(t, "")
 	id, _ := env.dashboard(t, `{"name": "Restricted", "restriction_level": 37}`)
-	memberID, _ := env.member(t, "member@example.com", levelMember)
+	memberID, _ := env.member(t, "member@example.com", levelMember, "*")
 	created := 0
-	for i, a := range env.burst(concurrentRequests, "POST", env.dashPath(id, "collaborators/"), env.key, fmt.Sprintf(`{"user_uuid": %q, "level": 37}`, memberID)) {
+	for i, a := range env.burst(concurrentRequests, "POST", env.dashPath(id, "collaborators/"), env.owner, fmt.Sprintf(`{"user_uuid": %q, "level": 37}`, memberID)) {
 		switch {
 		case a.err == nil && a.status == 201:
 			created++
@@ -633,7 +580,7 @@ func TestCollaboratorConcurrentAdd(t *testing.T) {
 			t.Fatalf("request %d: %d %v %s", i, a.status, a.err, a.body)
 		}
 	}
-	status, text, _ := env.do(t, "GET", env.dashPath(id, "collaborators/"), env.key, nil, "")
+	status, text, _ := env.do(t, "GET", env.dashPath(id, "collaborators/"), env.owner, nil, "")
 	var collaborators []map[string]any
 	if created != 1 || status != 200 || json.Unmarshal([]byte(text), &collaborators) != nil || len(collaborators) != 1 {
 		t.Fatalf("%d added; collaborators %d %s", created, status, text)
@@ -642,41 +589,41 @@ func TestCollaboratorConcurrentAdd(t *testing.T) {
 
 // PostHog's field rules for dashboards and their tiles.
 func TestDashboardValidation(t *testing.T) {
-	env := newDashEnv(t)
+	env := newTestEnv(t, "")
 	id, _ := env.dashboard(t, `{"name": "Rules"}`)
-	d := env.ok(t, 200, "PATCH", env.dashPath(id, ""), env.key, `{"tiles": [{"text": {"body": "card"}}]}`)
+	d := env.must(t, 200, "PATCH", env.dashPath(id, ""), env.owner, `{"tiles": [{"text": {"body": "card"}}]}`)
 	tile := tileIDs(d)[0]
 	long := strings.Repeat("c", 401)
 	nullField := func(attr string) string {
 		return `{"type":"validation_error","code":"null","detail":"This field may not be null.","attr":"` + attr + `"}`
 	}
 	env.run(t, []scenario{
-		{name: "description null on create", method: "POST", path: env.project + "/dashboards/", key: env.key, body: `{"name": "x", "description": null}`,
+		{name: "description null on create", method: "POST", path: env.project + "/dashboards/", key: env.owner, body: `{"name": "x", "description": null}`,
 			status: 400, want: []string{nullField("description")}},
-		{name: "pinned null on create", method: "POST", path: env.project + "/dashboards/", key: env.key, body: `{"name": "x", "pinned": null}`,
+		{name: "pinned null on create", method: "POST", path: env.project + "/dashboards/", key: env.owner, body: `{"name": "x", "pinned": null}`,
 			status: 400, want: []string{nullField("pinned")}},
-		{name: "description null", method: "PATCH", path: env.dashPath(id, ""), key: env.key, body: `{"description": null}`,
+		{name: "description null", method: "PATCH", path: env.dashPath(id, ""), key: env.owner, body: `{"description": null}`,
 			status: 400, want: []string{nullField("description")}},
-		{name: "pinned null", method: "PATCH", path: env.dashPath(id, ""), key: env.key, body: `{"pinned": null}`,
+		{name: "pinned null", method: "PATCH", path: env.dashPath(id, ""), key: env.owner, body: `{"pinned": null}`,
 			status: 400, want: []string{nullField("pinned")}},
-		{name: "name null clears it", method: "PATCH", path: env.dashPath(id, ""), key: env.key, body: `{"name": null}`,
+		{name: "name null clears it", method: "PATCH", path: env.dashPath(id, ""), key: env.owner, body: `{"name": null}`,
 			status: 200, want: []string{`"name":null`}},
-		{name: "color too long on a new tile", method: "PATCH", path: env.dashPath(id, ""), key: env.key,
+		{name: "color too long on a new tile", method: "PATCH", path: env.dashPath(id, ""), key: env.owner,
 			body: `{"tiles": [{"text": {"body": "x"}, "color": "` + long + `"}]}`, status: 400,
 			want: []string{`{"type":"validation_error","code":"max_length","detail":"Ensure this field has no more than 400 characters.","attr":"tiles__0__color"}`}},
-		{name: "color too long on a tile", method: "PATCH", path: env.dashPath(id, ""), key: env.key,
+		{name: "color too long on a tile", method: "PATCH", path: env.dashPath(id, ""), key: env.owner,
 			body: fmt.Sprintf(`{"tiles": [{"id": %d, "color": %q}]}`, tile, long), status: 400, want: []string{`"attr":"tiles__0__color"`}},
-		{name: "color of 400 characters", method: "PATCH", path: env.dashPath(id, ""), key: env.key,
+		{name: "color of 400 characters", method: "PATCH", path: env.dashPath(id, ""), key: env.owner,
 			body: fmt.Sprintf(`{"tiles": [{"id": %d, "color": %q}]}`, tile, long[1:]), status: 200, want: []string{`"color":"` + long[1:] + `"`}},
-		{name: "filters_overrides not an object", method: "PATCH", path: env.dashPath(id, ""), key: env.key,
+		{name: "filters_overrides not an object", method: "PATCH", path: env.dashPath(id, ""), key: env.owner,
 			body: fmt.Sprintf(`{"tiles": [{"id": %d, "filters_overrides": [1]}]}`, tile), status: 400,
 			want: []string{`"code":"invalid_input"`, `"attr":"tiles__0__filters_overrides"`}},
-		{name: "filters_overrides a string", method: "PATCH", path: env.dashPath(id, ""), key: env.key,
+		{name: "filters_overrides a string", method: "PATCH", path: env.dashPath(id, ""), key: env.owner,
 			body: fmt.Sprintf(`{"tiles": [{"id": %d, "filters_overrides": "x"}]}`, tile), status: 400,
 			want: []string{`"attr":"tiles__0__filters_overrides"`}},
 	})
 	// Nothing of a refused request was kept.
-	if d := env.ok(t, 200, "GET", env.dashPath(id, ""), env.key, ""); len(d["tiles"].([]any)) != 1 || d["description"] != "" || d["pinned"] != false {
+	if d := env.must(t, 200, "GET", env.dashPath(id, ""), env.owner, ""); len(d["tiles"].([]any)) != 1 || d["description"] != "" || d["pinned"] != false {
 		t.Fatalf("after refused edits: %v", d)
 	}
 }
@@ -684,9 +631,9 @@ func TestDashboardValidation(t *testing.T) {
 // A viewer is refused before its body is looked at, as DRF checks object permissions
 // before the serializer.
 func TestDashboardEditRightsBeforeValidation(t *testing.T) {
-	env := newDashEnv(t)
+	env := newTestEnv(t, "")
 	id, _ := env.dashboard(t, `{"name": "Restricted", "restriction_level": 37}`)
-	_, memberKey := env.member(t, "member@example.com", levelMember)
+	_, memberKey := env.member(t, "member@example.com", levelMember, "*")
 	for _, body := range []string{`{"restriction_level": 50}`, `{"name": 5}`, `{"description": null}`, `not json`} {
 		env.run(t, []scenario{{name: "viewer sends " + body, method: "PATCH", path: env.dashPath(id, ""), key: memberKey, body: body,
 			status: 403, want: []string{`{"type":"authentication_error","code":"permission_denied","detail":"You don't have edit permissions for this dashboard.","attr":null}`}}})
@@ -695,7 +642,7 @@ func TestDashboardEditRightsBeforeValidation(t *testing.T) {
 
 // The list sorts names in any case, as PostHog's Postgres collation does, and pages.
 func TestDashboardListOrderAndPages(t *testing.T) {
-	env := newDashEnv(t)
+	env := newTestEnv(t, "")
 	for _, name := range []string{"cherry", "Banana", "", "apple", "Date"} {
 		env.dashboard(t, fmt.Sprintf(`{"name": %q}`, name))
 	}
@@ -707,19 +654,19 @@ func TestDashboardListOrderAndPages(t *testing.T) {
 		}
 		return strings.Join(out, ",")
 	}
-	if got := names(env.ok(t, 200, "GET", env.project+"/dashboards/", env.key, "")); got != "zebra,apple,Banana,cherry,Date,<nil>" {
+	if got := names(env.must(t, 200, "GET", env.project+"/dashboards/", env.owner, "")); got != "zebra,apple,Banana,cherry,Date,<nil>" {
 		t.Fatalf("list order %s", got)
 	}
-	first := env.ok(t, 200, "GET", env.project+"/dashboards/?limit=2", env.key, "")
+	first := env.must(t, 200, "GET", env.project+"/dashboards/?limit=2", env.owner, "")
 	if names(first) != "zebra,apple" || first["count"] != 6.0 || first["previous"] != nil ||
 		first["next"] != env.url+env.project+"/dashboards/?limit=2&offset=2" {
 		t.Fatalf("first page %s, count %v, next %v, previous %v", names(first), first["count"], first["next"], first["previous"])
 	}
-	second := env.ok(t, 200, "GET", strings.TrimPrefix(first["next"].(string), env.url), env.key, "")
+	second := env.must(t, 200, "GET", strings.TrimPrefix(first["next"].(string), env.url), env.owner, "")
 	if names(second) != "Banana,cherry" || second["previous"] != env.url+env.project+"/dashboards/?limit=2" {
 		t.Fatalf("second page %s, previous %v", names(second), second["previous"])
 	}
-	last := env.ok(t, 200, "GET", env.project+"/dashboards/?limit=2&offset=4", env.key, "")
+	last := env.must(t, 200, "GET", env.project+"/dashboards/?limit=2&offset=4", env.owner, "")
 	if names(last) != "Date,<nil>" || last["next"] != nil {
 		t.Fatalf("last page %s, next %v", names(last), last["next"])
 	}
@@ -727,26 +674,26 @@ func TestDashboardListOrderAndPages(t *testing.T) {
 
 // Who may do what on a dashboard, by PostHog's restriction levels.
 func TestDashboardAccessLevels(t *testing.T) {
-	env := newDashEnv(t)
-	_, adminKey := env.member(t, "admin@example.com", levelAdmin)
-	_, memberKey := env.member(t, "member@example.com", levelMember)
+	env := newTestEnv(t, "")
+	_, adminKey := env.member(t, "admin@example.com", levelAdmin, "*")
+	_, memberKey := env.member(t, "member@example.com", levelMember, "*")
 	open, _ := env.dashboard(t, `{"name": "Open"}`)
 	restricted, _ := env.dashboard(t, `{"name": "Restricted", "restriction_level": 37}`)
 
 	// An admin who did not create it manages it.
-	if d := env.ok(t, 200, "GET", env.dashPath(restricted, ""), adminKey, ""); d["user_access_level"] != "manager" || d["effective_privilege_level"] != 37.0 {
+	if d := env.must(t, 200, "GET", env.dashPath(restricted, ""), adminKey, ""); d["user_access_level"] != "manager" || d["effective_privilege_level"] != 37.0 {
 		t.Fatalf("an admin sees %v %v", d["user_access_level"], d["effective_privilege_level"])
 	}
-	if d := env.ok(t, 200, "PATCH", env.dashPath(restricted, ""), adminKey, `{"restriction_level": 21}`); d["restriction_level"] != 21.0 {
+	if d := env.must(t, 200, "PATCH", env.dashPath(restricted, ""), adminKey, `{"restriction_level": 21}`); d["restriction_level"] != 21.0 {
 		t.Fatalf("an admin changed the level: %v", d["restriction_level"])
 	}
-	env.ok(t, 200, "PATCH", env.dashPath(restricted, ""), adminKey, `{"restriction_level": 37}`)
+	env.must(t, 200, "PATCH", env.dashPath(restricted, ""), adminKey, `{"restriction_level": 37}`)
 
 	// A member edits an open dashboard, but may not restrict it.
-	if d := env.ok(t, 200, "GET", env.dashPath(open, ""), memberKey, ""); d["user_access_level"] != "editor" || d["effective_privilege_level"] != 37.0 {
+	if d := env.must(t, 200, "GET", env.dashPath(open, ""), memberKey, ""); d["user_access_level"] != "editor" || d["effective_privilege_level"] != 37.0 {
 		t.Fatalf("a member on an open dashboard sees %v %v", d["user_access_level"], d["effective_privilege_level"])
 	}
-	if d := env.ok(t, 200, "PATCH", env.dashPath(open, ""), memberKey, `{"name": "Open, edited", "tiles": [{"text": {"body": "by a member"}}]}`); d["name"] != "Open, edited" || len(d["tiles"].([]any)) != 1 {
+	if d := env.must(t, 200, "PATCH", env.dashPath(open, ""), memberKey, `{"name": "Open, edited", "tiles": [{"text": {"body": "by a member"}}]}`); d["name"] != "Open, edited" || len(d["tiles"].([]any)) != 1 {
 		t.Fatalf("a member edited %v", d)
 	}
 	env.run(t, []scenario{
@@ -756,19 +703,19 @@ func TestDashboardAccessLevels(t *testing.T) {
 		{name: "member soft-deletes a restricted dashboard", method: "PATCH", path: env.dashPath(restricted, ""), key: memberKey,
 			body: `{"deleted": true}`, status: 403, want: []string{"You don't have edit permissions for this dashboard."}},
 	})
-	if d := env.ok(t, 200, "GET", env.dashPath(restricted, ""), env.key, ""); d["deleted"] != false {
+	if d := env.must(t, 200, "GET", env.dashPath(restricted, ""), env.owner, ""); d["deleted"] != false {
 		t.Fatal("a refused soft delete deleted the dashboard")
 	}
 	// Restoring needs edit rights too.
-	env.ok(t, 200, "PATCH", env.dashPath(restricted, ""), env.key, `{"deleted": true}`)
+	env.must(t, 200, "PATCH", env.dashPath(restricted, ""), env.owner, `{"deleted": true}`)
 	env.run(t, []scenario{{name: "member restores a restricted dashboard", method: "PATCH", path: env.dashPath(restricted, ""), key: memberKey,
 		body: `{"deleted": false}`, status: 403, want: []string{"You don't have edit permissions for this dashboard."}}})
-	env.ok(t, 404, "GET", env.dashPath(restricted, ""), env.key, "")
-	env.ok(t, 200, "PATCH", env.dashPath(restricted, ""), adminKey, `{"deleted": false}`)
+	env.must(t, 404, "GET", env.dashPath(restricted, ""), env.owner, "")
+	env.must(t, 200, "PATCH", env.dashPath(restricted, ""), adminKey, `{"deleted": false}`)
 }
 
 // tilesDeleted are the deleted flags of a dashboard's tile rows, by tile id.
-func (env *dashEnv) tilesDeleted(t *testing.T, dashboard int64) map[int64]bool {
+func (env *testEnv) tilesDeleted(t *testing.T, dashboard int64) map[int64]bool {
 	t.Helper()
 	rows, err := env.warehouse.DB().Query(`SELECT id, deleted FROM meta.dashboard_tiles WHERE dashboard_id = ?`, dashboard)
 	if err != nil {
@@ -790,14 +737,14 @@ func (env *dashEnv) tilesDeleted(t *testing.T, dashboard int64) map[int64]bool {
 // A soft delete without delete_insights keeps the insights, and marks the tile rows
 // deleted; a restore brings them back.
 func TestDashboardSoftDeleteKeepsInsights(t *testing.T) {
-	env := newDashEnv(t)
+	env := newTestEnv(t, "")
 	id, _ := env.dashboard(t, `{"name": "Doomed"}`)
 	insight := env.insight(t, fmt.Sprintf(`{"name": "only here", "query": {"kind": "TrendsQuery", "series": [{"event": "$pageview"}]}, "dashboards": [%d]}`, id))
-	d := env.ok(t, 200, "PATCH", env.dashPath(id, ""), env.key, `{"tiles": [{"text": {"body": "card"}}]}`)
+	d := env.must(t, 200, "PATCH", env.dashPath(id, ""), env.owner, `{"tiles": [{"text": {"body": "card"}}]}`)
 	if len(tileIDs(d)) != 2 {
 		t.Fatalf("tiles %v", d["tiles"])
 	}
-	env.ok(t, 200, "PATCH", env.dashPath(id, ""), env.key, `{"deleted": true, "delete_insights": false}`)
+	env.must(t, 200, "PATCH", env.dashPath(id, ""), env.owner, `{"deleted": true, "delete_insights": false}`)
 	flags := env.tilesDeleted(t, id)
 	if len(flags) != 2 {
 		t.Fatalf("tile rows %v", flags)
@@ -807,27 +754,27 @@ func TestDashboardSoftDeleteKeepsInsights(t *testing.T) {
 			t.Fatalf("tile %d of a deleted dashboard is not marked deleted", tile)
 		}
 	}
-	i := env.ok(t, 200, "GET", env.insightPath(insight), env.key, "")
+	i := env.must(t, 200, "GET", env.insightPath(insight), env.owner, "")
 	if i["deleted"] != false || fmt.Sprint(i["dashboards"]) != "[]" {
 		t.Fatalf("the insight after its dashboard was deleted: %v %v", i["deleted"], i["dashboards"])
 	}
-	env.ok(t, 200, "PATCH", env.dashPath(id, ""), env.key, `{"deleted": false}`)
+	env.must(t, 200, "PATCH", env.dashPath(id, ""), env.owner, `{"deleted": false}`)
 	for tile, deleted := range env.tilesDeleted(t, id) {
 		if deleted {
 			t.Fatalf("tile %d still deleted after the restore", tile)
 		}
 	}
-	if i := env.ok(t, 200, "GET", env.insightPath(insight), env.key, ""); fmt.Sprint(i["dashboards"]) != fmt.Sprintf("[%d]", id) {
+	if i := env.must(t, 200, "GET", env.insightPath(insight), env.owner, ""); fmt.Sprint(i["dashboards"]) != fmt.Sprintf("[%d]", id) {
 		t.Fatalf("the insight after the restore: %v", i["dashboards"])
 	}
 }
 
 func TestMoveTileRules(t *testing.T) {
-	env := newDashEnv(t)
-	_, memberKey := env.member(t, "member@example.com", levelMember)
+	env := newTestEnv(t, "")
+	_, memberKey := env.member(t, "member@example.com", levelMember, "*")
 	textTile := func(dashboard int64) int64 {
 		t.Helper()
-		ids := tileIDs(env.ok(t, 200, "PATCH", env.dashPath(dashboard, ""), env.key, `{"tiles": [{"text": {"body": "tile"}}]}`))
+		ids := tileIDs(env.must(t, 200, "PATCH", env.dashPath(dashboard, ""), env.owner, `{"tiles": [{"text": {"body": "tile"}}]}`))
 		return ids[len(ids)-1]
 	}
 	move := func(tile, to int64) string { return fmt.Sprintf(`{"tile": {"id": %d}, "toDashboard": %d}`, tile, to) }
@@ -835,18 +782,18 @@ func TestMoveTileRules(t *testing.T) {
 	open2, _ := env.dashboard(t, `{"name": "Open too"}`)
 	restricted, _ := env.dashboard(t, `{"name": "Restricted", "restriction_level": 37}`)
 	deleted, _ := env.dashboard(t, `{"name": "Deleted"}`)
-	env.ok(t, 200, "PATCH", env.dashPath(deleted, ""), env.key, `{"deleted": true}`)
+	env.must(t, 200, "PATCH", env.dashPath(deleted, ""), env.owner, `{"deleted": true}`)
 	other := env.otherProject(t)
-	foreign := int64(env.ok(t, 201, "POST", other+"/dashboards/", env.key, `{"name": "Elsewhere"}`)["id"].(float64))
+	foreign := int64(env.must(t, 201, "POST", other+"/dashboards/", env.owner, `{"name": "Elsewhere"}`)["id"].(float64))
 	onOpen, onRestricted := textTile(open), textTile(restricted)
 
 	noEdit := `{"type":"authentication_error","code":"permission_denied","detail":"You don't have edit permissions for this dashboard.","attr":null}`
 	env.run(t, []scenario{
-		{name: "to a dashboard of another project", method: "PATCH", path: env.dashPath(open, "move_tile/"), key: env.key, body: move(onOpen, foreign),
+		{name: "to a dashboard of another project", method: "PATCH", path: env.dashPath(open, "move_tile/"), key: env.owner, body: move(onOpen, foreign),
 			status: 404, want: []string{`"detail":"Dashboard not found."`}},
-		{name: "to a deleted dashboard", method: "PATCH", path: env.dashPath(open, "move_tile/"), key: env.key, body: move(onOpen, deleted),
+		{name: "to a deleted dashboard", method: "PATCH", path: env.dashPath(open, "move_tile/"), key: env.owner, body: move(onOpen, deleted),
 			status: 404, want: []string{`"detail":"Dashboard not found."`}},
-		{name: "from a deleted dashboard", method: "PATCH", path: env.dashPath(deleted, "move_tile/"), key: env.key, body: move(onOpen, open),
+		{name: "from a deleted dashboard", method: "PATCH", path: env.dashPath(deleted, "move_tile/"), key: env.owner, body: move(onOpen, open),
 			status: 404},
 		{name: "without edit rights on the source", method: "PATCH", path: env.dashPath(restricted, "move_tile/"), key: memberKey,
 			body: move(onRestricted, open), status: 403, want: []string{noEdit}},
@@ -854,10 +801,10 @@ func TestMoveTileRules(t *testing.T) {
 			body: move(onOpen, restricted), status: 403, want: []string{noEdit}},
 	})
 	// Nothing moved.
-	if ids := tileIDs(env.ok(t, 200, "GET", env.dashPath(open, ""), env.key, "")); fmt.Sprint(ids) != fmt.Sprintf("[%d]", onOpen) {
+	if ids := tileIDs(env.must(t, 200, "GET", env.dashPath(open, ""), env.owner, "")); fmt.Sprint(ids) != fmt.Sprintf("[%d]", onOpen) {
 		t.Fatalf("the open dashboard's tiles after refused moves: %v", ids)
 	}
-	if d := env.ok(t, 200, "GET", other+fmt.Sprintf("/dashboards/%d/", foreign), env.key, ""); len(d["tiles"].([]any)) != 0 {
+	if d := env.must(t, 200, "GET", other+fmt.Sprintf("/dashboards/%d/", foreign), env.owner, ""); len(d["tiles"].([]any)) != 0 {
 		t.Fatalf("the other project's dashboard got a tile: %v", d["tiles"])
 	}
 	// A member moves between dashboards it may edit.
@@ -867,30 +814,30 @@ func TestMoveTileRules(t *testing.T) {
 }
 
 func TestCollaboratorRules(t *testing.T) {
-	env := newDashEnv(t)
+	env := newTestEnv(t, "")
 	id, _ := env.dashboard(t, `{"name": "Restricted", "restriction_level": 37}`)
 	collab := env.dashPath(id, "collaborators/")
-	memberID, memberKey := env.member(t, "member@example.com", levelMember)
-	goneID, _ := env.member(t, "gone@example.com", levelMember)
+	memberID, memberKey := env.member(t, "member@example.com", levelMember, "*")
+	goneID, _ := env.member(t, "gone@example.com", levelMember, "*")
 	if _, err := env.warehouse.DB().Exec(`UPDATE meta.users SET is_active = false WHERE email = 'gone@example.com'`); err != nil {
 		t.Fatal(err)
 	}
-	env.ok(t, 201, "POST", collab, env.key, fmt.Sprintf(`{"user_uuid": %q, "level": 37}`, memberID))
-	otherID, otherKey := env.member(t, "other@example.com", levelMember)
-	env.ok(t, 201, "POST", collab, env.key, fmt.Sprintf(`{"user_uuid": %q, "level": 37}`, otherID))
+	env.must(t, 201, "POST", collab, env.owner, fmt.Sprintf(`{"user_uuid": %q, "level": 37}`, memberID))
+	otherID, otherKey := env.member(t, "other@example.com", levelMember, "*")
+	env.must(t, 201, "POST", collab, env.owner, fmt.Sprintf(`{"user_uuid": %q, "level": 37}`, otherID))
 	notFound := `{"type":"invalid_request","code":"not_found","detail":"Dashboard not found.","attr":null}`
-	_, viewerKey := env.member(t, "viewer@example.com", levelMember)
+	_, viewerKey := env.member(t, "viewer@example.com", levelMember, "*")
 	env.run(t, []scenario{
-		{name: "an inactive user", method: "POST", path: collab, key: env.key, body: fmt.Sprintf(`{"user_uuid": %q, "level": 37}`, goneID),
+		{name: "an inactive user", method: "POST", path: collab, key: env.owner, body: fmt.Sprintf(`{"user_uuid": %q, "level": 37}`, goneID),
 			status: 400, want: []string{`{"type":"validation_error","code":"invalid_input","detail":"User does not exist.","attr":"user_uuid"}`}},
 		{name: "remove by a non-editor", method: "DELETE", path: env.dashPath(id, "collaborators/"+memberID+"/"), key: viewerKey, status: 403,
 			want: []string{`"detail":"You don't have edit permissions for this dashboard."`}},
-		{name: "list of an unknown dashboard", method: "GET", path: env.dashPath(9999, "collaborators/"), key: env.key, status: 404, want: []string{notFound}},
-		{name: "add to an unknown dashboard", method: "POST", path: env.dashPath(9999, "collaborators/"), key: env.key,
+		{name: "list of an unknown dashboard", method: "GET", path: env.dashPath(9999, "collaborators/"), key: env.owner, status: 404, want: []string{notFound}},
+		{name: "add to an unknown dashboard", method: "POST", path: env.dashPath(9999, "collaborators/"), key: env.owner,
 			body: fmt.Sprintf(`{"user_uuid": %q, "level": 37}`, memberID), status: 404, want: []string{notFound}},
-		{name: "remove from an unknown dashboard", method: "DELETE", path: env.dashPath(9999, "collaborators/"+memberID+"/"), key: env.key,
+		{name: "remove from an unknown dashboard", method: "DELETE", path: env.dashPath(9999, "collaborators/"+memberID+"/"), key: env.owner,
 			status: 404, want: []string{notFound}},
-		{name: "a dashboard id that is no number", method: "GET", path: env.project + "/dashboards/abc/collaborators/", key: env.key, status: 404, want: []string{notFound}},
+		{name: "a dashboard id that is no number", method: "GET", path: env.project + "/dashboards/abc/collaborators/", key: env.owner, status: 404, want: []string{notFound}},
 	})
 	// A collaborator may remove another one: it has edit rights.
 	if status, _, _ := env.do(t, "DELETE", env.dashPath(id, "collaborators/"+otherID+"/"), memberKey, nil, ""); status != 204 {
@@ -900,35 +847,35 @@ func TestCollaboratorRules(t *testing.T) {
 }
 
 func TestSharingRules(t *testing.T) {
-	env := newDashEnv(t)
+	env := newTestEnv(t, "")
 	id, _ := env.dashboard(t, `{"name": "Restricted", "restriction_level": 37}`)
-	_, memberKey := env.member(t, "member@example.com", levelMember)
-	s := env.ok(t, 200, "GET", env.dashPath(id, "sharing/"), memberKey, "") // reading needs no edit rights
+	_, memberKey := env.member(t, "member@example.com", levelMember, "*")
+	s := env.must(t, 200, "GET", env.dashPath(id, "sharing/"), memberKey, "") // reading needs no edit rights
 	token := s["access_token"].(string)
 	env.run(t, []scenario{{name: "refresh by a non-editor", method: "POST", path: env.dashPath(id, "sharing/refresh/"), key: memberKey, status: 403,
 		want: []string{`{"type":"authentication_error","code":"permission_denied","detail":"You don't have edit permissions for this dashboard.","attr":null}`}}})
-	if again := env.ok(t, 200, "GET", env.dashPath(id, "sharing/"), env.key, ""); again["access_token"] != token {
+	if again := env.must(t, 200, "GET", env.dashPath(id, "sharing/"), env.owner, ""); again["access_token"] != token {
 		t.Fatal("a refused refresh rotated the token")
 	}
-	env.ok(t, 200, "PATCH", env.dashPath(id, "sharing/"), env.key, `{"enabled": true}`)
-	env.ok(t, 200, "GET", "/shared/"+token, "", "")
-	env.ok(t, 200, "PATCH", env.dashPath(id, ""), env.key, `{"deleted": true}`)
+	env.must(t, 200, "PATCH", env.dashPath(id, "sharing/"), env.owner, `{"enabled": true}`)
+	env.must(t, 200, "GET", "/shared/"+token, "", "")
+	env.must(t, 200, "PATCH", env.dashPath(id, ""), env.owner, `{"deleted": true}`)
 	env.run(t, []scenario{
 		{name: "public link of a deleted dashboard", method: "GET", path: "/shared/" + token, status: 404,
 			want: []string{`{"type":"invalid_request","code":"not_found","detail":"Not found.","attr":null}`}},
-		{name: "sharing of a deleted dashboard", method: "GET", path: env.dashPath(id, "sharing/"), key: env.key, status: 404},
+		{name: "sharing of a deleted dashboard", method: "GET", path: env.dashPath(id, "sharing/"), key: env.owner, status: 404},
 	})
-	env.ok(t, 200, "PATCH", env.dashPath(id, ""), env.key, `{"deleted": false}`)
-	env.ok(t, 200, "GET", "/shared/"+token, "", "")
+	env.must(t, 200, "PATCH", env.dashPath(id, ""), env.owner, `{"deleted": false}`)
+	env.must(t, 200, "GET", "/shared/"+token, "", "")
 }
 
 // Insight tiles take layouts, colors and filter overrides like text cards.
 func TestInsightTileEdits(t *testing.T) {
-	env := newDashEnv(t)
+	env := newTestEnv(t, "")
 	id, _ := env.dashboard(t, `{"name": "Tiles"}`)
 	insight := env.insight(t, fmt.Sprintf(`{"name": "Views", "query": {"kind": "TrendsQuery", "series": [{"event": "$pageview"}]}, "dashboards": [%d]}`, id))
-	tile := tileIDs(env.ok(t, 200, "GET", env.dashPath(id, ""), env.key, ""))[0]
-	d := env.ok(t, 200, "PATCH", env.dashPath(id, ""), env.key, fmt.Sprintf(`{"tiles": [{"id": %d, "color": "purple",
+	tile := tileIDs(env.must(t, 200, "GET", env.dashPath(id, ""), env.owner, ""))[0]
+	d := env.must(t, 200, "PATCH", env.dashPath(id, ""), env.owner, fmt.Sprintf(`{"tiles": [{"id": %d, "color": "purple",
 		"layouts": {"sm": {"x": 2, "y": 3, "w": 6, "h": 5}}, "filters_overrides": {"date_from": "-30d"}}]}`, tile))
 	got := d["tiles"].([]any)[0].(map[string]any)
 	if got["color"] != "purple" || mustText(t, got["layouts"]) != `{"sm":{"h":5,"w":6,"x":2,"y":3}}` ||
@@ -936,11 +883,11 @@ func TestInsightTileEdits(t *testing.T) {
 		t.Fatalf("edited insight tile %v", got)
 	}
 	// Kept, and the insight is not changed by it.
-	got = env.ok(t, 200, "GET", env.dashPath(id, ""), env.key, "")["tiles"].([]any)[0].(map[string]any)
+	got = env.must(t, 200, "GET", env.dashPath(id, ""), env.owner, "")["tiles"].([]any)[0].(map[string]any)
 	if got["color"] != "purple" || mustText(t, got["filters_overrides"]) != `{"date_from":"-30d"}` {
 		t.Fatalf("insight tile after a read %v", got)
 	}
-	d = env.ok(t, 200, "PATCH", env.dashPath(id, ""), env.key, fmt.Sprintf(`{"tiles": [{"id": %d, "color": null, "filters_overrides": {}}]}`, tile))
+	d = env.must(t, 200, "PATCH", env.dashPath(id, ""), env.owner, fmt.Sprintf(`{"tiles": [{"id": %d, "color": null, "filters_overrides": {}}]}`, tile))
 	if got := d["tiles"].([]any)[0].(map[string]any); got["color"] != nil || mustText(t, got["filters_overrides"]) != `{}` || got["layouts"] == nil {
 		t.Fatalf("insight tile after clearing %v", got)
 	}
@@ -948,13 +895,13 @@ func TestInsightTileEdits(t *testing.T) {
 
 // use_dashboard copies only dashboards of the same project.
 func TestDuplicateOtherProjectDashboard(t *testing.T) {
-	env := newDashEnv(t)
+	env := newTestEnv(t, "")
 	other := env.otherProject(t)
-	foreign := int64(env.ok(t, 201, "POST", other+"/dashboards/", env.key, `{"name": "Elsewhere"}`)["id"].(float64))
-	env.run(t, []scenario{{name: "use_dashboard of another project", method: "POST", path: env.project + "/dashboards/", key: env.key,
+	foreign := int64(env.must(t, 201, "POST", other+"/dashboards/", env.owner, `{"name": "Elsewhere"}`)["id"].(float64))
+	env.run(t, []scenario{{name: "use_dashboard of another project", method: "POST", path: env.project + "/dashboards/", key: env.owner,
 		body: fmt.Sprintf(`{"name": "Copy", "use_dashboard": %d}`, foreign), status: 400,
 		want: []string{`{"type":"validation_error","code":"invalid_input","detail":"Invalid value provided","attr":"use_dashboard"}`}}})
-	if list := env.ok(t, 200, "GET", env.project+"/dashboards/", env.key, ""); list["count"] != 0.0 {
+	if list := env.must(t, 200, "GET", env.project+"/dashboards/", env.owner, ""); list["count"] != 0.0 {
 		t.Fatalf("a refused copy made a dashboard: %v", list)
 	}
 }
@@ -962,12 +909,12 @@ func TestDuplicateOtherProjectDashboard(t *testing.T) {
 // move_tile and create_from_template_json need dashboard:write, which PostHog leaves
 // undocumented: written out here, not taken from the route table.
 func TestDashboardActionScopes(t *testing.T) {
-	env := newDashEnv(t)
+	env := newTestEnv(t, "")
 	from, _ := env.dashboard(t, `{"name": "From"}`)
 	to, _ := env.dashboard(t, `{"name": "To"}`)
-	tile := tileIDs(env.ok(t, 200, "PATCH", env.dashPath(from, ""), env.key, `{"tiles": [{"text": {"body": "x"}}]}`))[0]
-	_, readKey := env.addUser(t, "reader@example.com", uuid.MustParse(env.boot.OrganizationID), levelOwner, "dashboard:read")
-	_, writeKey := env.addUser(t, "writer@example.com", uuid.MustParse(env.boot.OrganizationID), levelOwner, "dashboard:write")
+	tile := tileIDs(env.must(t, 200, "PATCH", env.dashPath(from, ""), env.owner, `{"tiles": [{"text": {"body": "x"}}]}`))[0]
+	_, readKey := env.addUser(t, "reader@example.com", env.org, levelOwner, "dashboard:read")
+	_, writeKey := env.addUser(t, "writer@example.com", env.org, levelOwner, "dashboard:write")
 	missing := `{"type":"authentication_error","code":"permission_denied","detail":"API key missing required scope 'dashboard:write'","attr":null}`
 	template := `{"template": {"template_name": "T", "dashboard_description": "", "dashboard_filters": {}, "tiles": [{"type": "TEXT", "body": "x"}]}}`
 	moveBody := fmt.Sprintf(`{"tile": {"id": %d}, "toDashboard": %d}`, tile, to)

@@ -9,7 +9,7 @@ import (
 )
 
 func TestDomains(t *testing.T) {
-	env := newMgmtEnv(t, nil)
+	env := serveAPI(t, nil)
 	_, memberKey := env.member(t, "member@example.com", levelMember, "organization:write")
 	otherOrg, outsiderKey := env.addUser(t, "outsider@example.com", uuid.Nil, levelOwner, "*")
 	domains := "/api/organizations/{org}/domains/"
@@ -79,7 +79,7 @@ func TestDomains(t *testing.T) {
 // Verification asks a real DNS server (miekg/dns on loopback) for the challenge.
 func TestDomainVerify(t *testing.T) {
 	dnsAddr, zone := startDNS(t)
-	env := newMgmtEnv(t, func(cfg *Config) { cfg.DNSServer = dnsAddr })
+	env := serveAPI(t, func(cfg *Config) { cfg.DNSServer = dnsAddr })
 	_, memberKey := env.member(t, "member@example.com", levelMember, "organization:write")
 	_, readKey := env.member(t, "reader@example.com", levelOwner, "organization:read")
 	created := env.must(t, 201, "POST", env.orgPath("domains/"), env.owner, `{"domain":"acme.example.com"}`)

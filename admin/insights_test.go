@@ -14,12 +14,12 @@ const viewsQuery = `{"kind": "TrendsQuery", "series": [{"event": "$pageview"}]}`
 // An insight on dashboards is edited only by those who may edit one of them
 // (PostHog's CanEditInsight), and it joins or leaves only dashboards its editor may edit.
 func TestInsightEditRights(t *testing.T) {
-	env := newDashEnv(t)
+	env := newTestEnv(t, "")
 	restricted, _ := env.dashboard(t, `{"name": "Restricted", "restriction_level": 37}`)
 	open, _ := env.dashboard(t, `{"name": "Open"}`)
-	collaboratorID, collaboratorKey := env.member(t, "collaborator@example.com", levelMember)
-	env.ok(t, 201, "POST", env.dashPath(restricted, "collaborators/"), env.key, fmt.Sprintf(`{"user_uuid": %q, "level": 37}`, collaboratorID))
-	_, memberKey := env.member(t, "member@example.com", levelMember)
+	collaboratorID, collaboratorKey := env.member(t, "collaborator@example.com", levelMember, "*")
+	env.must(t, 201, "POST", env.dashPath(restricted, "collaborators/"), env.owner, fmt.Sprintf(`{"user_uuid": %q, "level": 37}`, collaboratorID))
+	_, memberKey := env.member(t, "member@example.com", levelMember, "*")
 	onRestricted := env.insight(t, fmt.Sprintf(`{"name": "Guarded", "query": %s, "dashboards": [%d]}`, viewsQuery, restricted))
 	onBoth := env.insight(t, fmt.Sprintf(`{"name": "Both", "query": %s, "dashboards": [%d, %d]}`, viewsQuery, restricted, open))
 	free := env.insight(t, fmt.Sprintf(`{"name": "Free", "query": %s}`, viewsQuery))
@@ -43,41 +43,41 @@ func TestInsightEditRights(t *testing.T) {
 		{name: "member creates an insight on the restricted dashboard", method: "POST", path: env.project + "/insights/", key: memberKey,
 			body: fmt.Sprintf(`{"name": "sneaky", "dashboards": [%d]}`, restricted), status: 403, want: []string{"You don't have permission to add insights to dashboard"}},
 	})
-	i := env.ok(t, 200, "GET", env.insightPath(onRestricted), env.key, "")
+	i := env.must(t, 200, "GET", env.insightPath(onRestricted), env.owner, "")
 	if i["name"] != "Guarded" || i["deleted"] != false || fmt.Sprint(i["dashboards"]) != fmt.Sprintf("[%d]", restricted) {
 		t.Fatalf("the guarded insight after refused edits: %v %v %v", i["name"], i["deleted"], i["dashboards"])
 	}
-	if i := env.ok(t, 200, "GET", env.insightPath(onBoth), env.key, ""); fmt.Sprint(i["dashboards"]) != fmt.Sprintf("[%d %d]", restricted, open) {
+	if i := env.must(t, 200, "GET", env.insightPath(onBoth), env.owner, ""); fmt.Sprint(i["dashboards"]) != fmt.Sprintf("[%d %d]", restricted, open) {
 		t.Fatalf("the shared insight after a refused edit: %v", i["dashboards"])
 	}
-	if list := env.ok(t, 200, "GET", env.project+"/insights/?search=sneaky", env.key, ""); list["count"] != 0.0 {
+	if list := env.must(t, 200, "GET", env.project+"/insights/?search=sneaky", env.owner, ""); list["count"] != 0.0 {
 		t.Fatal("a refused create made an insight")
 	}
 
 	// On an open dashboard too: the member may edit it, and keep it where it is.
-	if i := env.ok(t, 200, "PATCH", env.insightPath(onBoth), memberKey, fmt.Sprintf(`{"name": "Both, renamed", "dashboards": [%d, %d]}`, open, restricted)); i["name"] != "Both, renamed" {
+	if i := env.must(t, 200, "PATCH", env.insightPath(onBoth), memberKey, fmt.Sprintf(`{"name": "Both, renamed", "dashboards": [%d, %d]}`, open, restricted)); i["name"] != "Both, renamed" {
 		t.Fatalf("member renamed %v", i["name"])
 	}
 	// On no dashboard: anyone edits it, and puts it on dashboards it may edit.
-	if i := env.ok(t, 200, "PATCH", env.insightPath(free), memberKey, fmt.Sprintf(`{"dashboards": [%d]}`, open)); fmt.Sprint(i["dashboards"]) != fmt.Sprintf("[%d]", open) {
+	if i := env.must(t, 200, "PATCH", env.insightPath(free), memberKey, fmt.Sprintf(`{"dashboards": [%d]}`, open)); fmt.Sprint(i["dashboards"]) != fmt.Sprintf("[%d]", open) {
 		t.Fatalf("member placed it on %v", i["dashboards"])
 	}
-	env.ok(t, 200, "PATCH", env.insightPath(free), memberKey, `{"dashboards": []}`)
+	env.must(t, 200, "PATCH", env.insightPath(free), memberKey, `{"dashboards": []}`)
 	// A collaborator of the restricted dashboard edits its insights.
-	if i := env.ok(t, 200, "PATCH", env.insightPath(onRestricted), collaboratorKey, `{"name": "Collaborated", "dashboards": []}`); i["name"] != "Collaborated" || fmt.Sprint(i["dashboards"]) != "[]" {
+	if i := env.must(t, 200, "PATCH", env.insightPath(onRestricted), collaboratorKey, `{"name": "Collaborated", "dashboards": []}`); i["name"] != "Collaborated" || fmt.Sprint(i["dashboards"]) != "[]" {
 		t.Fatalf("collaborator edited %v %v", i["name"], i["dashboards"])
 	}
-	env.ok(t, 200, "PATCH", env.insightPath(onRestricted), env.key, fmt.Sprintf(`{"dashboards": [%d]}`, restricted))
-	env.ok(t, 200, "PATCH", env.insightPath(onRestricted), env.key, `{"deleted": true}`)
-	env.ok(t, 404, "GET", env.insightPath(onRestricted), env.key, "")
+	env.must(t, 200, "PATCH", env.insightPath(onRestricted), env.owner, fmt.Sprintf(`{"dashboards": [%d]}`, restricted))
+	env.must(t, 200, "PATCH", env.insightPath(onRestricted), env.owner, `{"deleted": true}`)
+	env.must(t, 404, "GET", env.insightPath(onRestricted), env.owner, "")
 }
 
 func TestInsightUpdateFields(t *testing.T) {
-	env := newDashEnv(t)
+	env := newTestEnv(t, "")
 	env.ingest(t, warehouse.Event{Name: "signed up", DistinctID: "u1", Timestamp: time.Now().UTC()})
 	id := env.insight(t, fmt.Sprintf(`{"name": "Views", "description": "all views", "query": %s}`, viewsQuery))
-	_, memberKey := env.member(t, "member@example.com", levelMember)
-	i := env.ok(t, 200, "PATCH", env.insightPath(id), memberKey, `{"name": "Signups", "description": "who signed up",
+	_, memberKey := env.member(t, "member@example.com", levelMember, "*")
+	i := env.must(t, 200, "PATCH", env.insightPath(id), memberKey, `{"name": "Signups", "description": "who signed up",
 		"query": {"kind": "TrendsQuery", "series": [{"event": "signed up"}], "dateRange": {"date_from": "-1d"}}}`)
 	series := i["result"].(map[string]any)["results"].([]any)[0].(map[string]any)
 	if i["name"] != "Signups" || i["description"] != "who signed up" || !strings.Contains(mustText(t, i["query"]), `"signed up"`) ||
@@ -85,31 +85,31 @@ func TestInsightUpdateFields(t *testing.T) {
 		i["created_by"].(map[string]any)["email"] != "owner@example.com" {
 		t.Fatalf("updated %v", i)
 	}
-	got := env.ok(t, 200, "GET", env.insightPath(id), env.key, "")
+	got := env.must(t, 200, "GET", env.insightPath(id), env.owner, "")
 	if got["name"] != "Signups" || got["description"] != "who signed up" || mustText(t, got["query"]) != mustText(t, i["query"]) {
 		t.Fatalf("read back %v", got)
 	}
 	// Only what is sent changes; an empty name clears it.
-	if i := env.ok(t, 200, "PATCH", env.insightPath(id), env.key, `{"name": ""}`); i["name"] != nil || i["description"] != "who signed up" {
+	if i := env.must(t, 200, "PATCH", env.insightPath(id), env.owner, `{"name": ""}`); i["name"] != nil || i["description"] != "who signed up" {
 		t.Fatalf("after clearing the name %v %v", i["name"], i["description"])
 	}
 	env.run(t, []scenario{
-		{name: "a query insights cannot compute", method: "PATCH", path: env.insightPath(id), key: env.key, body: `{"query": {"kind": "FunnelsQuery"}}`,
+		{name: "a query insights cannot compute", method: "PATCH", path: env.insightPath(id), key: env.owner, body: `{"query": {"kind": "FunnelsQuery"}}`,
 			status: 400, want: []string{`"attr":"query"`}},
-		{name: "a name of the wrong type", method: "PATCH", path: env.insightPath(id), key: env.key, body: `{"name": 5}`,
+		{name: "a name of the wrong type", method: "PATCH", path: env.insightPath(id), key: env.owner, body: `{"name": 5}`,
 			status: 400, want: []string{`"attr":"name"`}},
 	})
 }
 
 func TestInsightListFilters(t *testing.T) {
-	env := newDashEnv(t)
+	env := newTestEnv(t, "")
 	var shortIDs []string
 	for _, name := range []string{"Weekly Signups", "signups by country", "Pageviews"} {
 		id := env.insight(t, fmt.Sprintf(`{"name": %q, "query": %s}`, name, viewsQuery))
-		shortIDs = append(shortIDs, env.ok(t, 200, "GET", env.insightPath(id), env.key, "")["short_id"].(string))
+		shortIDs = append(shortIDs, env.must(t, 200, "GET", env.insightPath(id), env.owner, "")["short_id"].(string))
 	}
 	gone := env.insight(t, `{"name": "Gone signups"}`)
-	env.ok(t, 200, "PATCH", env.insightPath(gone), env.key, `{"deleted": true}`)
+	env.must(t, 200, "PATCH", env.insightPath(gone), env.owner, `{"deleted": true}`)
 	names := func(list map[string]any) string {
 		var out []string
 		for _, r := range list["results"].([]any) {
@@ -126,12 +126,12 @@ func TestInsightListFilters(t *testing.T) {
 		{"?search=signups&short_id=" + shortIDs[2], ""},
 		{"?limit=1&offset=1", "signups by country"},
 	} {
-		list := env.ok(t, 200, "GET", env.project+"/insights/"+c.query, env.key, "")
+		list := env.must(t, 200, "GET", env.project+"/insights/"+c.query, env.owner, "")
 		if got := names(list); got != c.want {
 			t.Fatalf("%s: %q, want %q", c.query, got, c.want)
 		}
 	}
-	if list := env.ok(t, 200, "GET", env.project+"/insights/?limit=1&search=signups", env.key, ""); list["count"] != 2.0 ||
+	if list := env.must(t, 200, "GET", env.project+"/insights/?limit=1&search=signups", env.owner, ""); list["count"] != 2.0 ||
 		list["next"] != env.url+env.project+"/insights/?limit=1&offset=1&search=signups" {
 		t.Fatalf("a page of a search: %v %v", list["count"], list["next"])
 	}
@@ -139,21 +139,21 @@ func TestInsightListFilters(t *testing.T) {
 
 // Insights and dashboards of another project are not reachable through this one.
 func TestInsightOtherProject(t *testing.T) {
-	env := newDashEnv(t)
+	env := newTestEnv(t, "")
 	other := env.otherProject(t)
-	foreign := int64(env.ok(t, 201, "POST", other+"/insights/", env.key, `{"name": "Elsewhere"}`)["id"].(float64))
-	foreignDashboard := int64(env.ok(t, 201, "POST", other+"/dashboards/", env.key, `{"name": "Elsewhere"}`)["id"].(float64))
+	foreign := int64(env.must(t, 201, "POST", other+"/insights/", env.owner, `{"name": "Elsewhere"}`)["id"].(float64))
+	foreignDashboard := int64(env.must(t, 201, "POST", other+"/dashboards/", env.owner, `{"name": "Elsewhere"}`)["id"].(float64))
 	mine := env.insight(t, `{"name": "Mine"}`)
 	notFound := `{"type":"invalid_request","code":"not_found","detail":"Not found.","attr":null}`
 	env.run(t, []scenario{
-		{name: "retrieve", method: "GET", path: env.insightPath(foreign), key: env.key, status: 404, want: []string{notFound}},
-		{name: "update", method: "PATCH", path: env.insightPath(foreign), key: env.key, body: `{"name": "taken"}`, status: 404, want: []string{notFound}},
-		{name: "not listed", method: "GET", path: env.project + "/insights/", key: env.key, status: 200, want: []string{`"count":1`}, notWant: []string{"Elsewhere"}},
-		{name: "on a dashboard of another project", method: "PATCH", path: env.insightPath(mine), key: env.key,
+		{name: "retrieve", method: "GET", path: env.insightPath(foreign), key: env.owner, status: 404, want: []string{notFound}},
+		{name: "update", method: "PATCH", path: env.insightPath(foreign), key: env.owner, body: `{"name": "taken"}`, status: 404, want: []string{notFound}},
+		{name: "not listed", method: "GET", path: env.project + "/insights/", key: env.owner, status: 200, want: []string{`"count":1`}, notWant: []string{"Elsewhere"}},
+		{name: "on a dashboard of another project", method: "PATCH", path: env.insightPath(mine), key: env.owner,
 			body: fmt.Sprintf(`{"dashboards": [%d]}`, foreignDashboard), status: 400,
 			want: []string{fmt.Sprintf(`{"type":"validation_error","code":"invalid_input","detail":"Dashboard %d does not exist in this project.","attr":"dashboards__0"}`, foreignDashboard)}},
 	})
-	if i := env.ok(t, 200, "GET", fmt.Sprintf("%s/insights/%d/", other, foreign), env.key, ""); i["name"] != "Elsewhere" {
+	if i := env.must(t, 200, "GET", fmt.Sprintf("%s/insights/%d/", other, foreign), env.owner, ""); i["name"] != "Elsewhere" {
 		t.Fatalf("the other project's insight: %v", i)
 	}
 }
@@ -161,7 +161,7 @@ func TestInsightOtherProject(t *testing.T) {
 // A result computed under a project's time zone or first day of the week is not
 // served once they change.
 func TestInsightResultsFollowProjectSettings(t *testing.T) {
-	env := newDashEnv(t)
+	env := newTestEnv(t, "")
 	env.ingest(t, warehouse.Event{Name: "$pageview", DistinctID: "u1", Timestamp: time.Now().UTC().Add(-time.Hour)})
 	id := env.insight(t, `{"name": "Weekly", "query": {"kind": "TrendsQuery", "interval": "week", "series": [{"event": "$pageview"}], "dateRange": {"date_from": "-60d"}}}`)
 	firstWeekday := func(i map[string]any) time.Weekday {
@@ -173,7 +173,7 @@ func TestInsightResultsFollowProjectSettings(t *testing.T) {
 		}
 		return day.Weekday()
 	}
-	if i := env.ok(t, 200, "GET", env.insightPath(id), env.key, ""); i["is_cached"] != true || firstWeekday(i) != time.Sunday {
+	if i := env.must(t, 200, "GET", env.insightPath(id), env.owner, ""); i["is_cached"] != true || firstWeekday(i) != time.Sunday {
 		t.Fatalf("before: cached %v, weeks start on %v", i["is_cached"], firstWeekday(i))
 	}
 	setProject := func(column string, value any) {
@@ -184,15 +184,15 @@ func TestInsightResultsFollowProjectSettings(t *testing.T) {
 		}
 	}
 	setProject("week_start_day", 1)
-	i := env.ok(t, 200, "GET", env.insightPath(id), env.key, "")
+	i := env.must(t, 200, "GET", env.insightPath(id), env.owner, "")
 	if i["is_cached"] != false || firstWeekday(i) != time.Monday {
 		t.Fatalf("after week_start_day 1: cached %v, weeks start on %v", i["is_cached"], firstWeekday(i))
 	}
-	if i := env.ok(t, 200, "GET", env.insightPath(id), env.key, ""); i["is_cached"] != true {
+	if i := env.must(t, 200, "GET", env.insightPath(id), env.owner, ""); i["is_cached"] != true {
 		t.Fatal("not cached under the new settings")
 	}
 	setProject("timezone", "Asia/Tokyo")
-	i = env.ok(t, 200, "GET", env.insightPath(id), env.key, "")
+	i = env.must(t, 200, "GET", env.insightPath(id), env.owner, "")
 	if i["is_cached"] != false || i["result"].(map[string]any)["timezone"] != "Asia/Tokyo" {
 		t.Fatalf("after a new time zone: cached %v, timezone %v", i["is_cached"], i["result"].(map[string]any)["timezone"])
 	}
@@ -201,32 +201,32 @@ func TestInsightResultsFollowProjectSettings(t *testing.T) {
 // A cached result expires after the cache's time to live, project events or not.
 func TestInsightResultsTTL(t *testing.T) {
 	const ttl = time.Second
-	env := newDashEnvWith(t, func(cfg *Config) { cfg.InsightCacheTTL = ttl })
-	created := env.ok(t, 201, "POST", env.project+"/insights/", env.key, fmt.Sprintf(`{"name": "Views", "query": %s}`, viewsQuery))
+	env := serveAPI(t, func(cfg *Config) { cfg.InsightCacheTTL = ttl })
+	created := env.must(t, 201, "POST", env.project+"/insights/", env.owner, fmt.Sprintf(`{"name": "Views", "query": %s}`, viewsQuery))
 	id := int64(created["id"].(float64))
-	cached := env.ok(t, 200, "GET", env.insightPath(id), env.key, "")
+	cached := env.must(t, 200, "GET", env.insightPath(id), env.owner, "")
 	if cached["is_cached"] != true || cached["last_refresh"] != created["last_refresh"] {
 		t.Fatalf("within the TTL: cached %v, last_refresh %v (computed %v)", cached["is_cached"], cached["last_refresh"], created["last_refresh"])
 	}
 	time.Sleep(ttl + 200*time.Millisecond)
-	fresh := env.ok(t, 200, "GET", env.insightPath(id), env.key, "")
+	fresh := env.must(t, 200, "GET", env.insightPath(id), env.owner, "")
 	if fresh["is_cached"] != false || fresh["last_refresh"] == created["last_refresh"] {
 		t.Fatalf("after the TTL: cached %v, last_refresh %v", fresh["is_cached"], fresh["last_refresh"])
 	}
-	if again := env.ok(t, 200, "GET", env.insightPath(id), env.key, ""); again["is_cached"] != true || again["last_refresh"] != fresh["last_refresh"] {
+	if again := env.must(t, 200, "GET", env.insightPath(id), env.owner, ""); again["is_cached"] != true || again["last_refresh"] != fresh["last_refresh"] {
 		t.Fatalf("cached again: %v %v", again["is_cached"], again["last_refresh"])
 	}
 }
 
 // A dashboard's insight tiles carry their insight's is_cached and last_refresh.
 func TestInsightTileCaching(t *testing.T) {
-	env := newDashEnv(t)
+	env := newTestEnv(t, "")
 	env.ingest(t, warehouse.Event{Name: "$pageview", DistinctID: "u1", Timestamp: time.Now().UTC()})
 	dashboard, _ := env.dashboard(t, `{"name": "Cached"}`)
-	created := env.ok(t, 201, "POST", env.project+"/insights/", env.key, fmt.Sprintf(`{"name": "Views", "query": %s, "dashboards": [%d]}`, viewsQuery, dashboard))
+	created := env.must(t, 201, "POST", env.project+"/insights/", env.owner, fmt.Sprintf(`{"name": "Views", "query": %s, "dashboards": [%d]}`, viewsQuery, dashboard))
 	tile := func() map[string]any {
 		t.Helper()
-		return env.ok(t, 200, "GET", env.dashPath(dashboard, ""), env.key, "")["tiles"].([]any)[0].(map[string]any)
+		return env.must(t, 200, "GET", env.dashPath(dashboard, ""), env.owner, "")["tiles"].([]any)[0].(map[string]any)
 	}
 	first := tile()
 	if first["is_cached"] != true || first["last_refresh"] != created["last_refresh"] ||
@@ -242,7 +242,7 @@ func TestInsightTileCaching(t *testing.T) {
 		t.Fatalf("read again: cached %v, last_refresh %v", again["is_cached"], again["last_refresh"])
 	}
 	// A text card has neither.
-	env.ok(t, 200, "PATCH", env.dashPath(dashboard, ""), env.key, `{"tiles": [{"text": {"body": "note"}, "layouts": {"sm": {"x": 0, "y": 0}}}]}`)
+	env.must(t, 200, "PATCH", env.dashPath(dashboard, ""), env.owner, `{"tiles": [{"text": {"body": "note"}, "layouts": {"sm": {"x": 0, "y": 0}}}]}`)
 	if text := tile(); text["text"] == nil || text["is_cached"] != false || text["last_refresh"] != nil {
 		t.Fatalf("a text tile: %v", text)
 	}

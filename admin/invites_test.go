@@ -14,7 +14,7 @@ import (
 )
 
 func TestInvites(t *testing.T) {
-	env := newMgmtEnv(t, nil) // no SMTP: nothing is e-mailed
+	env := serveAPI(t, nil) // no SMTP: nothing is e-mailed
 	_, adminKey := env.member(t, "admin@example.com", levelAdmin, "organization_member:write")
 	_, memberKey := env.member(t, "member@example.com", levelMember, "organization_member:write")
 	otherOrg, outsiderKey := env.addUser(t, "outsider@example.com", uuid.Nil, levelOwner, "*")
@@ -86,7 +86,7 @@ func TestInvites(t *testing.T) {
 }
 
 func TestInviteReplaceAndCombine(t *testing.T) {
-	env := newMgmtEnv(t, nil)
+	env := serveAPI(t, nil)
 	projectA := int(env.boot.ProjectID)
 	projectB := int(env.must(t, 201, "POST", env.orgPath("projects/"), env.owner, `{"name":"B"}`)["id"].(float64))
 	invite := func(body string) map[string]any {
@@ -122,7 +122,7 @@ func TestInviteReplaceAndCombine(t *testing.T) {
 }
 
 func TestInviteBulk(t *testing.T) {
-	env := newMgmtEnv(t, nil)
+	env := serveAPI(t, nil)
 	_, memberKey := env.member(t, "member@example.com", levelMember, "organization_member:write")
 	bulk := "/api/organizations/{org}/invites/bulk/"
 	items := func(n int) string {
@@ -173,7 +173,7 @@ func TestInviteBulk(t *testing.T) {
 // least the invite's: a member cannot read an owner's invite and sign up as an owner.
 // The invites themselves are all listed, to everyone.
 func TestInviteIDsByLevel(t *testing.T) {
-	env := newMgmtEnv(t, nil)
+	env := serveAPI(t, nil)
 	_, adminKey := env.member(t, "admin@example.com", levelAdmin, "organization_member:read")
 	_, memberKey := env.member(t, "member@example.com", levelMember, "organization_member:read")
 	invite := func(email string, level int) string {
@@ -198,7 +198,7 @@ func TestInviteIDsByLevel(t *testing.T) {
 
 // Invites list newest first, 100 to a page by default.
 func TestInviteListOrderAndPages(t *testing.T) {
-	env := newMgmtEnv(t, nil)
+	env := serveAPI(t, nil)
 	for _, email := range []string{"first@example.com", "second@example.com", "third@example.com"} {
 		env.must(t, 201, "POST", env.orgPath("invites/"), env.owner, `{"target_email":"`+email+`"}`)
 	}
@@ -231,7 +231,7 @@ func TestInviteListOrderAndPages(t *testing.T) {
 // Invites are e-mailed through a real SMTP server when send_email (default true).
 func TestInviteMail(t *testing.T) {
 	smtpURL, box := startSMTP(t)
-	env := newMgmtEnv(t, func(cfg *Config) { cfg.SMTPURL = smtpURL; cfg.PublicURL = "https://hedge.example.com" })
+	env := serveAPI(t, func(cfg *Config) { cfg.SMTPURL = smtpURL; cfg.PublicURL = "https://hedge.example.com" })
 	env.exec(t, `UPDATE meta.users SET first_name = 'Grace', last_name = 'Hopper' WHERE email = 'owner@example.com'`)
 	env.exec(t, `UPDATE meta.organizations SET name = 'Acme Ünited' WHERE id = ?`, env.org)
 

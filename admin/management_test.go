@@ -11,78 +11,8 @@ import (
 	"time"
 
 	"github.com/emersion/go-smtp"
-	"github.com/google/uuid"
 	"github.com/miekg/dns"
 )
-
-// mgmtEnv is the scenario harness of api_test.go with the API itself at hand (its
-// route table) and a Config of the test's choosing (SMTP, DNS).
-type mgmtEnv struct {
-	*testEnv
-	api   *API
-	org   uuid.UUID // the bootstrap organization
-	owner string    // the bootstrap owner's key, scope "*"
-}
-
-func newMgmtEnv(t *testing.T, configure func(*Config)) *mgmtEnv {
-	t.Helper()
-	env, api := serveAPI(t, configure)
-	return &mgmtEnv{testEnv: env, api: api, org: uuid.MustParse(env.boot.OrganizationID), owner: env.boot.PersonalAPIKey}
-}
-
-// call makes a request and decodes a JSON answer (nil when there is no body).
-func (env *mgmtEnv) call(t *testing.T, method, path, key, body string) (int, map[string]any, string) {
-	t.Helper()
-	status, text, _ := env.do(t, method, path, key, nil, body)
-	var decoded map[string]any
-	if strings.HasPrefix(text, "{") {
-		if err := json.Unmarshal([]byte(text), &decoded); err != nil {
-			t.Fatalf("%s %s: answer is not JSON: %s", method, path, text)
-		}
-	}
-	return status, decoded, text
-}
-
-// must makes a request that must answer status, and returns its JSON object.
-func (env *mgmtEnv) must(t *testing.T, status int, method, path, key, body string) map[string]any {
-	t.Helper()
-	got, decoded, text := env.call(t, method, path, key, body)
-	if got != status {
-		t.Fatalf("%s %s: status %d, want %d; body %s", method, path, got, status, text)
-	}
-	return decoded
-}
-
-// member adds a user to the bootstrap organization at level with a key of scopes and
-// returns the user's uuid and key.
-func (env *mgmtEnv) member(t *testing.T, email string, level int, scopes ...string) (string, string) {
-	t.Helper()
-	_, key := env.addUser(t, email, env.org, level, scopes...)
-	return env.userUUID(t, email), key
-}
-
-func (env *mgmtEnv) userUUID(t *testing.T, email string) string {
-	t.Helper()
-	var id string
-	if err := env.warehouse.DB().QueryRow(`SELECT uuid::VARCHAR FROM meta.users WHERE email = ?`, strings.ToLower(email)).Scan(&id); err != nil {
-		t.Fatal(err)
-	}
-	return id
-}
-
-// exec runs SQL against the test's database: fixtures only (ageing an invite), never
-// instead of the API under test.
-func (env *mgmtEnv) exec(t *testing.T, query string, args ...any) {
-	t.Helper()
-	if _, err := env.warehouse.DB().Exec(query, args...); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// orgPath is a path under the bootstrap organization.
-func (env *mgmtEnv) orgPath(rest string) string {
-	return "/api/organizations/" + env.org.String() + "/" + rest
-}
 
 // receivedMail is a message the test SMTP server accepted.
 type receivedMail struct {
@@ -232,7 +162,7 @@ func inOrder(t *testing.T, text string, fragments ...string) {
 // minute, as scripts and dashboards do (PostHog limits personal keys only when its
 // rate limiting is on).
 func TestNoRateLimit(t *testing.T) {
-	env := newMgmtEnv(t, nil)
+	env := serveAPI(t, nil)
 	const calls, workers = 2000, 8
 	statuses := make(chan int, calls)
 	var wg sync.WaitGroup

@@ -8,7 +8,7 @@ import (
 )
 
 func TestMembers(t *testing.T) {
-	env := newMgmtEnv(t, nil)
+	env := serveAPI(t, nil)
 	ownerUUID := env.userUUID(t, "owner@example.com")
 	adminUUID, adminKey := env.member(t, "admin@example.com", levelAdmin, "organization_member:write")
 	admin2UUID, _ := env.member(t, "admin2@example.com", levelAdmin, "*")
@@ -109,7 +109,7 @@ func TestMembers(t *testing.T) {
 // Two owners demoting each other at once: one succeeds, and the other, no longer an
 // owner when its turn comes, may not touch an owner; the organization keeps one.
 func TestMembersLastOwnerRace(t *testing.T) {
-	env := newMgmtEnv(t, nil)
+	env := serveAPI(t, nil)
 	ownerUUID := env.userUUID(t, "owner@example.com")
 	secondUUID, secondOwner := env.member(t, "second@example.com", levelOwner, "*")
 	for round := range 3 {

@@ -9,7 +9,7 @@ import (
 )
 
 func TestOrganizations(t *testing.T) {
-	env := newMgmtEnv(t, nil)
+	env := serveAPI(t, nil)
 	otherOrg, outsiderKey := env.addUser(t, "outsider@example.com", uuid.Nil, levelOwner, "*")
 	_, readKey := env.member(t, "reader@example.com", levelMember, "organization:read")
 	_, scopedKey := env.addUserScoped(t, "scoped@example.com", env.org, otherOrg)
@@ -61,14 +61,14 @@ func TestOrganizations(t *testing.T) {
 
 // readKeyWith makes a member of the bootstrap organization with a key of scopes,
 // e-mail writer-org@example.com.
-func readKeyWith(t *testing.T, env *mgmtEnv, scopes ...string) string {
+func readKeyWith(t *testing.T, env *testEnv, scopes ...string) string {
 	t.Helper()
 	_, key := env.member(t, "writer-org@example.com", levelMember, scopes...)
 	return key
 }
 
 func TestUserMe(t *testing.T) {
-	env := newMgmtEnv(t, nil)
+	env := serveAPI(t, nil)
 	second := env.must(t, 201, "POST", "/api/organizations/", env.owner, `{"name":"Second"}`)["id"].(string)
 	_, scopedKey := env.addUserScoped(t, "scoped@example.com", env.org, env.org)
 	// The scoped key's user belongs to both organizations, so that only the key's
@@ -106,7 +106,7 @@ func TestUserMe(t *testing.T) {
 // under /api/organizations/ but a project of it answers PostHog's 403 before doing
 // anything, whatever the method.
 func TestProjectScopedKeyOnOrganizationRoutes(t *testing.T) {
-	env := newMgmtEnv(t, nil)
+	env := serveAPI(t, nil)
 	key := env.must(t, 201, "POST", "/api/personal_api_keys/", env.owner,
 		`{"label":"one project","scopes":["*"],"scoped_teams":[1]}`)["value"].(string)
 	paths := strings.NewReplacer(":organization_id", env.org.String(), ":user__uuid", env.userUUID(t, "owner@example.com"),

@@ -11,7 +11,7 @@ import (
 )
 
 func TestPersonalAPIKeys(t *testing.T) {
-	env := newMgmtEnv(t, nil)
+	env := serveAPI(t, nil)
 	otherOrg, outsiderKey := env.addUser(t, "outsider@example.com", uuid.Nil, levelOwner, "*")
 	_, limitedKey := env.member(t, "limited@example.com", levelAdmin, "personal_api_key:write", "project:read")
 	_, scopedKey := env.addUserScoped(t, "scoped@example.com", env.org, env.org)
@@ -103,7 +103,7 @@ func TestPersonalAPIKeys(t *testing.T) {
 }
 
 func TestPersonalAPIKeyScopedTeams(t *testing.T) {
-	env := newMgmtEnv(t, nil)
+	env := serveAPI(t, nil)
 	second := env.must(t, 201, "POST", env.orgPath("projects/"), env.owner, `{"name":"Second"}`)["id"].(float64)
 	created := env.must(t, 201, "POST", "/api/personal_api_keys/", env.owner,
 		`{"label":"one project","scopes":["*"],"scoped_teams":[`+strconv.Itoa(int(second))+`]}`)

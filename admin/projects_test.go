@@ -119,7 +119,7 @@ func TestProjectListScopedTeams(t *testing.T) {
 }
 
 func TestProjectCreate(t *testing.T) {
-	env := newMgmtEnv(t, nil)
+	env := serveAPI(t, nil)
 	_, memberKey := env.member(t, "member@example.com", levelMember, "project:write")
 	_, adminKey := env.member(t, "admin@acme.io", levelAdmin, "project:write")
 	otherOrg, outsiderKey := env.addUser(t, "outsider@example.com", uuid.Nil, levelOwner, "*")

@@ -8,7 +8,7 @@ import (
 )
 
 func TestSignup(t *testing.T) {
-	env := newMgmtEnv(t, nil)
+	env := serveAPI(t, nil)
 	invite := env.must(t, 201, "POST", env.orgPath("invites/"), env.owner, `{"target_email":"Ada@Example.com","level":8,"first_name":"Ada"}`)
 	id := invite["id"].(string)
 	signup := "/api/signup/" + id + "/"
