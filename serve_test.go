@@ -1,11 +1,12 @@
 package main
 
 import (
+	"github.com/hedge-analytics/hedge/internal/testlog"
+
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -26,17 +27,9 @@ func testServeConfig(dataDir string) serveConfig {
 	}
 }
 
-// testLogger discards logs unless HEDGE_TEST_LOG is set.
-func testLogger() *slog.Logger {
-	if os.Getenv("HEDGE_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.DiscardHandler)
-}
-
 func startTestServer(t *testing.T, dataDir string) *server {
 	t.Helper()
-	s, err := start(context.Background(), testServeConfig(dataDir), testLogger())
+	s, err := start(context.Background(), testServeConfig(dataDir), testlog.New())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,14 +1,14 @@
 package admin
 
 import (
+	"github.com/hedge-analytics/hedge/internal/testlog"
+
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -31,14 +31,6 @@ type testEnv struct {
 	project   string    // the bootstrap project's path, /api/projects/{id}
 }
 
-// testLogger discards logs unless HEDGE_TEST_LOG is set.
-func testLogger() *slog.Logger {
-	if os.Getenv("HEDGE_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.DiscardHandler)
-}
-
 func newTestEnv(t *testing.T, publicURL string) *testEnv {
 	t.Helper()
 	env := serveAPI(t, func(cfg *Config) { cfg.PublicURL = publicURL })
@@ -52,7 +44,7 @@ func serveAPI(t *testing.T, configure func(*Config)) *testEnv {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	wh, err := warehouse.Open(ctx, warehouse.Config{Path: dir + "/hedge.duckdb", Logger: testLogger()})
+	wh, err := warehouse.Open(ctx, warehouse.Config{Path: dir + "/hedge.duckdb", Logger: testlog.New()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +52,7 @@ func serveAPI(t *testing.T, configure func(*Config)) *testEnv {
 	if err != nil || boot == nil {
 		t.Fatalf("bootstrap: %v %v", boot, err)
 	}
-	cfg := Config{Warehouse: wh, Logger: testLogger()}
+	cfg := Config{Warehouse: wh, Logger: testlog.New()}
 	if configure != nil {
 		configure(&cfg)
 	}

@@ -47,11 +47,7 @@ var routeParam = regexp.MustCompile(`:(\w+)`)
 func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	env := newTestEnv(t, "")
 	documented := documentedOperations(t)
-	api, err := New(t.Context(), Config{Warehouse: env.warehouse, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, route := range api.app.GetRoutes(true) {
+	for _, route := range env.api.app.GetRoutes(true) {
 		if route.Method == "HEAD" { // Fiber adds HEAD to every GET
 			continue
 		}

@@ -1,13 +1,14 @@
 package batchexport_test
 
 import (
+	"github.com/hedge-analytics/hedge/internal/testlog"
+
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -71,10 +72,7 @@ func newExportEnv(t *testing.T) *exportEnv {
 	dataDir := t.TempDir()
 	origin := time.Now().UTC().Truncate(5 * time.Minute)
 	env := &exportEnv{clock: &testClock{t: origin.Add(time.Minute)}, dataDir: dataDir, origin: origin}
-	log := slog.New(slog.DiscardHandler)
-	if os.Getenv("HEDGE_TEST_LOG") != "" {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
+	log := testlog.New()
 	var err error
 	env.wh, err = warehouse.Open(ctx, warehouse.Config{Path: filepath.Join(dataDir, "hedge.duckdb"), Now: env.clock.Now, Logger: log})
 	if err != nil {
