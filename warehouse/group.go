@@ -209,3 +209,31 @@ func (x *identity) mutableGroup(k groupKey, g *group) *group {
 	x.delta.groups[k] = &c
 	return &c
 }
+
+// flushGroups writes the commit's new group types and changed groups into the open
+// transaction, by exec on the transaction's connection. Groups are few next to events,
+// so plain statements are enough.
+func (x *identity) flushGroups(exec func(query string, args ...any) error) error {
+	for _, r := range x.delta.newTypes {
+		if err := exec(`INSERT INTO group_type_mappings VALUES (?, ?, ?)`, r.team, r.name, int64(r.index)); err != nil {
+			return fmt.Errorf("cannot add group type %q: %w", r.name, err)
+		}
+	}
+	for _, g := range x.delta.groups {
+		props, err := json.Marshal(g.props)
+		if err != nil {
+			return fmt.Errorf("cannot encode group %s: %w", g.key.key, err)
+		}
+		if g.stored {
+			err = exec(`UPDATE groups SET group_properties = ?, version = ?
+				WHERE team_id = ? AND group_type_index = ? AND group_key = ?`, string(props), g.version, g.key.team, int64(g.key.index), g.key.key)
+		} else {
+			err = exec(`INSERT INTO groups VALUES (?, ?, ?, ?, ?, ?)`,
+				g.key.team, int64(g.key.index), g.key.key, string(props), g.createdAt, g.version)
+		}
+		if err != nil {
+			return fmt.Errorf("cannot write group %s: %w", g.key.key, err)
+		}
+	}
+	return nil
+}

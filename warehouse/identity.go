@@ -370,8 +370,8 @@ func (x *identity) mutable(ctx context.Context, id uuid.UUID) (*person, error) {
 
 // flush writes the commit's identity changes into the open transaction: new rows
 // through the appenders; changed persons and moved distinct ids staged and applied by
-// one UPDATE each; the rare deletes and group writes as statements run by exec on the
-// transaction's connection (UUIDs go as text, cast in SQL).
+// one UPDATE each; the rare deletes, and the group writes of flushGroups, as statements
+// run by exec on the transaction's connection (UUIDs go as text, cast in SQL).
 func (x *identity) flush(a *appenders, at time.Time, exec func(query string, args ...any) error) error {
 	var stagedPersons, stagedDistinctIDs int
 	for _, p := range x.delta.persons {
@@ -430,28 +430,7 @@ func (x *identity) flush(a *appenders, at time.Time, exec func(query string, arg
 			return fmt.Errorf("cannot delete merged person %s: %w", id, err)
 		}
 	}
-	for _, r := range x.delta.newTypes {
-		if err := exec(`INSERT INTO group_type_mappings VALUES (?, ?, ?)`, r.team, r.name, int64(r.index)); err != nil {
-			return fmt.Errorf("cannot add group type %q: %w", r.name, err)
-		}
-	}
-	for _, g := range x.delta.groups {
-		props, err := json.Marshal(g.props)
-		if err != nil {
-			return fmt.Errorf("cannot encode group %s: %w", g.key.key, err)
-		}
-		if g.stored {
-			err = exec(`UPDATE groups SET group_properties = ?, version = ?
-				WHERE team_id = ? AND group_type_index = ? AND group_key = ?`, string(props), g.version, g.key.team, int64(g.key.index), g.key.key)
-		} else {
-			err = exec(`INSERT INTO groups VALUES (?, ?, ?, ?, ?, ?)`,
-				g.key.team, int64(g.key.index), g.key.key, string(props), g.createdAt, g.version)
-		}
-		if err != nil {
-			return fmt.Errorf("cannot write group %s: %w", g.key.key, err)
-		}
-	}
-	return nil
+	return x.flushGroups(exec)
 }
 
 // apply takes on the delta of a commit that succeeded, and empties it.
