@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hedge-analytics/hedge/warehouse/hogql"
 )
 
 // EventsQuery is PostHog's EventsQuery: the project's events, newest first by default,
@@ -71,7 +73,7 @@ func (q *Queries) Events(ctx context.Context, scope Scope, eq EventsQuery, now t
 	// told otherwise, orders by count() or else the first aggregate, largest first.
 	grouped, orderAggregate := false, ""
 	for _, item := range eq.Select {
-		expr := stripLabel(item)
+		expr := hogql.StripLabel(item)
 		switch strings.ToLower(expr) {
 		case "*":
 			columns, selects = append(columns, starColumns...), append(selects, starColumns...)
@@ -178,21 +180,6 @@ const (
 		id := person_id::VARCHAR, distinct_id := distinct_id)`
 )
 
-// stripLabel drops what PostHog writes after an EventsQuery column to name it,
-// "coalesce(properties.$current_url, properties.$screen_name) -- Url / Screen": a
-// line comment ending the item. PostHog answers the column under the whole text.
-func stripLabel(item string) string {
-	toks := lexHogQL(strings.TrimSpace(item))
-	if n := len(toks); n > 0 && toks[n-1].kind == tokComment && strings.HasPrefix(toks[n-1].text, "--") {
-		toks = toks[:n-1]
-	}
-	var out strings.Builder
-	for _, t := range toks {
-		out.WriteString(t.text)
-	}
-	return strings.TrimSpace(out.String())
-}
-
 // The places of an EventsQuery a HogQL item goes: a column, a condition, an ORDER BY
 // term. Each is a query template with a slot for the item.
 type fragmentKind int
@@ -244,9 +231,9 @@ type checkedFragment struct {
 // item may read is checked with the whole query, by run.
 func (q *Queries) fragment(ctx context.Context, kind fragmentKind, item string) (checkedFragment, error) {
 	t := fragmentTemplates[kind]
-	rewritten, usesPerson, err := rewriteHogQL(item)
+	rewritten, usesPerson, err := hogql.Rewrite(item)
 	if err != nil {
-		return checkedFragment{}, &QueryError{Detail: err.Error()}
+		return checkedFragment{}, queryError(err)
 	}
 	// aggregate is whether the item, as parsed in the template, calls an aggregate:
 	// looked at before the template's slot takes the item out of the parse.
@@ -265,7 +252,7 @@ func (q *Queries) fragment(ctx context.Context, kind fragmentKind, item string) 
 			return nil, fmt.Errorf("cannot read the parsed query: %w", err)
 		}
 		if len(parsed.Statements) == 1 && parsed.Statements[0].Node != nil {
-			aggregate = callsAggregate(parsed.Statements[0].Node)
+			aggregate = hogql.CallsAggregate(parsed.Statements[0].Node)
 		}
 		if len(parsed.Statements) != 1 || parsed.Statements[0].Node == nil || !t.slot(parsed.Statements[0].Node) {
 			return nil, nil
