@@ -1,7 +1,6 @@
 package warehouse
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -37,17 +36,6 @@ const (
 	defaultEventsLimit = 100
 	maxEventsLimit     = 10000
 )
-
-// PropertyFilter is one of PostHog's property filters.
-type PropertyFilter struct {
-	Key   string `json:"key"`
-	Value any    `json:"value"`
-	// Operator is exact (the default), is_not, icontains, not_icontains, regex,
-	// not_regex, gt, gte, lt, lte, is_set or is_not_set.
-	Operator string `json:"operator"`
-	// Type is event (the default) or person.
-	Type string `json:"type"`
-}
 
 // starColumns are what "*" selects.
 var starColumns = []string{"uuid", "event", "properties", "timestamp", "distinct_id", "person_id"}
@@ -289,125 +277,4 @@ func withoutLocations(v any) any {
 		}
 	}
 	return v
-}
-
-// propertyFilters turns PostHog property filters into SQL conditions over the events
-// view, every value and property path bound. withPersons: a filter is on person
-// properties, which needs the view that joins persons.
-func propertyFilters(filters []PropertyFilter) (conditions []string, args []any, withPersons bool, err error) {
-	for _, f := range filters {
-		column := "properties"
-		switch f.Type {
-		case "", "event":
-		case "person":
-			column, withPersons = "person_properties", true
-		default:
-			return nil, nil, false, queryErrorf("property filters of type %q are not supported: use event or person", f.Type)
-		}
-		if f.Key == "" {
-			return nil, nil, false, queryErrorf("a property filter needs a key")
-		}
-		value := "json_extract_string(" + column + ", ?)"
-		path := jsonPointer(f.Key)
-		values := filterValues(f.Value)
-		var condition string
-		var bound []any
-		switch f.Operator {
-		case "", "exact", "is_not":
-			if len(values) == 0 {
-				return nil, nil, false, queryErrorf("the %s filter on %q needs a value", cmp.Or(f.Operator, "exact"), f.Key)
-			}
-			condition = value + " IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(values)), ", ") + ")"
-			bound = append([]any{path}, values...)
-			if f.Operator == "is_not" {
-				condition = "(" + value + " IS NULL OR NOT " + condition + ")"
-				bound = append([]any{path}, bound...)
-			}
-		case "icontains", "not_icontains":
-			if len(values) != 1 {
-				return nil, nil, false, queryErrorf("the %s filter on %q needs one value", f.Operator, f.Key)
-			}
-			condition, bound = "contains(lower("+value+"), lower(?))", []any{path, values[0]}
-			if f.Operator == "not_icontains" {
-				condition, bound = "("+value+" IS NULL OR NOT "+condition+")", []any{path, path, values[0]}
-			}
-		case "regex", "not_regex":
-			if len(values) != 1 {
-				return nil, nil, false, queryErrorf("the %s filter on %q needs one value", f.Operator, f.Key)
-			}
-			condition, bound = "regexp_matches("+value+", ?)", []any{path, values[0]}
-			if f.Operator == "not_regex" {
-				condition, bound = "("+value+" IS NULL OR NOT "+condition+")", []any{path, path, values[0]}
-			}
-		case "gt", "gte", "lt", "lte":
-			number, ok := filterNumber(f.Value)
-			if !ok {
-				return nil, nil, false, queryErrorf("the %s filter on %q needs a number", f.Operator, f.Key)
-			}
-			op := map[string]string{"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}[f.Operator]
-			condition, bound = "TRY_CAST("+value+" AS DOUBLE) "+op+" ?", []any{path, number}
-		case "is_set":
-			condition, bound = value+" IS NOT NULL", []any{path}
-		case "is_not_set":
-			condition, bound = value+" IS NULL", []any{path}
-		default:
-			return nil, nil, false, queryErrorf("the property filter operator %q is not supported", f.Operator)
-		}
-		conditions, args = append(conditions, condition), append(args, bound...)
-	}
-	return conditions, args, withPersons, nil
-}
-
-// jsonPointer is the JSON pointer (RFC 6901) to a top-level key: any key, escaped.
-func jsonPointer(key string) string {
-	return "/" + strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
-}
-
-// filterValues are a filter's values as the text json_extract_string gives: a list's
-// items, or the one value; numbers and booleans as JSON writes them.
-func filterValues(v any) []any {
-	var items []any
-	switch v := v.(type) {
-	case nil:
-		return nil
-	case []any:
-		items = v
-	default:
-		items = []any{v}
-	}
-	values := make([]any, 0, len(items))
-	for _, item := range items {
-		switch item := item.(type) {
-		case string:
-			values = append(values, item)
-		case float64:
-			values = append(values, formatNumber(item))
-		case bool:
-			values = append(values, fmt.Sprint(item))
-		}
-	}
-	return values
-}
-
-func formatNumber(f float64) string {
-	if f == float64(int64(f)) {
-		return fmt.Sprint(int64(f))
-	}
-	return fmt.Sprint(f)
-}
-
-func filterNumber(v any) (float64, bool) {
-	switch v := v.(type) {
-	case float64:
-		return v, true
-	case string:
-		var f float64
-		_, err := fmt.Sscan(v, &f)
-		return f, err == nil
-	case []any:
-		if len(v) == 1 {
-			return filterNumber(v[0])
-		}
-	}
-	return 0, false
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -339,59 +338,6 @@ func next(t time.Time, interval string) time.Time {
 		return t.AddDate(0, 1, 0)
 	}
 	return t.AddDate(0, 0, 1)
-}
-
-var relativeDate = regexp.MustCompile(`^-(\d+)([hdwmqy])$`)
-
-// parseDate reads a date of a query in the project's time zone: "-<n><unit>" (hours,
-// days, weeks, months, quarters, years ago; days and longer from the start of that day),
-// "dStart", "mStart", "yStart" (the start of today, of this month, of this year), or an
-// ISO date or time. A date alone is the start of that day, or its end when end is set.
-func parseDate(s string, scope Scope, now time.Time, end bool) (time.Time, error) {
-	loc, err := time.LoadLocation(scope.timezone())
-	if err != nil {
-		return time.Time{}, queryErrorf("the project's time zone %q is unknown", scope.Timezone)
-	}
-	local := now.In(loc)
-	y, mo, d := local.Date()
-	today := time.Date(y, mo, d, 0, 0, 0, 0, loc)
-	switch s {
-	case "dStart":
-		return today, nil
-	case "mStart":
-		return time.Date(y, mo, 1, 0, 0, 0, 0, loc), nil
-	case "yStart":
-		return time.Date(y, 1, 1, 0, 0, 0, 0, loc), nil
-	}
-	if m := relativeDate.FindStringSubmatch(s); m != nil {
-		n, _ := strconv.Atoi(m[1])
-		switch m[2] {
-		case "h":
-			return local.Add(-time.Duration(n) * time.Hour).Truncate(time.Hour), nil
-		case "d":
-			return today.AddDate(0, 0, -n), nil
-		case "w":
-			return today.AddDate(0, 0, -7*n), nil
-		case "m":
-			return today.AddDate(0, -n, 0), nil
-		case "q":
-			return today.AddDate(0, -3*n, 0), nil
-		case "y":
-			return today.AddDate(-n, 0, 0), nil
-		}
-	}
-	if t, err := time.ParseInLocation(time.DateOnly, s, loc); err == nil {
-		if end {
-			return t.AddDate(0, 0, 1), nil
-		}
-		return t, nil
-	}
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05"} {
-		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, queryErrorf("%q is not a date: use an ISO date or time, or a relative date like -7d", s)
 }
 
 // firstEvent is the time of the project's first event, for date_from "all".
