@@ -48,7 +48,7 @@ func propertyFilters(filters []PropertyFilter) (conditions []string, args []any,
 			if len(values) == 0 {
 				return nil, nil, false, queryErrorf("the %s filter on %q needs a value", cmp.Or(f.Operator, "exact"), f.Key)
 			}
-			condition = value + " IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(values)), ", ") + ")"
+			condition = value + " IN (" + placeholders(len(values)) + ")"
 			bound = append([]any{path}, values...)
 			if f.Operator == "is_not" {
 				condition = "(" + value + " IS NULL OR NOT " + condition + ")"
@@ -144,6 +144,11 @@ func filterNumber(v any) (float64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// placeholders is n parameters of a list: "?, ?, ?".
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
 }
 
 // relativeDate is parseDate's "-<n><unit>".
