@@ -51,12 +51,32 @@ func (q *Queries) Events(ctx context.Context, scope Scope, eq EventsQuery, now t
 	if eq.Offset < 0 {
 		return nil, queryErrorf("offset must not be negative")
 	}
+	query, args, columns, withPersons, err := q.eventsSQL(ctx, scope, eq, now)
+	if err != nil {
+		return nil, err
+	}
+	result, err := q.run(ctx, scope, query, withPersons, eq.Limit, args...)
+	if err != nil {
+		return nil, err
+	}
+	if len(result.Columns) == len(columns) { // else an item is several columns (COLUMNS(...)): DuckDB's names
+		result.Columns = columns
+	}
+	return result, nil
+}
+
+// eventsSQL is the query of eq, whose Limit and Offset are valid, with the values it
+// binds; columns are the names PostHog answers its columns under (each select item as
+// written), and withPersons whether it reads person properties. Each HogQL item is
+// parsed, on the query pool, to make sure it is one item of its kind (fragment); the
+// whole query is checked when it runs.
+func (q *Queries) eventsSQL(ctx context.Context, scope Scope, eq EventsQuery, now time.Time) (query string, args []any,
+	columns []string, withPersons bool, err error) {
 	// Each select, where and orderBy item is checked alone to be one expression (one
 	// ORDER BY term), so that items can be joined without one reaching into another:
 	// a "-- comment" ending an item, or a stray parenthesis, cannot hide or open the
 	// rest of the query. Items go on lines of their own.
-	var columns, selects []string
-	withPersons := false
+	var selects []string
 	// As in PostHog, a select list with aggregates groups by its other items and, unless
 	// told otherwise, orders by count() or else the first aggregate, largest first.
 	grouped, orderAggregate := false, ""
@@ -73,7 +93,7 @@ func (q *Queries) Events(ctx context.Context, scope Scope, eq EventsQuery, now t
 		}
 		checked, err := q.fragment(ctx, fragmentSelect, expr)
 		if err != nil {
-			return nil, err
+			return "", nil, nil, false, err
 		}
 		if checked.aggregate {
 			position := strconv.Itoa(len(selects) + 1)
@@ -88,7 +108,6 @@ func (q *Queries) Events(ctx context.Context, scope Scope, eq EventsQuery, now t
 		columns, selects = starColumns, starColumns
 	}
 	var where []string
-	var args []any
 	if eq.Event != "" {
 		where, args = append(where, "event = ?"), append(args, eq.Event)
 	}
@@ -99,26 +118,26 @@ func (q *Queries) Events(ctx context.Context, scope Scope, eq EventsQuery, now t
 	if after != "all" {
 		from, err := parseDate(after, scope, now, false)
 		if err != nil {
-			return nil, err
+			return "", nil, nil, false, err
 		}
 		where, args = append(where, `"timestamp" >= ?`), append(args, from)
 	}
 	if eq.Before != "" {
 		to, err := parseDate(eq.Before, scope, now, false) // a date alone: before that day
 		if err != nil {
-			return nil, err
+			return "", nil, nil, false, err
 		}
 		where, args = append(where, `"timestamp" < ?`), append(args, to)
 	}
 	filters, filterArgs, filterPersons, err := propertyFilters(eq.Properties)
 	if err != nil {
-		return nil, err
+		return "", nil, nil, false, err
 	}
 	where, args, withPersons = append(where, filters...), append(args, filterArgs...), withPersons || filterPersons
 	for _, w := range eq.Where {
 		checked, err := q.fragment(ctx, fragmentWhere, w)
 		if err != nil {
-			return nil, err
+			return "", nil, nil, false, err
 		}
 		where, withPersons = append(where, "("+checked.sql+"\n)"), withPersons || checked.usesPerson
 	}
@@ -132,7 +151,7 @@ func (q *Queries) Events(ctx context.Context, scope Scope, eq EventsQuery, now t
 	for _, o := range eq.OrderBy {
 		checked, err := q.fragment(ctx, fragmentOrderBy, o)
 		if err != nil {
-			return nil, err
+			return "", nil, nil, false, err
 		}
 		orderBy, withPersons = append(orderBy, checked.sql), withPersons || checked.usesPerson
 	}
@@ -144,14 +163,7 @@ func (q *Queries) Events(ctx context.Context, scope Scope, eq EventsQuery, now t
 		sql += "\nGROUP BY ALL"
 	}
 	sql += fmt.Sprintf("\nORDER BY %s\nLIMIT %d OFFSET %d", strings.Join(orderBy, ",\n"), eq.Limit+1, eq.Offset)
-	result, err := q.run(ctx, scope, sql, withPersons, eq.Limit, args...)
-	if err != nil {
-		return nil, err
-	}
-	if len(result.Columns) == len(columns) { // else an item is several columns (COLUMNS(...)): DuckDB's names
-		result.Columns = columns
-	}
-	return result, nil
+	return sql, args, columns, withPersons, nil
 }
 
 // The person columns of PostHog's events table, which PostHog computes: the event's
