@@ -17,7 +17,8 @@ import (
 )
 
 // QueryError is a query a user may not run, or that failed for a reason the user can
-// act on; its message is meant for them (the API answers it with 400).
+// act on; its message is meant for them (the API answers it with 400). The refusals
+// of package hogql reach callers as QueryErrors with the same message (queryError).
 type QueryError struct{ Detail string }
 
 func (e *QueryError) Error() string { return e.Detail }
