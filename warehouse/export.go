@@ -204,7 +204,3 @@ func (w *Warehouse) exportedFiles(ctx context.Context, dir string) ([]ExportFile
 	slices.SortFunc(files, func(a, b ExportFile) int { return strings.Compare(a.Path, b.Path) })
 	return files, nil
 }
-
-func placeholders(n int) string {
-	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
-}

@@ -12,16 +12,29 @@ import (
 
 	duckdb "github.com/duckdb/duckdb-go/v2"
 	"github.com/google/uuid"
+
+	"github.com/hedge-analytics/hedge/warehouse/hogql"
 )
 
 // QueryError is a query a user may not run, or that failed for a reason the user can
-// act on; its message is meant for them (the API answers it with 400).
+// act on; its message is meant for them (the API answers it with 400). The refusals
+// of package hogql reach callers as QueryErrors with the same message (queryError).
 type QueryError struct{ Detail string }
 
 func (e *QueryError) Error() string { return e.Detail }
 
 func queryErrorf(format string, args ...any) error {
 	return &QueryError{Detail: fmt.Sprintf(format, args...)}
+}
+
+// queryError turns a refusal of package hogql (a *hogql.Error) into the QueryError the
+// API answers, with the same message; other errors pass unchanged.
+func queryError(err error) error {
+	var refused *hogql.Error
+	if errors.As(err, &refused) {
+		return &QueryError{Detail: refused.Detail}
+	}
+	return err
 }
 
 // Scope is the project a query runs for: it reads only that project's rows, and
@@ -97,9 +110,9 @@ func (q *Queries) DataVersion(team int64) uint64 { return q.versions.get(team) }
 
 // HogQL runs a user's read-only SQL over the project's events, persons and groups.
 func (q *Queries) HogQL(ctx context.Context, scope Scope, query string) (*Result, error) {
-	rewritten, usesPerson, err := rewriteHogQL(query)
+	rewritten, usesPerson, err := hogql.Rewrite(query)
 	if err != nil {
-		return nil, &QueryError{Detail: err.Error()}
+		return nil, queryError(err)
 	}
 	result, err := q.run(ctx, scope, rewritten, usesPerson, q.maxRows)
 	if err != nil {
@@ -109,7 +122,7 @@ func (q *Queries) HogQL(ctx context.Context, scope Scope, query string) (*Result
 		return nil, queryErrorf("the query returns more than %d rows: add a LIMIT", q.maxRows)
 	}
 	for i, c := range result.Columns {
-		result.Columns[i] = hogqlColumnName(c)
+		result.Columns[i] = hogql.ColumnName(c)
 	}
 	return result, nil
 }
@@ -126,18 +139,10 @@ func (q *Queries) run(ctx context.Context, scope Scope, query string, withPerson
 	}
 	defer conn.Close()
 
-	var serialized string
-	if err := conn.QueryRowContext(ctx, `SELECT json_serialize_sql(?::VARCHAR)::VARCHAR`, query).Scan(&serialized); err != nil {
-		return nil, fmt.Errorf("cannot parse a query: %w", err)
-	}
-	checker := statementChecker{params: len(args)}
-	if err := checker.checkStatement(serialized); err != nil {
+	if err := checkQuery(ctx, conn, query, len(args)); err != nil {
 		return nil, err
 	}
-	if err := checkCTENames(ctx, conn, checker.ctes); err != nil {
-		return nil, err
-	}
-	if _, err := conn.ExecContext(ctx, q.views(scope, withPersons)+";"+queryMacros); err != nil {
+	if _, err := conn.ExecContext(ctx, q.views(scope, withPersons)+";"+hogql.Macros); err != nil {
 		return nil, fmt.Errorf("cannot prepare the views of project %d: %w", scope.Team, err)
 	}
 	rows, err := conn.QueryContext(ctx, query, args...)
@@ -152,6 +157,21 @@ func (q *Queries) run(ctx context.Context, scope Scope, query string, withPerson
 	return result, nil
 }
 
+// checkQuery refuses a query that a user may not run with params bound parameters:
+// hogql.Check on DuckDB's parse of it, then what Check leaves to its caller, the names
+// of the query's WITH queries against the catalog (checkCTENames).
+func checkQuery(ctx context.Context, conn *sql.Conn, query string, params int) error {
+	var serialized string
+	if err := conn.QueryRowContext(ctx, `SELECT json_serialize_sql(?::VARCHAR)::VARCHAR`, query).Scan(&serialized); err != nil {
+		return fmt.Errorf("cannot parse a query: %w", err)
+	}
+	ctes, err := hogql.Check(serialized, params)
+	if err != nil {
+		return queryError(err)
+	}
+	return checkCTENames(ctx, conn, ctes)
+}
+
 // checkCTENames refuses CTE names that name a table or view of any schema of the
 // database, DuckDB's own (pg_settings, duckdb_databases...) included: where DuckDB
 // does not see the CTE, such a name would read the table. The catalog is read at each
@@ -161,7 +181,8 @@ func checkCTENames(ctx context.Context, conn *sql.Conn, names []string) error {
 		return nil
 	}
 	var taken string
-	// The names are plain identifiers (cteNamePattern), so a comma separates them.
+	// The names are plain identifiers (hogql.Check allows no other), so a comma
+	// separates them.
 	err := conn.QueryRowContext(ctx, `SELECT lower(name) FROM (
 			SELECT table_name AS name FROM duckdb_tables() UNION ALL SELECT view_name FROM duckdb_views()
 		) WHERE lower(name) IN (SELECT unnest(string_split(?, ','))) LIMIT 1`, strings.Join(names, ",")).Scan(&taken)

@@ -1,7 +1,6 @@
 package warehouse
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hedge-analytics/hedge/warehouse/hogql"
 )
 
 // EventsQuery is PostHog's EventsQuery: the project's events, newest first by default,
@@ -36,17 +37,6 @@ const (
 	maxEventsLimit     = 10000
 )
 
-// PropertyFilter is one of PostHog's property filters.
-type PropertyFilter struct {
-	Key   string `json:"key"`
-	Value any    `json:"value"`
-	// Operator is exact (the default), is_not, icontains, not_icontains, regex,
-	// not_regex, gt, gte, lt, lte, is_set or is_not_set.
-	Operator string `json:"operator"`
-	// Type is event (the default) or person.
-	Type string `json:"type"`
-}
-
 // starColumns are what "*" selects.
 var starColumns = []string{"uuid", "event", "properties", "timestamp", "distinct_id", "person_id"}
 
@@ -61,17 +51,37 @@ func (q *Queries) Events(ctx context.Context, scope Scope, eq EventsQuery, now t
 	if eq.Offset < 0 {
 		return nil, queryErrorf("offset must not be negative")
 	}
+	query, args, columns, withPersons, err := q.eventsSQL(ctx, scope, eq, now)
+	if err != nil {
+		return nil, err
+	}
+	result, err := q.run(ctx, scope, query, withPersons, eq.Limit, args...)
+	if err != nil {
+		return nil, err
+	}
+	if len(result.Columns) == len(columns) { // else an item is several columns (COLUMNS(...)): DuckDB's names
+		result.Columns = columns
+	}
+	return result, nil
+}
+
+// eventsSQL is the query of eq, whose Limit and Offset are valid, with the values it
+// binds; columns are the names PostHog answers its columns under (each select item as
+// written), and withPersons whether it reads person properties. Each HogQL item is
+// parsed, on the query pool, to make sure it is one item of its kind (fragment); the
+// whole query is checked when it runs.
+func (q *Queries) eventsSQL(ctx context.Context, scope Scope, eq EventsQuery, now time.Time) (query string, args []any,
+	columns []string, withPersons bool, err error) {
 	// Each select, where and orderBy item is checked alone to be one expression (one
 	// ORDER BY term), so that items can be joined without one reaching into another:
 	// a "-- comment" ending an item, or a stray parenthesis, cannot hide or open the
 	// rest of the query. Items go on lines of their own.
-	var columns, selects []string
-	withPersons := false
+	var selects []string
 	// As in PostHog, a select list with aggregates groups by its other items and, unless
 	// told otherwise, orders by count() or else the first aggregate, largest first.
 	grouped, orderAggregate := false, ""
 	for _, item := range eq.Select {
-		expr := stripLabel(item)
+		expr := hogql.StripLabel(item)
 		switch strings.ToLower(expr) {
 		case "*":
 			columns, selects = append(columns, starColumns...), append(selects, starColumns...)
@@ -83,7 +93,7 @@ func (q *Queries) Events(ctx context.Context, scope Scope, eq EventsQuery, now t
 		}
 		checked, err := q.fragment(ctx, fragmentSelect, expr)
 		if err != nil {
-			return nil, err
+			return "", nil, nil, false, err
 		}
 		if checked.aggregate {
 			position := strconv.Itoa(len(selects) + 1)
@@ -98,7 +108,6 @@ func (q *Queries) Events(ctx context.Context, scope Scope, eq EventsQuery, now t
 		columns, selects = starColumns, starColumns
 	}
 	var where []string
-	var args []any
 	if eq.Event != "" {
 		where, args = append(where, "event = ?"), append(args, eq.Event)
 	}
@@ -109,26 +118,26 @@ func (q *Queries) Events(ctx context.Context, scope Scope, eq EventsQuery, now t
 	if after != "all" {
 		from, err := parseDate(after, scope, now, false)
 		if err != nil {
-			return nil, err
+			return "", nil, nil, false, err
 		}
 		where, args = append(where, `"timestamp" >= ?`), append(args, from)
 	}
 	if eq.Before != "" {
 		to, err := parseDate(eq.Before, scope, now, false) // a date alone: before that day
 		if err != nil {
-			return nil, err
+			return "", nil, nil, false, err
 		}
 		where, args = append(where, `"timestamp" < ?`), append(args, to)
 	}
 	filters, filterArgs, filterPersons, err := propertyFilters(eq.Properties)
 	if err != nil {
-		return nil, err
+		return "", nil, nil, false, err
 	}
 	where, args, withPersons = append(where, filters...), append(args, filterArgs...), withPersons || filterPersons
 	for _, w := range eq.Where {
 		checked, err := q.fragment(ctx, fragmentWhere, w)
 		if err != nil {
-			return nil, err
+			return "", nil, nil, false, err
 		}
 		where, withPersons = append(where, "("+checked.sql+"\n)"), withPersons || checked.usesPerson
 	}
@@ -142,7 +151,7 @@ func (q *Queries) Events(ctx context.Context, scope Scope, eq EventsQuery, now t
 	for _, o := range eq.OrderBy {
 		checked, err := q.fragment(ctx, fragmentOrderBy, o)
 		if err != nil {
-			return nil, err
+			return "", nil, nil, false, err
 		}
 		orderBy, withPersons = append(orderBy, checked.sql), withPersons || checked.usesPerson
 	}
@@ -154,14 +163,7 @@ func (q *Queries) Events(ctx context.Context, scope Scope, eq EventsQuery, now t
 		sql += "\nGROUP BY ALL"
 	}
 	sql += fmt.Sprintf("\nORDER BY %s\nLIMIT %d OFFSET %d", strings.Join(orderBy, ",\n"), eq.Limit+1, eq.Offset)
-	result, err := q.run(ctx, scope, sql, withPersons, eq.Limit, args...)
-	if err != nil {
-		return nil, err
-	}
-	if len(result.Columns) == len(columns) { // else an item is several columns (COLUMNS(...)): DuckDB's names
-		result.Columns = columns
-	}
-	return result, nil
+	return sql, args, columns, withPersons, nil
 }
 
 // The person columns of PostHog's events table, which PostHog computes: the event's
@@ -177,21 +179,6 @@ const (
 			json_extract_string(person_properties, '$.UserName'), distinct_id),
 		id := person_id::VARCHAR, distinct_id := distinct_id)`
 )
-
-// stripLabel drops what PostHog writes after an EventsQuery column to name it,
-// "coalesce(properties.$current_url, properties.$screen_name) -- Url / Screen": a
-// line comment ending the item. PostHog answers the column under the whole text.
-func stripLabel(item string) string {
-	toks := lexHogQL(strings.TrimSpace(item))
-	if n := len(toks); n > 0 && toks[n-1].kind == tokComment && strings.HasPrefix(toks[n-1].text, "--") {
-		toks = toks[:n-1]
-	}
-	var out strings.Builder
-	for _, t := range toks {
-		out.WriteString(t.text)
-	}
-	return strings.TrimSpace(out.String())
-}
 
 // The places of an EventsQuery a HogQL item goes: a column, a condition, an ORDER BY
 // term. Each is a query template with a slot for the item.
@@ -244,9 +231,9 @@ type checkedFragment struct {
 // item may read is checked with the whole query, by run.
 func (q *Queries) fragment(ctx context.Context, kind fragmentKind, item string) (checkedFragment, error) {
 	t := fragmentTemplates[kind]
-	rewritten, usesPerson, err := rewriteHogQL(item)
+	rewritten, usesPerson, err := hogql.Rewrite(item)
 	if err != nil {
-		return checkedFragment{}, &QueryError{Detail: err.Error()}
+		return checkedFragment{}, queryError(err)
 	}
 	// aggregate is whether the item, as parsed in the template, calls an aggregate:
 	// looked at before the template's slot takes the item out of the parse.
@@ -265,7 +252,7 @@ func (q *Queries) fragment(ctx context.Context, kind fragmentKind, item string) 
 			return nil, fmt.Errorf("cannot read the parsed query: %w", err)
 		}
 		if len(parsed.Statements) == 1 && parsed.Statements[0].Node != nil {
-			aggregate = callsAggregate(parsed.Statements[0].Node)
+			aggregate = hogql.CallsAggregate(parsed.Statements[0].Node)
 		}
 		if len(parsed.Statements) != 1 || parsed.Statements[0].Node == nil || !t.slot(parsed.Statements[0].Node) {
 			return nil, nil
@@ -302,125 +289,4 @@ func withoutLocations(v any) any {
 		}
 	}
 	return v
-}
-
-// propertyFilters turns PostHog property filters into SQL conditions over the events
-// view, every value and property path bound. withPersons: a filter is on person
-// properties, which needs the view that joins persons.
-func propertyFilters(filters []PropertyFilter) (conditions []string, args []any, withPersons bool, err error) {
-	for _, f := range filters {
-		column := "properties"
-		switch f.Type {
-		case "", "event":
-		case "person":
-			column, withPersons = "person_properties", true
-		default:
-			return nil, nil, false, queryErrorf("property filters of type %q are not supported: use event or person", f.Type)
-		}
-		if f.Key == "" {
-			return nil, nil, false, queryErrorf("a property filter needs a key")
-		}
-		value := "json_extract_string(" + column + ", ?)"
-		path := jsonPointer(f.Key)
-		values := filterValues(f.Value)
-		var condition string
-		var bound []any
-		switch f.Operator {
-		case "", "exact", "is_not":
-			if len(values) == 0 {
-				return nil, nil, false, queryErrorf("the %s filter on %q needs a value", cmp.Or(f.Operator, "exact"), f.Key)
-			}
-			condition = value + " IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(values)), ", ") + ")"
-			bound = append([]any{path}, values...)
-			if f.Operator == "is_not" {
-				condition = "(" + value + " IS NULL OR NOT " + condition + ")"
-				bound = append([]any{path}, bound...)
-			}
-		case "icontains", "not_icontains":
-			if len(values) != 1 {
-				return nil, nil, false, queryErrorf("the %s filter on %q needs one value", f.Operator, f.Key)
-			}
-			condition, bound = "contains(lower("+value+"), lower(?))", []any{path, values[0]}
-			if f.Operator == "not_icontains" {
-				condition, bound = "("+value+" IS NULL OR NOT "+condition+")", []any{path, path, values[0]}
-			}
-		case "regex", "not_regex":
-			if len(values) != 1 {
-				return nil, nil, false, queryErrorf("the %s filter on %q needs one value", f.Operator, f.Key)
-			}
-			condition, bound = "regexp_matches("+value+", ?)", []any{path, values[0]}
-			if f.Operator == "not_regex" {
-				condition, bound = "("+value+" IS NULL OR NOT "+condition+")", []any{path, path, values[0]}
-			}
-		case "gt", "gte", "lt", "lte":
-			number, ok := filterNumber(f.Value)
-			if !ok {
-				return nil, nil, false, queryErrorf("the %s filter on %q needs a number", f.Operator, f.Key)
-			}
-			op := map[string]string{"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}[f.Operator]
-			condition, bound = "TRY_CAST("+value+" AS DOUBLE) "+op+" ?", []any{path, number}
-		case "is_set":
-			condition, bound = value+" IS NOT NULL", []any{path}
-		case "is_not_set":
-			condition, bound = value+" IS NULL", []any{path}
-		default:
-			return nil, nil, false, queryErrorf("the property filter operator %q is not supported", f.Operator)
-		}
-		conditions, args = append(conditions, condition), append(args, bound...)
-	}
-	return conditions, args, withPersons, nil
-}
-
-// jsonPointer is the JSON pointer (RFC 6901) to a top-level key: any key, escaped.
-func jsonPointer(key string) string {
-	return "/" + strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
-}
-
-// filterValues are a filter's values as the text json_extract_string gives: a list's
-// items, or the one value; numbers and booleans as JSON writes them.
-func filterValues(v any) []any {
-	var items []any
-	switch v := v.(type) {
-	case nil:
-		return nil
-	case []any:
-		items = v
-	default:
-		items = []any{v}
-	}
-	values := make([]any, 0, len(items))
-	for _, item := range items {
-		switch item := item.(type) {
-		case string:
-			values = append(values, item)
-		case float64:
-			values = append(values, formatNumber(item))
-		case bool:
-			values = append(values, fmt.Sprint(item))
-		}
-	}
-	return values
-}
-
-func formatNumber(f float64) string {
-	if f == float64(int64(f)) {
-		return fmt.Sprint(int64(f))
-	}
-	return fmt.Sprint(f)
-}
-
-func filterNumber(v any) (float64, bool) {
-	switch v := v.(type) {
-	case float64:
-		return v, true
-	case string:
-		var f float64
-		_, err := fmt.Sscan(v, &f)
-		return f, err == nil
-	case []any:
-		if len(v) == 1 {
-			return filterNumber(v[0])
-		}
-	}
-	return 0, false
 }

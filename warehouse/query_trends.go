@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -125,10 +124,31 @@ func (q *Queries) Trends(ctx context.Context, scope Scope, tq TrendsQuery, now t
 	return result, nil
 }
 
+// trendsSeries runs one series of tq: its query, then its lines.
 func (q *Queries) trendsSeries(ctx context.Context, scope Scope, tq TrendsQuery, series TrendsSeries, order int,
 	interval string, from, to time.Time, buckets []time.Time) ([]TrendsLine, error) {
+	query, args, withPersons, breakdown, err := trendsSQL(scope, tq, series, interval, from, to)
+	if err != nil {
+		return nil, err
+	}
+	result, err := q.run(ctx, scope, query, withPersons, q.maxRows, args...)
+	if err != nil {
+		return nil, err
+	}
+	if result.HasMore {
+		return nil, queryErrorf("the trend has more than %d points", q.maxRows)
+	}
+	return trendsLines(result.Results, series, order, interval, buckets, breakdown), nil
+}
+
+// trendsSQL is the query of one series of tq over [from, to): a row per interval and
+// breakdown value (bucket, value_group, value), the bucket as bucketKey names it. It
+// reports whether the query reads person properties (withPersons), and whether tq
+// breaks the series down (else every row has the same value_group).
+func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string, from, to time.Time) (query string,
+	args []any, withPersons, breakdown bool, err error) {
 	var where []string
-	var args []any
+	var whereArgs []any
 	// The bucket of an event, as a wall-clock time: the start of its interval in the
 	// project's time zone, but for hours the start of its real hour in UTC. Hours go by
 	// the instant they start at because a wall-clock hour repeats when clocks go back:
@@ -142,39 +162,34 @@ func (q *Queries) trendsSeries(ctx context.Context, scope Scope, tq TrendsQuery,
 	case interval == "week" && scope.WeekStartDay == 0: // date_trunc's weeks start on Monday
 		bucket = `(date_trunc('week', timezone(?, "timestamp") + INTERVAL 1 DAY) - INTERVAL 1 DAY)`
 	}
-	event := ""
-	if series.Event != nil {
-		event = *series.Event
+	if event := series.event(); event != "" {
+		where, whereArgs = append(where, "event = ?"), append(whereArgs, event)
 	}
-	if event != "" {
-		where, args = append(where, "event = ?"), append(args, event)
-	}
-	where, args = append(where, `"timestamp" >= ?`, `"timestamp" < ?`), append(args, from, to)
+	where, whereArgs = append(where, `"timestamp" >= ?`, `"timestamp" < ?`), append(whereArgs, from, to)
 	filters, filterArgs, withPersons, err := propertyFilters(append(slices.Clone(tq.Properties), series.Properties...))
 	if err != nil {
-		return nil, err
+		return "", nil, false, false, err
 	}
-	where, args = append(where, filters...), append(args, filterArgs...)
+	where, whereArgs = append(where, filters...), append(whereArgs, filterArgs...)
 
-	math := cmp.Or(series.Math, "total")
 	var value string
-	switch math {
+	switch cmp.Or(series.Math, "total") {
 	case "total":
 		value = "count(*)"
 	case "dau":
 		value, withPersons = "count(DISTINCT person_id)", true
 	case "unique_group":
 		if series.MathGroupTypeIndex == nil || *series.MathGroupTypeIndex < 0 || *series.MathGroupTypeIndex > 4 {
-			return nil, queryErrorf("math unique_group needs a math_group_type_index from 0 to 4")
+			return "", nil, false, false, queryErrorf("math unique_group needs a math_group_type_index from 0 to 4")
 		}
 		group := fmt.Sprintf(`"$group_%d"`, *series.MathGroupTypeIndex)
 		value, where = "count(DISTINCT "+group+")", append(where, group+" IS NOT NULL")
 	default:
-		return nil, queryErrorf("math must be total, dau or unique_group, not %q", series.Math)
+		return "", nil, false, false, queryErrorf("math must be total, dau or unique_group, not %q", series.Math)
 	}
 
-	breakdown := "NULL::VARCHAR"
-	var breakdownArgs []any
+	valueGroup := "NULL::VARCHAR"
+	var valueGroupArgs []any
 	if b := tq.BreakdownFilter; b != nil && b.Breakdown != "" {
 		column := "properties"
 		switch b.BreakdownType {
@@ -182,16 +197,16 @@ func (q *Queries) trendsSeries(ctx context.Context, scope Scope, tq TrendsQuery,
 		case "person":
 			column, withPersons = "person_properties", true
 		default:
-			return nil, queryErrorf("breakdown_type must be event or person, not %q", b.BreakdownType)
+			return "", nil, false, false, queryErrorf("breakdown_type must be event or person, not %q", b.BreakdownType)
 		}
-		breakdown = "coalesce(json_extract_string(" + column + ", ?), '" + breakdownNull + "')"
-		breakdownArgs = []any{jsonPointer(b.Breakdown)}
+		valueGroup = "coalesce(json_extract_string(" + column + ", ?), '" + breakdownNull + "')"
+		valueGroupArgs, breakdown = []any{jsonPointer(b.Breakdown)}, true
 	}
 	// The rows of the series, the 25 most frequent breakdown values, and the counts
 	// per interval and value, the rest under one value. trend_rows holds only the
 	// columns the counts read: DuckDB materializes a CTE read twice, and the properties
 	// of a day of events are gigabytes.
-	sql := `WITH trend_rows AS (SELECT ` + bucket + ` AS bucket, ` + breakdown + ` AS breakdown,
+	query = `WITH trend_rows AS (SELECT ` + bucket + ` AS bucket, ` + valueGroup + ` AS breakdown,
 				person_id, "$group_0", "$group_1", "$group_2", "$group_3", "$group_4"
 			FROM events WHERE ` + strings.Join(where, " AND ") + `),
 		trend_top AS (SELECT breakdown FROM trend_rows GROUP BY breakdown ORDER BY count(*) DESC, breakdown LIMIT ` + strconv.Itoa(breakdownLimit) + `)
@@ -199,23 +214,29 @@ func (q *Queries) trendsSeries(ctx context.Context, scope Scope, tq TrendsQuery,
 			CASE WHEN breakdown IN (SELECT breakdown FROM trend_top) THEN breakdown ELSE '` + breakdownOther + `' END AS value_group,
 			` + value + ` AS value
 		FROM trend_rows GROUP BY ALL`
-	allArgs := append(append(bucketArgs, breakdownArgs...), args...)
-	result, err := q.run(ctx, scope, sql, withPersons, q.maxRows, allArgs...)
-	if err != nil {
-		return nil, err
-	}
-	if result.HasMore {
-		return nil, queryErrorf("the trend has more than %d points", q.maxRows)
-	}
+	args = append(append(bucketArgs, valueGroupArgs...), whereArgs...)
+	return query, args, withPersons, breakdown, nil
+}
 
+// trendsLines folds the rows of trendsSQL's query into the lines of a series: one, or
+// with a breakdown one per value, largest count first and the rest (Other) last. A
+// series without events and without a breakdown is a line of zeros.
+func trendsLines(rows [][]any, series TrendsSeries, order int, interval string, buckets []time.Time, breakdown bool) []TrendsLine {
 	index := map[string]int{}
 	for i, b := range buckets {
 		index[bucketKey(b, interval)] = i
 	}
+	event, math := series.event(), cmp.Or(series.Math, "total")
+	name := cmp.Or(series.Name, cmp.Or(event, "All events"))
+	newLine := func() *TrendsLine {
+		line := newTrendsLine(buckets, interval)
+		line.Label = name
+		line.Action.ID, line.Action.Name, line.Action.Math, line.Action.Order = event, name, math, order
+		return line
+	}
 	lines := map[string]*TrendsLine{}
 	var keys []string
-	name := cmp.Or(series.Name, cmp.Or(event, "All events"))
-	for _, row := range result.Results {
+	for _, row := range rows {
 		bucketKey, _ := row[0].(string)
 		group, _ := row[1].(string)
 		i, ok := index[bucketKey]
@@ -224,10 +245,8 @@ func (q *Queries) trendsSeries(ctx context.Context, scope Scope, tq TrendsQuery,
 		}
 		line := lines[group]
 		if line == nil {
-			line = newTrendsLine(buckets, interval)
-			line.Label = name
-			line.Action.ID, line.Action.Name, line.Action.Math, line.Action.Order = event, name, math, order
-			if breakdown != "NULL::VARCHAR" {
+			line = newLine()
+			if breakdown {
 				line.BreakdownValue = group
 				line.Label = breakdownLabel(group)
 			}
@@ -238,11 +257,8 @@ func (q *Queries) trendsSeries(ctx context.Context, scope Scope, tq TrendsQuery,
 		line.Data[i] += n
 		line.Count += n
 	}
-	if len(lines) == 0 && breakdown == "NULL::VARCHAR" { // a series without events is a line of zeros
-		line := newTrendsLine(buckets, interval)
-		line.Label = name
-		line.Action.ID, line.Action.Name, line.Action.Math, line.Action.Order = event, name, math, order
-		return []TrendsLine{*line}, nil
+	if len(lines) == 0 && !breakdown { // a series without events is a line of zeros
+		return []TrendsLine{*newLine()}
 	}
 	slices.SortFunc(keys, func(a, b string) int {
 		switch {
@@ -262,7 +278,15 @@ func (q *Queries) trendsSeries(ctx context.Context, scope Scope, tq TrendsQuery,
 	for _, k := range keys {
 		out = append(out, *lines[k])
 	}
-	return out, nil
+	return out
+}
+
+// event is the event the series counts, "" for every event.
+func (s TrendsSeries) event() string {
+	if s.Event == nil {
+		return ""
+	}
+	return *s.Event
 }
 
 func newTrendsLine(buckets []time.Time, interval string) *TrendsLine {
@@ -339,59 +363,6 @@ func next(t time.Time, interval string) time.Time {
 		return t.AddDate(0, 1, 0)
 	}
 	return t.AddDate(0, 0, 1)
-}
-
-var relativeDate = regexp.MustCompile(`^-(\d+)([hdwmqy])$`)
-
-// parseDate reads a date of a query in the project's time zone: "-<n><unit>" (hours,
-// days, weeks, months, quarters, years ago; days and longer from the start of that day),
-// "dStart", "mStart", "yStart" (the start of today, of this month, of this year), or an
-// ISO date or time. A date alone is the start of that day, or its end when end is set.
-func parseDate(s string, scope Scope, now time.Time, end bool) (time.Time, error) {
-	loc, err := time.LoadLocation(scope.timezone())
-	if err != nil {
-		return time.Time{}, queryErrorf("the project's time zone %q is unknown", scope.Timezone)
-	}
-	local := now.In(loc)
-	y, mo, d := local.Date()
-	today := time.Date(y, mo, d, 0, 0, 0, 0, loc)
-	switch s {
-	case "dStart":
-		return today, nil
-	case "mStart":
-		return time.Date(y, mo, 1, 0, 0, 0, 0, loc), nil
-	case "yStart":
-		return time.Date(y, 1, 1, 0, 0, 0, 0, loc), nil
-	}
-	if m := relativeDate.FindStringSubmatch(s); m != nil {
-		n, _ := strconv.Atoi(m[1])
-		switch m[2] {
-		case "h":
-			return local.Add(-time.Duration(n) * time.Hour).Truncate(time.Hour), nil
-		case "d":
-			return today.AddDate(0, 0, -n), nil
-		case "w":
-			return today.AddDate(0, 0, -7*n), nil
-		case "m":
-			return today.AddDate(0, -n, 0), nil
-		case "q":
-			return today.AddDate(0, -3*n, 0), nil
-		case "y":
-			return today.AddDate(-n, 0, 0), nil
-		}
-	}
-	if t, err := time.ParseInLocation(time.DateOnly, s, loc); err == nil {
-		if end {
-			return t.AddDate(0, 0, 1), nil
-		}
-		return t, nil
-	}
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05"} {
-		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, queryErrorf("%q is not a date: use an ISO date or time, or a relative date like -7d", s)
 }
 
 // firstEvent is the time of the project's first event, for date_from "all".

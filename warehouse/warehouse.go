@@ -174,7 +174,7 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 	w := &Warehouse{connector: connector, db: db, staging: staging, log: cfg.Logger}
 	// DuckDB may touch no file but its own (the database, its WAL, its spill directory)
 	// and the staging directory, and no network, whatever a query asks: a second wall
-	// behind the query checker (see statementChecker). Then the configuration is locked,
+	// behind the query checker (see hogql.Check). Then the configuration is locked,
 	// so that no SET can undo it. The order matters: allowed_directories cannot change
 	// once external access is off, and nothing can change once locked. These are
 	// global settings of the instance, so any connection sets them; allowed_directories

@@ -1,4 +1,4 @@
-package warehouse
+package hogql
 
 import (
 	"encoding/json"
@@ -9,328 +9,38 @@ import (
 	"strings"
 )
 
-// HogQL here is DuckDB SQL plus the forms PostHog users write: properties.$key (and
-// person.properties.key) for JSON property access, count() and a few ClickHouse
-// functions (defined as macros on the query connection, see queryMacros). rewriteHogQL
-// turns the property forms into DuckDB's; checkStatement then decides, on DuckDB's own
-// parse of the result, whether it may run.
-
-// rewriteHogQL replaces, outside strings and comments, "<x>properties.<key>[.<key>...]"
-// with json_extract_string(<x>properties, '$."<key>"...'), and person.properties.<key>
-// with the same over the person_properties column. It reports whether the query reads
-// person properties, which needs the events view that joins persons.
-func rewriteHogQL(query string) (string, bool, error) {
-	var out strings.Builder
-	usesPerson := false
-	toks := lexHogQL(query)
-	for i := 0; i < len(toks); i++ {
-		t := toks[i]
-		if t.kind == tokString && afterArrow(toks, i) {
-			out.WriteString(keyPath(t.text))
-			continue
-		}
-		if t.kind != tokIdent || !strings.EqualFold(t.text, "properties") || !isDot(toks, i+1) || !isKey(toks, i+2) {
-			out.WriteString(t.text)
-			continue
-		}
-		// The column: properties, or <qualifier>.properties; person.properties is the
-		// joined person's.
-		column := "properties"
-		prefix := out.String()
-		if strings.HasSuffix(prefix, ".") {
-			start := strings.LastIndexFunc(strings.TrimSuffix(prefix, "."), func(r rune) bool { return !isIdentRune(r) }) + 1
-			qualifier := prefix[start : len(prefix)-1]
-			if strings.EqualFold(qualifier, "person") {
-				column, usesPerson = "person_properties", true
-				prefix = prefix[:start]
-			} else {
-				column = qualifier + ".properties"
-				prefix = prefix[:start]
-			}
-			out.Reset()
-			out.WriteString(prefix)
-		}
-		var path strings.Builder
-		path.WriteString("$")
-		j := i + 1
-		for isDot(toks, j) && isKey(toks, j+1) {
-			key := toks[j+1].text
-			if toks[j+1].kind == tokQuoted {
-				key = strings.ReplaceAll(key[1:len(key)-1], `""`, `"`)
-			}
-			if strings.ContainsAny(key, `"\`) {
-				return "", false, fmt.Errorf("the property name %q cannot be read with the dot form; use json_extract_string", key)
-			}
-			path.WriteString(`."` + key + `"`)
-			j += 2
-		}
-		fmt.Fprintf(&out, "json_extract_string(%s, '%s')", column, strings.ReplaceAll(path.String(), "'", "''"))
-		i = j - 1
-	}
-	return out.String(), usesPerson, nil
-}
-
-// rewrittenColumn is the name DuckDB gives a column that rewriteHogQL wrote from a
-// property form: json_extract_string(<column>, '$."<key>"...').
-var rewrittenColumn = regexp.MustCompile(`^json_extract_string\(((?:[A-Za-z_][A-Za-z0-9_]*\.)?properties|person_properties), '\$((?:\."[^"]*")+)'\)$`)
-
-var rewrittenKey = regexp.MustCompile(`\."([^"]*)"`)
-
-// hogqlColumnName is the name PostHog gives a result column: a property read as it was
-// written (properties.$current_url, person.properties.email), count() for DuckDB's
-// count_star(); other columns as DuckDB names them.
-func hogqlColumnName(column string) string {
-	if column == "count_star()" {
-		return "count()"
-	}
-	m := rewrittenColumn.FindStringSubmatch(column)
-	if m == nil {
-		return column
-	}
-	name := m[1]
-	if name == "person_properties" {
-		name = "person.properties"
-	}
-	for _, key := range rewrittenKey.FindAllStringSubmatch(m[2], -1) {
-		name += "." + strings.ReplaceAll(key[1], "''", "'")
-	}
-	return name
-}
-
-// afterArrow reports whether toks[i] is the right side of a -> or ->> operator.
-func afterArrow(toks []token, i int) bool {
-	j := i - 1
-	for j >= 0 && (toks[j].kind == tokSpace || toks[j].kind == tokComment) {
-		j--
-	}
-	return j >= 1 && toks[j].text == ">" && toks[j-1].text == "-" || j >= 2 && toks[j].text == ">" && toks[j-1].text == ">" && toks[j-2].text == "-"
-}
-
-// keyPath makes a string literal used as a JSON path that names a PostHog property
-// ('$current_url': to DuckDB an invalid JSONPath) the path of that key; real paths
-// ('$.a', '$[0]') and plain keys stay as written.
-func keyPath(literal string) string {
-	key := strings.ReplaceAll(literal[1:len(literal)-1], "''", "'")
-	if len(key) < 2 || key[0] != '$' || key[1] == '.' || key[1] == '[' || strings.ContainsAny(key, `"\`) {
-		return literal
-	}
-	return "'" + strings.ReplaceAll(`$."`+key+`"`, "'", "''") + "'"
-}
-
-func isDot(toks []token, i int) bool {
-	return i < len(toks) && toks[i].kind == tokPunct && toks[i].text == "."
-}
-func isKey(toks []token, i int) bool {
-	return i < len(toks) && (toks[i].kind == tokIdent || toks[i].kind == tokQuoted)
-}
-
-func isIdentRune(r rune) bool {
-	return r == '_' || r == '$' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= 0x80
-}
-
-type tokenKind uint8
-
-const (
-	tokSpace tokenKind = iota
-	tokComment
-	tokString // '...'
-	tokQuoted // "..."
-	tokIdent  // including $name, which HogQL uses for PostHog's properties
-	tokPunct
-)
-
-type token struct {
-	kind tokenKind
-	text string
-}
-
-// lexHogQL splits a query into tokens that, concatenated, give it back unchanged.
-func lexHogQL(q string) []token {
-	var toks []token
-	for i := 0; i < len(q); {
-		c := q[i]
-		start := i
-		kind := tokPunct
-		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			kind = tokSpace
-			for i < len(q) && strings.IndexByte(" \t\n\r", q[i]) >= 0 {
-				i++
-			}
-		case c == '-' && i+1 < len(q) && q[i+1] == '-':
-			kind = tokComment
-			for i < len(q) && q[i] != '\n' {
-				i++
-			}
-		case c == '/' && i+1 < len(q) && q[i+1] == '*':
-			kind = tokComment
-			end := strings.Index(q[i+2:], "*/")
-			if end < 0 {
-				i = len(q)
-			} else {
-				i += end + 4
-			}
-		case c == '\'' || c == '"':
-			kind = tokString
-			if c == '"' {
-				kind = tokQuoted
-			}
-			for i++; i < len(q); i++ {
-				if q[i] == c {
-					if i+1 < len(q) && q[i+1] == c { // a doubled quote is one quote
-						i++
-						continue
-					}
-					i++
-					break
-				}
-			}
-		case isIdentRune(rune(c)):
-			kind = tokIdent
-			for i < len(q) && isIdentRune(rune(q[i])) {
-				i++
-			}
-		default:
-			i++
-		}
-		if i > len(q) {
-			i = len(q)
-		}
-		toks = append(toks, token{kind, q[start:i]})
-	}
-	return toks
-}
-
-// queryTables are the tables a user query may read: views of the project's rows, made
-// on the query's connection (see Queries.run).
-var queryTables = map[string]bool{"events": true, "persons": true, "groups": true}
-
-// queryTableFunctions are the table functions a query may call: they generate rows and
-// read nothing.
-var queryTableFunctions = map[string]bool{"range": true, "generate_series": true, "unnest": true}
-
-// queryFunctions are the scalar, aggregate and window functions, and the operators (as
-// DuckDB's parser names them), a query may call. Everything else is refused: DuckDB
-// also has functions that read files, settings or the catalog. list_aggregate and its
-// aliases are left out: they call a function named by a string, past this list.
-var queryFunctions = func() map[string]bool {
-	m := map[string]bool{}
-	for _, names := range []string{
-		aggregateNames,
-		// window
-		`row_number rank dense_rank percent_rank cume_dist ntile lag lead first_value last_value nth_value`,
-		// numbers
-		`abs ceil ceiling floor round sqrt cbrt pow power exp ln log log2 log10 sign greatest least trunc random pi
-		isnan isinf isfinite even gcd lcm bit_count mod`,
-		// text
-		`lower upper lcase ucase length len strlen char_length character_length concat concat_ws substring substr
-		left right trim ltrim rtrim replace reverse repeat lpad rpad position strpos instr contains starts_with
-		prefix ends_with suffix split_part string_split str_split regexp_matches regexp_full_match regexp_replace
-		regexp_extract regexp_extract_all regexp_split_to_array md5 sha256 hash format printf ascii chr translate
-		levenshtein jaccard url_encode url_decode nfc_normalize strip_accents like_escape ilike_escape`,
-		// time
-		`now current_timestamp get_current_timestamp current_date today get_current_time current_localtime
-		current_localtimestamp date_trunc datetrunc date_part datepart
-		date_diff datediff date_sub datesub date_add strftime strptime try_strptime epoch epoch_ms epoch_us epoch_ns
-		to_timestamp make_date make_timestamp make_time dayname monthname year month day hour minute second
-		millisecond microsecond week weekday dayofweek dayofmonth dayofyear quarter isodow isoyear yearweek
-		last_day age time_bucket timezone to_days to_hours to_minutes to_seconds to_weeks to_months to_years
-		to_milliseconds to_microseconds`,
-		// json
-		`json_extract json_extract_string json_extract_path json_extract_path_text json_value json_exists json_keys
-		json_type json_valid json_array_length json_contains json_object json_array to_json json json_structure`,
-		// lists, structs, maps
-		`list_value list_pack array_value array_extract list_extract list_element array_slice list_slice array_length
-		list_contains list_has array_contains array_has list_position list_indexof list_distinct list_unique
-		list_sort list_reverse_sort list_transform array_transform list_apply array_apply apply list_filter
-		array_filter filter list_reduce array_reduce reduce list_concat list_cat array_concat array_cat flatten
-		list_sum list_min list_max list_avg list_count array_to_string list_string_agg
-		struct_pack struct_extract struct_insert row map map_extract element_at cardinality map_keys map_values`,
-		// conditions and the rest
-		`coalesce ifnull nullif if iff typeof gen_random_uuid uuid`,
-		// the table functions of queryTableFunctions, which are scalar functions too
-		`range generate_series unnest`,
-		// ClickHouse forms HogQL users write, defined as macros (queryMacros)
-		`uniq tostartofday tostartofhour tostartofweek tostartofmonth tostartofyear todate todatetime tostring
-		toint tofloat`,
-		// operators
-		`+ - * / // % ** ^ || ~~ !~~ ~~* !~~* ~~~ !~~~ -> ->> @> <@ && << >> & | ~ ^@ ! array_extract array_slice`,
-	} {
-		for _, name := range strings.Fields(names) {
-			m[name] = true
-		}
-	}
-	return m
-}()
-
-// aggregateNames are the aggregate functions of queryFunctions, uniq (a macro) among
-// them.
-const aggregateNames = `count count_star sum avg mean min max any_value arg_min arg_max argmin argmax min_by max_by
-	bool_and bool_or first last list array_agg string_agg group_concat median mode quantile quantile_cont
-	quantile_disc approx_count_distinct approx_quantile stddev stddev_pop stddev_samp variance var_pop var_samp corr
-	covar_pop covar_samp histogram product entropy kurtosis skewness bit_and bit_or bit_xor fsum favg count_if sumif
-	uniq`
-
-// aggregateFunctions is aggregateNames as a set.
-var aggregateFunctions = func() map[string]bool {
-	m := map[string]bool{}
-	for _, name := range strings.Fields(aggregateNames) {
-		m[name] = true
-	}
-	return m
-}()
-
-// callsAggregate reports whether a parsed expression calls an aggregate function
-// outside a subquery (whose aggregates are its own).
-func callsAggregate(v any) bool {
-	switch v := v.(type) {
-	case map[string]any:
-		if v["class"] == "SUBQUERY" {
-			return false
-		}
-		if name, _ := v["function_name"].(string); v["class"] == "FUNCTION" && aggregateFunctions[strings.ToLower(name)] {
-			return true
-		}
-		for _, x := range v {
-			if callsAggregate(x) {
-				return true
-			}
-		}
-	case []any:
-		return slices.ContainsFunc(v, callsAggregate)
-	}
-	return false
-}
-
-// queryMacros give the ClickHouse functions HogQL queries use most their DuckDB meaning.
-const queryMacros = `
-	CREATE OR REPLACE TEMP MACRO uniq(x) AS count(DISTINCT x);
-	CREATE OR REPLACE TEMP MACRO toStartOfDay(x) AS date_trunc('day', x);
-	CREATE OR REPLACE TEMP MACRO toStartOfHour(x) AS date_trunc('hour', x);
-	CREATE OR REPLACE TEMP MACRO toStartOfWeek(x) AS date_trunc('week', x);
-	CREATE OR REPLACE TEMP MACRO toStartOfMonth(x) AS date_trunc('month', x);
-	CREATE OR REPLACE TEMP MACRO toStartOfYear(x) AS date_trunc('year', x);
-	CREATE OR REPLACE TEMP MACRO toDate(x) AS CAST(x AS DATE);
-	CREATE OR REPLACE TEMP MACRO toDateTime(x) AS CAST(x AS TIMESTAMPTZ);
-	CREATE OR REPLACE TEMP MACRO toString(x) AS CAST(x AS VARCHAR);
-	CREATE OR REPLACE TEMP MACRO toInt(x) AS TRY_CAST(x AS BIGINT);
-	CREATE OR REPLACE TEMP MACRO toFloat(x) AS TRY_CAST(x AS DOUBLE)`
-
-// statementChecker decides, on the JSON that json_serialize_sql makes of a query,
-// whether a project's user may run it. It allows only what it recognizes: each kind of
-// node it accepts lists its fields and what each one holds (a query, a table, an
-// expression, a type, or plain data such as names and flags), every field is checked
-// as what it holds, and a node kind it does not know, or a field it does not know that
-// is set, refuses the query. A syntax DuckDB adds, or a corner of an old one, is
-// refused until it is described here; it never passes unseen.
+// Check decides, on serialized, the JSON that DuckDB's json_serialize_sql makes of a
+// query, whether a project's user may run it with params bound parameters. A refusal
+// is an *Error; serialized that is not such JSON is another error.
+//
+// It allows only what it recognizes: each kind of node it accepts lists its fields and
+// what each one holds (a query, a table, an expression, a type, or plain data such as
+// names and flags), every field is checked as what it holds, and a node kind it does
+// not know, or a field it does not know that is set, refuses the query. A syntax
+// DuckDB adds, or a corner of an old one, is refused until it is described here; it
+// never passes unseen.
 //
 // Table names resolve as DuckDB's binder resolves them: a WITH query (CTE) is visible
 // in the query that defines it, after its own definition, and in the queries nested in
-// that one; any other name must be events, persons or groups, the project's views. A
-// CTE's name must be a plain identifier that names no table or view of the database
-// (Queries.run checks the catalog), so that a name taken for a CTE where DuckDB does
-// not see one can only fail to resolve: never reach a table, nor a file.
-type statementChecker struct {
+// that one; any other name must be events, persons or groups. A CTE's name must be a
+// plain identifier (letters, digits and _) other than those three, so that a name
+// taken for a CTE where DuckDB does not see one can only fail to resolve: never reach
+// a table, nor a file.
+//
+// What Check cannot see is the caller's to do, before the query runs: refuse it when
+// one of ctes, the names of its CTEs in lower case, names a table or view of the
+// database (in any schema, DuckDB's own included); and run it where events, persons
+// and groups are views of the project's rows and Macros are defined.
+func Check(serialized string, params int) (ctes []string, err error) {
+	c := checker{params: params}
+	if err := c.checkStatement(serialized); err != nil {
+		return nil, err
+	}
+	return c.ctes, nil
+}
+
+// checker is the state of one Check.
+type checker struct {
 	params int      // how many parameters the caller binds: exactly that many must appear
 	seen   int      // the parameters met
 	ctes   []string // the CTE names the statement defines, lower case
@@ -353,9 +63,8 @@ func (s *cteScope) has(name string) bool {
 
 func (s *cteScope) with(name string) *cteScope { return &cteScope{name: name, parent: s} }
 
-// checkStatement parses serialized (json_serialize_sql's output) and returns why the
-// query may not run, or nil.
-func (c *statementChecker) checkStatement(serialized string) error {
+// checkStatement reads serialized and returns why the query may not run, or nil.
+func (c *checker) checkStatement(serialized string) error {
 	var parsed struct {
 		Error        bool              `json:"error"`
 		ErrorType    string            `json:"error_type"`
@@ -367,12 +76,12 @@ func (c *statementChecker) checkStatement(serialized string) error {
 	}
 	if parsed.Error {
 		if strings.Contains(parsed.ErrorMessage, "Only SELECT statements") {
-			return queryErrorf("only SELECT queries can run here")
+			return errorf("only SELECT queries can run here")
 		}
-		return queryErrorf("the query does not parse: %s", parsed.ErrorMessage)
+		return errorf("the query does not parse: %s", parsed.ErrorMessage)
 	}
 	if len(parsed.Statements) != 1 {
-		return queryErrorf("send exactly one SELECT statement (this holds %d)", len(parsed.Statements))
+		return errorf("send exactly one SELECT statement (this holds %d)", len(parsed.Statements))
 	}
 	var statement any
 	if err := json.Unmarshal(parsed.Statements[0], &statement); err != nil {
@@ -384,9 +93,9 @@ func (c *statementChecker) checkStatement(serialized string) error {
 	}
 	if c.seen != c.params {
 		if c.params == 0 {
-			return queryErrorf("the query may not have parameters")
+			return errorf("the query may not have parameters")
 		}
-		return queryErrorf("the query has %d parameters where %d are bound", c.seen, c.params)
+		return errorf("the query has %d parameters where %d are bound", c.seen, c.params)
 	}
 	return nil
 }
@@ -500,7 +209,7 @@ var (
 		"DECIMAL_TYPE_INFO": true, "ENUM_TYPE_INFO": true, "STRING_TYPE_INFO": true, "USER_TYPE_INFO": true}
 	// sqlValueFunctions are the bare names DuckDB's binder turns into function calls
 	// when no column has that name (SQL's CURRENT_DATE, USER...), with the function
-	// each calls; queryFunctions decides as for any call.
+	// each calls; functions decides as for any call.
 	sqlValueFunctions = map[string]string{"current_catalog": "current_catalog", "current_date": "current_date",
 		"current_schema": "current_schema", "current_role": "current_role", "current_time": "get_current_time",
 		"current_timestamp": "get_current_timestamp", "current_user": "current_user", "localtime": "current_localtime",
@@ -510,7 +219,7 @@ var (
 	cteNamePattern = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 )
 
-func (c *statementChecker) statement(v any, s *cteScope) error {
+func (c *checker) statement(v any, s *cteScope) error {
 	n, ok := v.(map[string]any)
 	if !ok {
 		return errUnchecked
@@ -518,7 +227,7 @@ func (c *statementChecker) statement(v any, s *cteScope) error {
 	return c.fields(n, "SELECT", statementFields, s)
 }
 
-func (c *statementChecker) query(v any, s *cteScope) error {
+func (c *checker) query(v any, s *cteScope) error {
 	n, ok := v.(map[string]any)
 	if !ok {
 		return errUnchecked
@@ -526,7 +235,7 @@ func (c *statementChecker) query(v any, s *cteScope) error {
 	typ := stringField(n, "type")
 	spec, ok := queryNodeFields[typ]
 	if !ok {
-		return queryErrorf("%s is not allowed here", words(typ))
+		return errorf("%s is not allowed here", words(typ))
 	}
 	inner, err := c.defineCTEs(n["cte_map"], s)
 	if err != nil {
@@ -566,7 +275,7 @@ func (c *statementChecker) query(v any, s *cteScope) error {
 // that has it: each definition sees the CTEs before it, never itself nor those after
 // it (DuckDB reads such a name as a table, which is how a CTE named after a file read
 // the file).
-func (c *statementChecker) defineCTEs(v any, s *cteScope) (*cteScope, error) {
+func (c *checker) defineCTEs(v any, s *cteScope) (*cteScope, error) {
 	if isZero(v) {
 		return s, nil
 	}
@@ -609,13 +318,13 @@ func (c *statementChecker) defineCTEs(v any, s *cteScope) (*cteScope, error) {
 }
 
 // cteName checks the name a WITH query is given and notes it.
-func (c *statementChecker) cteName(given string) error {
+func (c *checker) cteName(given string) error {
 	name, _ := asciiLower(given)
 	if !cteNamePattern.MatchString(name) {
-		return queryErrorf("a WITH query is named with letters, digits and _ only, not %q", given)
+		return errorf("a WITH query is named with letters, digits and _ only, not %q", given)
 	}
-	if queryTables[name] {
-		return queryErrorf("a WITH query may not be named %q, the name of a table", name)
+	if tables[name] {
+		return errorf("a WITH query may not be named %q, the name of a table", name)
 	}
 	if !slices.Contains(c.ctes, name) {
 		c.ctes = append(c.ctes, name)
@@ -623,7 +332,7 @@ func (c *statementChecker) cteName(given string) error {
 	return nil
 }
 
-func (c *statementChecker) table(v any, s *cteScope) error {
+func (c *checker) table(v any, s *cteScope) error {
 	n, ok := v.(map[string]any)
 	if !ok {
 		return errUnchecked
@@ -631,23 +340,23 @@ func (c *statementChecker) table(v any, s *cteScope) error {
 	typ := stringField(n, "type")
 	spec, ok := tableRefFields[typ]
 	if !ok {
-		return queryErrorf("%s is not allowed here", words(typ))
+		return errorf("%s is not allowed here", words(typ))
 	}
 	switch typ {
 	case "BASE_TABLE":
 		name, ok := asciiLower(stringField(n, "table_name"))
 		if stringField(n, "catalog_name") != "" || stringField(n, "schema_name") != "" {
-			return queryErrorf("tables are read by name alone: events, persons or groups")
+			return errorf("tables are read by name alone: events, persons or groups")
 		}
-		if !ok || !queryTables[name] && !s.has(name) {
-			return queryErrorf("the table %s does not exist here: a query reads events, persons and groups", name)
+		if !ok || !tables[name] && !s.has(name) {
+			return errorf("the table %s does not exist here: a query reads events, persons and groups", name)
 		}
 	case "TABLE_FUNCTION":
 		function, ok := n["function"].(map[string]any)
 		if !ok || stringField(function, "class") != "FUNCTION" {
 			return errUnchecked
 		}
-		if err := checkFunctionName(function, queryTableFunctions, "table function"); err != nil {
+		if err := checkFunctionName(function, tableFunctions, "table function"); err != nil {
 			return err
 		}
 		if err := c.fields(function, "FUNCTION", expressionFields["FUNCTION"], s); err != nil {
@@ -657,7 +366,7 @@ func (c *statementChecker) table(v any, s *cteScope) error {
 	return c.fields(n, typ, spec, s)
 }
 
-func (c *statementChecker) expr(v any, s *cteScope) error {
+func (c *checker) expr(v any, s *cteScope) error {
 	if v == nil {
 		return nil
 	}
@@ -668,40 +377,40 @@ func (c *statementChecker) expr(v any, s *cteScope) error {
 	class := stringField(n, "class")
 	spec, ok := expressionFields[class]
 	if !ok {
-		return queryErrorf("%s expressions are not allowed here", words(class))
+		return errorf("%s expressions are not allowed here", words(class))
 	}
 	typ := stringField(n, "type")
 	switch class {
 	case "FUNCTION", "WINDOW":
-		if err := checkFunctionName(n, queryFunctions, "function"); err != nil {
+		if err := checkFunctionName(n, functions, "function"); err != nil {
 			return err
 		}
 	case "COLUMN_REF":
 		if names, _ := n["column_names"].([]any); len(names) == 1 {
 			name, _ := names[0].(string)
-			if function, ok := sqlValueFunctions[strings.ToLower(name)]; ok && !queryFunctions[function] {
-				return queryErrorf("%s is not allowed here", strings.ToLower(name))
+			if function, ok := sqlValueFunctions[strings.ToLower(name)]; ok && !functions[function] {
+				return errorf("%s is not allowed here", strings.ToLower(name))
 			}
 		}
 	case "PARAMETER":
 		c.seen++
 	case "OPERATOR":
 		if !operatorTypes[typ] {
-			return queryErrorf("the operator %s is not allowed here", words(typ))
+			return errorf("the operator %s is not allowed here", words(typ))
 		}
 	case "CONJUNCTION":
 		if !conjunctionTypes[typ] {
-			return queryErrorf("%s is not allowed here", words(typ))
+			return errorf("%s is not allowed here", words(typ))
 		}
 	case "COMPARISON":
 		if !strings.HasPrefix(typ, "COMPARE_") {
-			return queryErrorf("%s is not allowed here", words(typ))
+			return errorf("%s is not allowed here", words(typ))
 		}
 	}
 	return c.fields(n, class, spec, s)
 }
 
-func (c *statementChecker) modifier(v any, s *cteScope) error {
+func (c *checker) modifier(v any, s *cteScope) error {
 	n, ok := v.(map[string]any)
 	if !ok {
 		return errUnchecked
@@ -709,14 +418,14 @@ func (c *statementChecker) modifier(v any, s *cteScope) error {
 	typ := stringField(n, "type")
 	spec, ok := modifierFields[typ]
 	if !ok {
-		return queryErrorf("%s is not allowed here", words(typ))
+		return errorf("%s is not allowed here", words(typ))
 	}
 	return c.fields(n, typ, spec, s)
 }
 
 // fields checks each field of n as what spec says it holds; a field spec does not
 // name must be unset.
-func (c *statementChecker) fields(n map[string]any, kind string, spec map[string]role, s *cteScope) error {
+func (c *checker) fields(n map[string]any, kind string, spec map[string]role, s *cteScope) error {
 	for _, key := range slices.Sorted(maps.Keys(n)) { // sorted: the same query, the same answer
 		v := n[key]
 		r, ok := spec[key]
@@ -724,7 +433,7 @@ func (c *statementChecker) fields(n map[string]any, kind string, spec map[string
 			if isZero(v) {
 				continue
 			}
-			return queryErrorf("%s (%s) is not allowed here", words(key), words(kind))
+			return errorf("%s (%s) is not allowed here", words(key), words(kind))
 		}
 		if err := c.field(r, v, s); err != nil {
 			return err
@@ -733,7 +442,7 @@ func (c *statementChecker) fields(n map[string]any, kind string, spec map[string
 	return nil
 }
 
-func (c *statementChecker) field(r role, v any, s *cteScope) error {
+func (c *checker) field(r role, v any, s *cteScope) error {
 	switch r {
 	case fData:
 		if !isData(v) {
@@ -780,7 +489,7 @@ func (c *statementChecker) field(r role, v any, s *cteScope) error {
 }
 
 // object checks a part of a node that is a JSON object with known fields.
-func (c *statementChecker) object(v any, kind string, spec map[string]role, s *cteScope) error {
+func (c *checker) object(v any, kind string, spec map[string]role, s *cteScope) error {
 	n, ok := v.(map[string]any)
 	if !ok {
 		return errUnchecked
@@ -789,7 +498,7 @@ func (c *statementChecker) object(v any, kind string, spec map[string]role, s *c
 }
 
 // errUnchecked: the parse holds something of a shape the checker does not know.
-var errUnchecked = &QueryError{Detail: "the query has a part that cannot be checked, so it may not run"}
+var errUnchecked = &Error{Detail: "the query has a part that cannot be checked, so it may not run"}
 
 // checkFunctionName refuses a call of a function outside allowed, or named under a
 // catalog or a schema other than main (where the parser itself puts some built-ins:
@@ -798,7 +507,7 @@ func checkFunctionName(n map[string]any, allowed map[string]bool, what string) e
 	name := strings.ToLower(stringField(n, "function_name"))
 	schema := stringField(n, "schema")
 	if stringField(n, "catalog") != "" || (schema != "" && schema != "main") || !allowed[name] {
-		return queryErrorf("the %s %s is not allowed here", what, name)
+		return errorf("the %s %s is not allowed here", what, name)
 	}
 	return nil
 }
@@ -819,13 +528,13 @@ func checkType(v any) error {
 		}
 		if t, ok := v["type"].(string); ok && strings.HasSuffix(t, "_TYPE_INFO") {
 			if !typeInfos[t] || !isZero(v["extension_info"]) {
-				return queryErrorf("the type %s is not allowed here", words(t))
+				return errorf("the type %s is not allowed here", words(t))
 			}
 			if t == "USER_TYPE_INFO" {
 				name := stringField(v, "user_type_name")
 				if !strings.EqualFold(name, "json") || stringField(v, "catalog") != "" || stringField(v, "schema") != "" ||
 					!isZero(v["user_type_modifiers"]) {
-					return queryErrorf("the type %s is not allowed here", name)
+					return errorf("the type %s is not allowed here", name)
 				}
 			}
 		}

@@ -1,0 +1,206 @@
+package warehouse
+
+import (
+	"cmp"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The filters and dates that EventsQuery, TrendsQuery and batch exports share.
+
+// PropertyFilter is one of PostHog's property filters.
+type PropertyFilter struct {
+	Key   string `json:"key"`
+	Value any    `json:"value"`
+	// Operator is exact (the default), is_not, icontains, not_icontains, regex,
+	// not_regex, gt, gte, lt, lte, is_set or is_not_set.
+	Operator string `json:"operator"`
+	// Type is event (the default) or person.
+	Type string `json:"type"`
+}
+
+// propertyFilters turns PostHog property filters into SQL conditions over the events
+// view, every value and property path bound. withPersons: a filter is on person
+// properties, which needs the view that joins persons.
+func propertyFilters(filters []PropertyFilter) (conditions []string, args []any, withPersons bool, err error) {
+	for _, f := range filters {
+		column := "properties"
+		switch f.Type {
+		case "", "event":
+		case "person":
+			column, withPersons = "person_properties", true
+		default:
+			return nil, nil, false, queryErrorf("property filters of type %q are not supported: use event or person", f.Type)
+		}
+		if f.Key == "" {
+			return nil, nil, false, queryErrorf("a property filter needs a key")
+		}
+		value := "json_extract_string(" + column + ", ?)"
+		path := jsonPointer(f.Key)
+		values := filterValues(f.Value)
+		var condition string
+		var bound []any
+		switch f.Operator {
+		case "", "exact", "is_not":
+			if len(values) == 0 {
+				return nil, nil, false, queryErrorf("the %s filter on %q needs a value", cmp.Or(f.Operator, "exact"), f.Key)
+			}
+			condition = value + " IN (" + placeholders(len(values)) + ")"
+			bound = append([]any{path}, values...)
+			if f.Operator == "is_not" {
+				condition = "(" + value + " IS NULL OR NOT " + condition + ")"
+				bound = append([]any{path}, bound...)
+			}
+		case "icontains", "not_icontains":
+			if len(values) != 1 {
+				return nil, nil, false, queryErrorf("the %s filter on %q needs one value", f.Operator, f.Key)
+			}
+			condition, bound = "contains(lower("+value+"), lower(?))", []any{path, values[0]}
+			if f.Operator == "not_icontains" {
+				condition, bound = "("+value+" IS NULL OR NOT "+condition+")", []any{path, path, values[0]}
+			}
+		case "regex", "not_regex":
+			if len(values) != 1 {
+				return nil, nil, false, queryErrorf("the %s filter on %q needs one value", f.Operator, f.Key)
+			}
+			condition, bound = "regexp_matches("+value+", ?)", []any{path, values[0]}
+			if f.Operator == "not_regex" {
+				condition, bound = "("+value+" IS NULL OR NOT "+condition+")", []any{path, path, values[0]}
+			}
+		case "gt", "gte", "lt", "lte":
+			number, ok := filterNumber(f.Value)
+			if !ok {
+				return nil, nil, false, queryErrorf("the %s filter on %q needs a number", f.Operator, f.Key)
+			}
+			op := map[string]string{"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}[f.Operator]
+			condition, bound = "TRY_CAST("+value+" AS DOUBLE) "+op+" ?", []any{path, number}
+		case "is_set":
+			condition, bound = value+" IS NOT NULL", []any{path}
+		case "is_not_set":
+			condition, bound = value+" IS NULL", []any{path}
+		default:
+			return nil, nil, false, queryErrorf("the property filter operator %q is not supported", f.Operator)
+		}
+		conditions, args = append(conditions, condition), append(args, bound...)
+	}
+	return conditions, args, withPersons, nil
+}
+
+// jsonPointer is the JSON pointer (RFC 6901) to a top-level key: any key, escaped.
+func jsonPointer(key string) string {
+	return "/" + strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
+}
+
+// filterValues are a filter's values as the text json_extract_string gives: a list's
+// items, or the one value; numbers and booleans as JSON writes them.
+func filterValues(v any) []any {
+	var items []any
+	switch v := v.(type) {
+	case nil:
+		return nil
+	case []any:
+		items = v
+	default:
+		items = []any{v}
+	}
+	values := make([]any, 0, len(items))
+	for _, item := range items {
+		switch item := item.(type) {
+		case string:
+			values = append(values, item)
+		case float64:
+			values = append(values, formatNumber(item))
+		case bool:
+			values = append(values, fmt.Sprint(item))
+		}
+	}
+	return values
+}
+
+// formatNumber writes f as JSON does: a whole number without a fraction.
+func formatNumber(f float64) string {
+	if f == float64(int64(f)) {
+		return fmt.Sprint(int64(f))
+	}
+	return fmt.Sprint(f)
+}
+
+// filterNumber is the number a gt, gte, lt or lte filter compares with: a number, a
+// numeric string, or a list of one of them.
+func filterNumber(v any) (float64, bool) {
+	switch v := v.(type) {
+	case float64:
+		return v, true
+	case string:
+		var f float64
+		_, err := fmt.Sscan(v, &f)
+		return f, err == nil
+	case []any:
+		if len(v) == 1 {
+			return filterNumber(v[0])
+		}
+	}
+	return 0, false
+}
+
+// placeholders is n parameters of a list: "?, ?, ?".
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+// relativeDate is parseDate's "-<n><unit>".
+var relativeDate = regexp.MustCompile(`^-(\d+)([hdwmqy])$`)
+
+// parseDate reads a date of a query in the project's time zone: "-<n><unit>" (hours,
+// days, weeks, months, quarters, years ago; days and longer from the start of that day),
+// "dStart", "mStart", "yStart" (the start of today, of this month, of this year), or an
+// ISO date or time. A date alone is the start of that day, or its end when end is set.
+func parseDate(s string, scope Scope, now time.Time, end bool) (time.Time, error) {
+	loc, err := time.LoadLocation(scope.timezone())
+	if err != nil {
+		return time.Time{}, queryErrorf("the project's time zone %q is unknown", scope.Timezone)
+	}
+	local := now.In(loc)
+	y, mo, d := local.Date()
+	today := time.Date(y, mo, d, 0, 0, 0, 0, loc)
+	switch s {
+	case "dStart":
+		return today, nil
+	case "mStart":
+		return time.Date(y, mo, 1, 0, 0, 0, 0, loc), nil
+	case "yStart":
+		return time.Date(y, 1, 1, 0, 0, 0, 0, loc), nil
+	}
+	if m := relativeDate.FindStringSubmatch(s); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		switch m[2] {
+		case "h":
+			return local.Add(-time.Duration(n) * time.Hour).Truncate(time.Hour), nil
+		case "d":
+			return today.AddDate(0, 0, -n), nil
+		case "w":
+			return today.AddDate(0, 0, -7*n), nil
+		case "m":
+			return today.AddDate(0, -n, 0), nil
+		case "q":
+			return today.AddDate(0, -3*n, 0), nil
+		case "y":
+			return today.AddDate(-n, 0, 0), nil
+		}
+	}
+	if t, err := time.ParseInLocation(time.DateOnly, s, loc); err == nil {
+		if end {
+			return t.AddDate(0, 0, 1), nil
+		}
+		return t, nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05"} {
+		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, queryErrorf("%q is not a date: use an ISO date or time, or a relative date like -7d", s)
+}
