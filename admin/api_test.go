@@ -216,6 +216,27 @@ func (env *testEnv) exec(t *testing.T, query string, args ...any) {
 	}
 }
 
+// ingest commits events of the bootstrap project through the real Writer.
+func (env *testEnv) ingest(t *testing.T, events ...warehouse.Event) {
+	t.Helper()
+	env.ingestTo(t, env.boot.ProjectID, events...)
+}
+
+// ingestTo commits events of a project through the real Writer, as one batch, each
+// with a new uuid and at least empty properties.
+func (env *testEnv) ingestTo(t *testing.T, project int64, events ...warehouse.Event) {
+	t.Helper()
+	for i := range events {
+		events[i].UUID, events[i].TeamID = uuid.Must(uuid.NewV7()), project
+		if events[i].Properties == "" {
+			events[i].Properties = "{}"
+		}
+	}
+	if err := env.warehouse.Writer().Submit(&warehouse.Batch{Events: events}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // orgPath is a path under the bootstrap organization.
 func (env *testEnv) orgPath(rest string) string {
 	return "/api/organizations/" + env.org.String() + "/" + rest

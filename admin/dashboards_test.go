@@ -28,20 +28,6 @@ func (env *testEnv) dashPath(id int64, rest string) string {
 	return fmt.Sprintf("%s/dashboards/%d/%s", env.project, id, rest)
 }
 
-// ingest commits events of the bootstrap project through the real writer.
-func (env *testEnv) ingest(t *testing.T, events ...warehouse.Event) {
-	t.Helper()
-	for i := range events {
-		events[i].UUID, events[i].TeamID = uuid.Must(uuid.NewV7()), env.boot.ProjectID
-		if events[i].Properties == "" {
-			events[i].Properties = "{}"
-		}
-	}
-	if err := env.warehouse.Writer().Submit(&warehouse.Batch{Events: events}); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func keysOf(m map[string]any) []string {
 	var keys []string
 	for k := range m {

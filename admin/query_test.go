@@ -1,34 +1,36 @@
-package main
+package admin
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/hedge-analytics/hedge/warehouse"
 )
 
-// TestQueryAPI sends events through the capture listener and reads them back through
-// POST /api/projects/{id}/query/: each query kind, its errors, its authorization.
+// TestQueryAPI reads events the Writer committed through POST
+// /api/projects/{id}/query/: each query kind, its refusals, its authorization.
 func TestQueryAPI(t *testing.T) {
-	env := newIdentityEnv(t)
-	env.at = time.Now().UTC().Add(-2 * time.Hour).Truncate(time.Second)
-	env.send(false,
-		ev("$pageview", "u1", `"$current_url":"https://example.com/pricing","$browser":"Chrome"`),
-		ev("$pageview", "u2", `"$current_url":"https://example.com/docs","$browser":"Safari"`),
-		ev("signed up", "u1", `"plan":"pro"`),
+	env := newTestEnv(t, "")
+	at := time.Now().UTC().Add(-2 * time.Hour).Truncate(time.Second)
+	env.ingest(t,
+		warehouse.Event{Name: "$pageview", DistinctID: "u1", Timestamp: at, Properties: `{"$current_url":"https://example.com/pricing","$browser":"Chrome"}`},
+		warehouse.Event{Name: "$pageview", DistinctID: "u2", Timestamp: at.Add(time.Second), Properties: `{"$current_url":"https://example.com/docs","$browser":"Safari"}`},
+		warehouse.Event{Name: "signed up", DistinctID: "u1", Timestamp: at.Add(2 * time.Second), Properties: `{"plan":"pro"}`},
 	)
-	path := fmt.Sprintf("%s/api/projects/%d/query/", env.s.adminURL, env.boot.ProjectID)
+	path := env.project + "/query/"
 	query := func(key, body string) (int, map[string]any) {
 		t.Helper()
-		status, text := request(t, "POST", path, key, body)
-		var out map[string]any
-		if err := json.Unmarshal([]byte(text), &out); err != nil {
-			t.Fatalf("%s: %v: %s", body, err, text)
+		status, out, text := env.call(t, "POST", path, key, body)
+		if out == nil {
+			t.Fatalf("%s: answer is not a JSON object: %d %s", body, status, text)
 		}
 		return status, out
 	}
-	key := env.boot.PersonalAPIKey
+	key := env.owner
 
 	status, out := query(key, `{"query": {"kind": "HogQLQuery", "query": "SELECT properties.$current_url, count() FROM events WHERE event = '$pageview' GROUP BY 1 ORDER BY 1"}}`)
 	if status != 200 || fmt.Sprint(out["results"]) != "[[https://example.com/docs 1] [https://example.com/pricing 1]]" ||
@@ -64,10 +66,8 @@ func TestQueryAPI(t *testing.T) {
 		t.Fatalf("TrendsQuery line %v", first)
 	}
 
-	// The project's time zone moves the day boundaries.
-	if _, err := env.s.warehouse.DB().Exec(`UPDATE meta.projects SET timezone = 'Asia/Tokyo' WHERE id = ?`, env.boot.ProjectID); err != nil {
-		t.Fatal(err)
-	}
+	// The project's time zone moves the day boundaries (no API changes it yet).
+	env.exec(t, `UPDATE meta.projects SET timezone = 'Asia/Tokyo' WHERE id = ?`, env.boot.ProjectID)
 	status, out = query(key, `{"query": {"kind": "TrendsQuery", "series": [{"event": null}], "dateRange": {"date_from": "-1d"}}}`)
 	if status != 200 || out["timezone"] != "Asia/Tokyo" {
 		t.Fatalf("TrendsQuery in Tokyo: %d %v", status, out)
@@ -97,22 +97,22 @@ func TestQueryAPI(t *testing.T) {
 		}
 	}
 
-	// Authorization: no key, a key without query:read, a project of another organization.
-	if status, _ := query("", `{"query": {"kind": "HogQLQuery", "query": "SELECT 1"}}`); status != 401 {
+	// Authorization: no key, a key without query:read, a user of another organization,
+	// a project that does not exist.
+	const selectOne = `{"query": {"kind": "HogQLQuery", "query": "SELECT 1"}}`
+	if status, _ := query("", selectOne); status != 401 {
 		t.Fatalf("no key: %d", status)
 	}
-	db := env.s.warehouse.DB()
-	var userID int64
-	db.QueryRow(`SELECT user_id FROM meta.memberships LIMIT 1`).Scan(&userID)
-	if _, err := db.Exec(`UPDATE meta.personal_api_keys SET scopes = '["insight:read"]'`); err != nil {
-		t.Fatal(err)
-	}
-	if status, out := query(key, `{"query": {"kind": "HogQLQuery", "query": "SELECT 1"}}`); status != 403 || !strings.Contains(fmt.Sprint(out["detail"]), "query:read") {
+	_, insightsOnly := env.member(t, "reader@example.com", levelOwner, "insight:read")
+	if status, out := query(insightsOnly, selectOne); status != 403 || !strings.Contains(fmt.Sprint(out["detail"]), "query:read") {
 		t.Fatalf("without query:read: %d %v", status, out)
 	}
-	db.Exec(`UPDATE meta.personal_api_keys SET scopes = '["*"]'`)
-	status, _ = request(t, "POST", fmt.Sprintf("%s/api/projects/%d/query/", env.s.adminURL, env.boot.ProjectID+1000), key, `{"query": {"kind": "HogQLQuery", "query": "SELECT 1"}}`)
+	_, outsider := env.addUser(t, "outsider@example.com", uuid.Nil, levelOwner, "*")
+	if status, _ := query(outsider, selectOne); status != 404 {
+		t.Fatalf("a project of another organization: %d", status)
+	}
+	status, _, _ = env.call(t, "POST", fmt.Sprintf("/api/projects/%d/query/", env.boot.ProjectID+1000), key, selectOne)
 	if status != 404 {
-		t.Fatalf("a project that is not the key's: %d", status)
+		t.Fatalf("a project that does not exist: %d", status)
 	}
 }
