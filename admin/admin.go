@@ -124,6 +124,7 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 		WriteTimeout:  60 * time.Second,
 		IdleTimeout:   2 * time.Minute,
 	})
+	a.app.Use(a.recoverPanic)
 	if cfg.Pprof {
 		a.app.Use(pprof.New())
 	}

@@ -1,20 +1,21 @@
 package admin
 
 import (
-	"github.com/hedge-analytics/hedge/internal/testlog"
-
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/hedge-analytics/hedge/internal/testlog"
 	"github.com/hedge-analytics/hedge/warehouse"
 )
 
@@ -284,4 +285,20 @@ func TestUnknownRoutesAndMethods(t *testing.T) {
 		{name: "without trailing slash", method: "GET", path: "/api/organizations/{org}/projects", key: key, status: 200,
 			want: []string{`"count":1`}},
 	})
+}
+
+// A handler that panics fails its own request with the generic 500, and the listener
+// keeps serving.
+func TestPanicAnswers500(t *testing.T) {
+	env := newTestEnv(t, "")
+	env.api.app.Get("/api/panics", func(*fiber.Ctx) error { panic("a bug") })
+	resp, err := env.api.app.Test(httptest.NewRequest("GET", "/api/panics", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if want := `{"type":"server_error","code":"error","detail":"A server error occurred.","attr":null}`; resp.StatusCode != 500 || string(body) != want {
+		t.Fatalf("panic answered %d %s, want 500 %s", resp.StatusCode, body, want)
+	}
+	env.run(t, []scenario{{name: "still serving", method: "GET", path: "/_health", status: 200, want: []string{`{"status":"ok"}`}}})
 }

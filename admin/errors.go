@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime/debug"
 
 	"github.com/gofiber/fiber/v2"
 )
@@ -110,6 +111,18 @@ func (a *API) handleError(c *fiber.Ctx, err error) error {
 		c.Set(fiber.HeaderWWWAuthenticate, "Bearer")
 	}
 	return c.Status(apiErr.Status).JSON(apiErr)
+}
+
+// recoverPanic answers a handler's panic with the generic 500 and logs it once, with
+// its stack, so that a bug in one handler fails one request and never the listener.
+func (a *API) recoverPanic(c *fiber.Ctx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			a.log.Error("request panicked", "method", c.Method(), "path", c.Path(), "panic", r, "stack", string(debug.Stack()))
+			err = errServer
+		}
+	}()
+	return c.Next()
 }
 
 // fromFiberError maps the errors Fiber raises itself (routing, body limits, bad

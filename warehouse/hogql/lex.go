@@ -9,7 +9,11 @@ const (
 	tokComment
 	tokString // '...'
 	tokQuoted // "..."
-	tokIdent  // including $name, which HogQL uses for PostHog's properties
+	// tokOpen is a string or quoted name the query never closes: the rest of the
+	// query. It is neither a string nor a name, so nothing rewrites it, and DuckDB
+	// refuses the query when it parses it.
+	tokOpen
+	tokIdent // including $name, which HogQL uses for PostHog's properties
 	tokPunct
 )
 
@@ -49,15 +53,18 @@ func lex(q string) []token {
 			if c == '"' {
 				kind = tokQuoted
 			}
-			for i++; i < len(q); i++ {
+			closed := false
+			for i++; i < len(q) && !closed; i++ {
 				if q[i] == c {
 					if i+1 < len(q) && q[i+1] == c { // a doubled quote is one quote
 						i++
 						continue
 					}
-					i++
-					break
+					closed = true
 				}
+			}
+			if !closed {
+				kind = tokOpen
 			}
 		case isIdentRune(rune(c)):
 			kind = tokIdent

@@ -41,6 +41,13 @@ func TestRewrite(t *testing.T) {
 	f(`SELECT properties->>'$it''s'`, `SELECT properties->>'$."$it''s"'`, false)
 	f(`SELECT '$current_url'`, `SELECT '$current_url'`, false)
 	f(``, ``, false)
+	// A string or quoted name the query never closes is the rest of the query, left for
+	// DuckDB to refuse; it is no key and no path.
+	f(`SELECT properties->'`, `SELECT properties->'`, false)
+	f(`SELECT properties->'$lib`, `SELECT properties->'$lib`, false)
+	f(`SELECT properties."`, `SELECT properties."`, false)
+	f(`SELECT properties."a`, `SELECT properties."a`, false)
+	f(`SELECT properties."a"" FROM events`, `SELECT properties."a"" FROM events`, false)
 }
 
 func TestRewriteRefuses(t *testing.T) {
@@ -116,4 +123,25 @@ func TestStripLabel(t *testing.T) {
 	f("event -- c\n", "event")
 	f("event -- c\n+ 1", "event -- c\n+ 1")
 	f(`-- only a label`, ``)
+}
+
+// FuzzRewrite: any text a user sends is lexed back to itself and rewritten without a
+// panic (the query API hands Rewrite every query before DuckDB sees it).
+func FuzzRewrite(f *testing.F) {
+	for _, q := range []string{
+		`SELECT properties.$current_url FROM events`, `SELECT person.properties."a""b" FROM events`,
+		`SELECT properties->>'$it''s'`, `SELECT properties->'`, `SELECT properties."`, `/* open`, `-- x`,
+	} {
+		f.Add(q)
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		var back strings.Builder
+		for _, tok := range lex(q) {
+			back.WriteString(tok.text)
+		}
+		if back.String() != q {
+			t.Fatalf("lex(%q) gives back %q", q, back.String())
+		}
+		Rewrite(q)
+	})
 }
