@@ -13,15 +13,16 @@ import (
 	"github.com/bytedance/sonic"
 	"github.com/google/uuid"
 
+	"github.com/hedge-analytics/hedge/internal/jsontext"
 	"github.com/hedge-analytics/hedge/warehouse"
 )
 
-// jsonAPI decodes capture payloads into typed structs (sonic compiles a decoder per
+// payloadJSON decodes capture payloads into typed structs (sonic compiles a decoder per
 // type once; nothing is reflected per event). Field names match exactly, as in
 // PostHog's serde structs, and invalid UTF-8 is replaced, because DuckDB refuses it.
 // Decoded strings and raw messages alias the payload unless they had to be unescaped
 // or repaired.
-var jsonAPI = sonic.Config{CaseSensitive: true, ValidateString: true}.Froze()
+var payloadJSON = sonic.Config{CaseSensitive: true, ValidateString: true}.Froze()
 
 // envelope is a JSON object payload: a batch ({api_key, batch: [...], ...}) or, when
 // it has no "batch", a single event, so it carries the event's fields too.
@@ -102,12 +103,12 @@ const eventFootprint = 2 * int(unsafe.Sizeof(rawEvent{})+unsafe.Sizeof(rawProper
 // array of events (older posthog-js), and a single event object. The memory its events
 // take is charged to res.
 func (p *parsed) decode(payload []byte, res *reservation) *captureError {
-	text := bytesToString(payload)
+	text := jsontext.BytesToString(payload)
 	switch payload[0] {
 	case '[':
 		// Validated whole, then walked.
 		var array sonic.NoCopyRawMessage
-		if err := jsonAPI.UnmarshalFromString(text, &array); err != nil {
+		if err := payloadJSON.UnmarshalFromString(text, &array); err != nil {
 			return errInvalidPayload("the body is not a JSON array of events")
 		}
 		if err := p.decodeEvents(array, res); err != nil {
@@ -115,7 +116,7 @@ func (p *parsed) decode(payload []byte, res *reservation) *captureError {
 		}
 	case '{':
 		var env envelope
-		if err := jsonAPI.UnmarshalFromString(text, &env); err != nil {
+		if err := payloadJSON.UnmarshalFromString(text, &env); err != nil {
 			return errInvalidPayload("the body is not a JSON event or batch object")
 		}
 		p.token = cmp.Or(env.APIKey, env.Token)
@@ -145,7 +146,7 @@ func (p *parsed) decode(payload []byte, res *reservation) *captureError {
 		case props[0] != '{':
 			return errInvalidPayload("properties of event " + strconv.Itoa(i) + " must be a JSON object")
 		default:
-			if err := jsonAPI.UnmarshalFromString(bytesToString(props), &p.props[i]); err != nil {
+			if err := payloadJSON.UnmarshalFromString(jsontext.BytesToString(props), &p.props[i]); err != nil {
 				return errInvalidPayload("properties of event " + strconv.Itoa(i) + " are not valid")
 			}
 		}
@@ -157,22 +158,22 @@ func (p *parsed) decode(payload []byte, res *reservation) *captureError {
 // res for their footprint as it goes, so that a payload of many tiny events is refused
 // before it takes more memory than the budget holds.
 func (p *parsed) decodeEvents(array []byte, res *reservation) *captureError {
-	i := skipSpace(array, 1)
+	i := jsontext.SkipSpace(array, 1)
 	for n := 0; i < len(array) && array[i] != ']'; n++ {
 		if err := res.chargeWithin(eventFootprint); err != nil {
 			return readError(err)
 		}
 		start := i
-		i = skipValue(array, i)
+		i = jsontext.SkipValue(array, i)
 		if i-start > maxEventSize {
 			return errEventTooLarge
 		}
 		p.events = append(p.events, rawEvent{})
-		if err := jsonAPI.UnmarshalFromString(bytesToString(array[start:i]), &p.events[len(p.events)-1]); err != nil {
+		if err := payloadJSON.UnmarshalFromString(jsontext.BytesToString(array[start:i]), &p.events[len(p.events)-1]); err != nil {
 			return errInvalidPayload("event " + strconv.Itoa(n) + " is not a valid event object")
 		}
-		if i = skipSpace(array, i); i < len(array) && array[i] == ',' {
-			i = skipSpace(array, i+1)
+		if i = jsontext.SkipSpace(array, i); i < len(array) && array[i] == ',' {
+			i = jsontext.SkipSpace(array, i+1)
 		}
 	}
 	return nil
@@ -185,7 +186,7 @@ func (p *parsed) resolveToken() (string, *captureError) {
 	token := p.token
 	for i := range p.events {
 		e := &p.events[i]
-		own := cmp.Or(e.APIKey, e.Token, e.DollarToken, jsonString(p.props[i].Token))
+		own := cmp.Or(e.APIKey, e.Token, e.DollarToken, jsontext.String(p.props[i].Token))
 		switch {
 		case own == "":
 		case token == "":
@@ -227,7 +228,7 @@ func skipReason(name, distinctID string, props *rawProperties) string {
 	}
 	switch name {
 	case "survey sent", "survey shown", "survey dismissed":
-		if jsonText(props.SurveyID) == "" {
+		if jsontext.Text(props.SurveyID) == "" {
 			return warnMissingSurveyID
 		}
 	case warehouse.EventIdentify, warehouse.EventCreateAlias, warehouse.EventMergeDangerously, warehouse.EventGroupIdentify:
@@ -237,9 +238,9 @@ func skipReason(name, distinctID string, props *rawProperties) string {
 	}
 	if name == warehouse.EventGroupIdentify {
 		switch {
-		case utf8.RuneCountInString(jsonText(props.GroupKey)) > maxGroupKeyLength:
+		case utf8.RuneCountInString(jsontext.Text(props.GroupKey)) > maxGroupKeyLength:
 			return warnGroupKeyTooLong
-		case len(props.GroupSet) > 0 && string(props.GroupSet) != "null" && !isObject(props.GroupSet):
+		case len(props.GroupSet) > 0 && string(props.GroupSet) != "null" && !jsontext.IsObject(props.GroupSet):
 			return warnInvalidGroupSet
 		}
 	}
@@ -260,42 +261,15 @@ const maxDistinctIDLength = 200
 // object, an array or a boolean as its JSON text; null and "" are no distinct id.
 func distinctIDOf(e *rawEvent, props *rawProperties) string {
 	for _, raw := range [...][]byte{e.DistinctID, e.DollarDistinctID, props.DistinctID} {
-		id := jsonText(raw)
+		id := jsontext.Text(raw)
 		if id == "" && len(raw) > 0 && raw[0] != '"' && string(raw) != "null" {
-			id = bytesToString(raw)
+			id = jsontext.BytesToString(raw)
 		}
 		if id != "" {
 			return truncateChars(replaceNUL(id), maxDistinctIDLength)
 		}
 	}
 	return ""
-}
-
-// jsonText is a JSON string unquoted, or a number as written; null, "" and other JSON
-// values give "".
-func jsonText(raw []byte) string {
-	if len(raw) == 0 {
-		return ""
-	}
-	if c := raw[0]; c == '-' || (c >= '0' && c <= '9') {
-		return bytesToString(raw)
-	}
-	return jsonString(raw)
-}
-
-// jsonString is raw unquoted when it is a JSON string, else "".
-func jsonString(raw []byte) string {
-	if len(raw) < 2 || raw[0] != '"' {
-		return ""
-	}
-	if bytes.IndexByte(raw, '\\') < 0 {
-		return bytesToString(raw[1 : len(raw)-1])
-	}
-	var s string
-	if jsonAPI.UnmarshalFromString(bytesToString(raw), &s) != nil {
-		return ""
-	}
-	return s
 }
 
 // truncateChars cuts s to maxChars characters.
@@ -334,7 +308,7 @@ const maxFutureSkew = 23 * time.Hour
 // ($ignore_sent_at); else now. A time more than 23 h ahead becomes now.
 func eventTime(e *rawEvent, props *rawProperties, sentAt, now time.Time) time.Time {
 	t := now
-	if offset, ok := jsonNumber(e.Offset); ok {
+	if offset, ok := jsontext.Number(e.Offset); ok {
 		// Bounded first: a Duration overflows past 292 years.
 		const maxOffset = float64(200 * 365 * 24 * time.Hour / time.Millisecond)
 		offset = max(-maxOffset, min(offset, maxOffset))
@@ -367,10 +341,10 @@ var timeLayouts = [...]string{
 // parseTime reads a timestamp: a JSON string in one of timeLayouts or holding epoch
 // digits, or a JSON number of epoch seconds or milliseconds.
 func parseTime(raw []byte) (time.Time, bool) {
-	if n, ok := jsonNumber(raw); ok {
+	if n, ok := jsontext.Number(raw); ok {
 		return epochTime(n), true
 	}
-	s := jsonString(raw)
+	s := jsontext.String(raw)
 	if s == "" {
 		return time.Time{}, false
 	}
@@ -398,19 +372,11 @@ func epochTime(n float64) time.Time {
 	return time.Unix(int64(sec), int64(frac*1e9))
 }
 
-func jsonNumber(raw []byte) (float64, bool) {
-	if len(raw) == 0 || !(raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9')) {
-		return 0, false
-	}
-	n, err := strconv.ParseFloat(bytesToString(raw), 64)
-	return n, err == nil
-}
-
 // queryTime reads a sent_at given in the query string (?_= or ?sent_at=, in epoch
 // milliseconds, as posthog-js sends it); values before 2021 are not milliseconds and
 // are ignored, as PostHog does.
 func queryTime(value []byte) time.Time {
-	ms, err := strconv.ParseInt(bytesToString(value), 10, 64)
+	ms, err := strconv.ParseInt(jsontext.BytesToString(value), 10, 64)
 	if err != nil {
 		return time.Time{}
 	}
@@ -442,10 +408,10 @@ func personSetsOf(e *rawEvent, props *rawProperties) personSets {
 		}
 		value := pair.top
 		switch {
-		case isObject(pair.top) && isObject(pair.prop):
-			value = mergeObjects(nil, pair.prop, pair.top)
-		case isArray(pair.top) && isArray(pair.prop):
-			value = concatArrays(nil, pair.prop, pair.top)
+		case jsontext.IsObject(pair.top) && jsontext.IsObject(pair.prop):
+			value = jsontext.MergeObjects(nil, pair.prop, pair.top)
+		case jsontext.IsArray(pair.top) && jsontext.IsArray(pair.prop):
+			value = jsontext.ConcatArrays(nil, pair.prop, pair.top)
 		}
 		s.values[i], s.merged[i] = value, true
 	}
@@ -464,23 +430,23 @@ func eventProperties(e *rawEvent, sets *personSets, strip bool) []byte {
 	if !strip && !sets.merged[0] && !sets.merged[1] && !sets.merged[2] {
 		return properties
 	}
-	w := objectWriter{buf: make([]byte, 0, len(properties)+64)}
-	members(properties, func(key, value []byte) {
+	w := jsontext.NewObjectWriter(make([]byte, 0, len(properties)+64))
+	jsontext.Members(properties, func(key, value []byte) {
 		for i, k := range personSetKeys {
-			if (strip || sets.merged[i]) && keyIs(key, k) {
+			if (strip || sets.merged[i]) && jsontext.KeyIs(key, k) {
 				return
 			}
 		}
-		w.member(key, value)
+		w.Member(key, value)
 	})
 	if !strip {
 		for i, k := range personSetKeys {
 			if sets.merged[i] {
-				w.member(strconv.AppendQuote(nil, k), sets.values[i])
+				w.Member(strconv.AppendQuote(nil, k), sets.values[i])
 			}
 		}
 	}
-	return w.close()
+	return w.End()
 }
 
 var emptyObject = []byte("{}")
@@ -491,13 +457,4 @@ func replaceNUL(s string) string {
 		return s
 	}
 	return strings.ReplaceAll(s, "\x00", "\uFFFD")
-}
-
-// bytesToString views b as a string without copying; b must not change while the
-// string is in use.
-func bytesToString(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(&b[0], len(b))
 }

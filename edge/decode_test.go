@@ -15,11 +15,11 @@ func TestDistinctID(t *testing.T) {
 		t.Helper()
 		var e rawEvent
 		var p rawProperties
-		if err := jsonAPI.UnmarshalFromString(event, &e); err != nil {
+		if err := payloadJSON.UnmarshalFromString(event, &e); err != nil {
 			t.Fatal(err)
 		}
 		if props != "" {
-			if err := jsonAPI.UnmarshalFromString(props, &p); err != nil {
+			if err := payloadJSON.UnmarshalFromString(props, &p); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -52,9 +52,9 @@ func TestEventTime(t *testing.T) {
 		t.Helper()
 		var e rawEvent
 		var p rawProperties
-		jsonAPI.UnmarshalFromString(event, &e)
+		payloadJSON.UnmarshalFromString(event, &e)
 		if props != "" {
-			jsonAPI.UnmarshalFromString(props, &p)
+			payloadJSON.UnmarshalFromString(props, &p)
 		}
 		sent, _ := parseTime([]byte(sentAt))
 		if got := eventTime(&e, &p, sent, now); !got.Equal(want) || got.Location() != time.UTC {
@@ -113,11 +113,11 @@ func TestEventProperties(t *testing.T) {
 		t.Helper()
 		var e rawEvent
 		var p rawProperties
-		if err := jsonAPI.UnmarshalFromString(event, &e); err != nil {
+		if err := payloadJSON.UnmarshalFromString(event, &e); err != nil {
 			t.Fatal(err)
 		}
 		if e.Properties != nil {
-			jsonAPI.UnmarshalFromString(string(e.Properties), &p)
+			payloadJSON.UnmarshalFromString(string(e.Properties), &p)
 		}
 		sets := personSetsOf(&e, &p)
 		got := string(eventProperties(&e, &sets, false))
@@ -156,7 +156,7 @@ func TestSkipReason(t *testing.T) {
 		t.Helper()
 		var p rawProperties
 		if props != "" {
-			if err := jsonAPI.UnmarshalFromString(props, &p); err != nil {
+			if err := payloadJSON.UnmarshalFromString(props, &p); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -178,21 +178,6 @@ func TestSkipReason(t *testing.T) {
 	f("$groupidentify", "u", `{"$process_person_profile":false}`, warnPersonlessIdentity)
 	f("$identify", "u", `{"$process_person_profile":true}`, "")
 	f("$pageview", "u", `{"$process_person_profile":false}`, "") // personless events are kept
-}
-
-func TestMembers(t *testing.T) {
-	var got []string
-	members([]byte(` { "a\"b" : "x,}" , "n":[1,{"c":"]"}], "e":{} ,"z": -1.5e3 } `), func(k, v []byte) {
-		got = append(got, string(k)+"="+string(v))
-	})
-	want := []string{`"a\"b"="x,}"`, `"n"=[1,{"c":"]"}]`, `"e"={}`, `"z"=-1.5e3`}
-	if strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Fatalf("members = %q, want %q", got, want)
-	}
-	// Broken text ends the walk without a panic.
-	for _, broken := range []string{`{"a"`, `{"a":`, `{"a":[1,`, `{"a":"x`, `{`, ``, `[1]`, `{"a" 1}`} {
-		members([]byte(broken), func(k, v []byte) {})
-	}
 }
 
 func TestLZString(t *testing.T) {

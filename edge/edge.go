@@ -22,6 +22,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/valyala/fasthttp"
 
+	"github.com/hedge-analytics/hedge/internal/jsontext"
 	"github.com/hedge-analytics/hedge/warehouse"
 )
 
@@ -112,7 +113,7 @@ type route struct {
 }
 
 func routeOf(path []byte) (route, bool) {
-	switch strings.TrimSuffix(bytesToString(path), "/") {
+	switch strings.TrimSuffix(jsontext.BytesToString(path), "/") {
 	case "/batch":
 		return route{maxBody: maxBatchBody}, true
 	case "/capture", "/e", "/i/v0/e", "/track":
@@ -427,22 +428,22 @@ func identityOf(name string, e *rawEvent, props *rawProperties) warehouse.Event 
 	sets := personSetsOf(e, props)
 	ev := warehouse.Event{Personless: personless(props)}
 	strip := ev.Personless || name == warehouse.EventGroupIdentify
-	ev.Properties = bytesToString(eventProperties(e, &sets, strip))
+	ev.Properties = jsontext.BytesToString(eventProperties(e, &sets, strip))
 	if ev.Personless {
 		return ev
 	}
 	if !strip {
-		ev.Set, ev.SetOnce, ev.Unset = bytesToString(sets.values[0]), bytesToString(sets.values[1]), bytesToString(sets.values[2])
+		ev.Set, ev.SetOnce, ev.Unset = jsontext.BytesToString(sets.values[0]), jsontext.BytesToString(sets.values[1]), jsontext.BytesToString(sets.values[2])
 	}
-	ev.AnonDistinctID = jsonText(props.AnonDistinctID)
-	ev.Alias = jsonText(props.Alias)
-	if isObject(props.Groups) {
-		ev.Groups = bytesToString(props.Groups)
+	ev.AnonDistinctID = jsontext.Text(props.AnonDistinctID)
+	ev.Alias = jsontext.Text(props.Alias)
+	if jsontext.IsObject(props.Groups) {
+		ev.Groups = jsontext.BytesToString(props.Groups)
 	}
 	if name == warehouse.EventGroupIdentify {
-		ev.GroupType, ev.GroupKey = jsonText(props.GroupType), jsonText(props.GroupKey)
-		if isObject(props.GroupSet) {
-			ev.GroupSet = bytesToString(props.GroupSet)
+		ev.GroupType, ev.GroupKey = jsontext.Text(props.GroupType), jsontext.Text(props.GroupKey)
+		if jsontext.IsObject(props.GroupSet) {
+			ev.GroupSet = jsontext.BytesToString(props.GroupSet)
 		}
 	}
 	return ev
