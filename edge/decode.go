@@ -31,8 +31,7 @@ type envelope struct {
 	SentAt              sonic.NoCopyRawMessage `json:"sent_at"`
 }
 
-// rawEvent is one event as SDKs send it (reference/sdk-wire.md). Its fields alias the
-// payload.
+// rawEvent is one event as SDKs send it. Its fields alias the payload.
 type rawEvent struct {
 	Event            string                 `json:"event"`
 	DistinctID       sonic.NoCopyRawMessage `json:"distinct_id"`

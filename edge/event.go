@@ -72,7 +72,7 @@ const (
 const maxGroupKeyLength = 400
 
 // skipReason says why an event must be skipped while the rest of its request is
-// ingested (spec, Errors 3 and rule 9; reference §9.2), or "" to keep it.
+// ingested, or "" to keep it.
 func skipReason(name, distinctID string, props *rawProperties) string {
 	switch {
 	case name == "":
@@ -161,13 +161,13 @@ func eventUUID(raw string) (uuid.UUID, bool) {
 }
 
 // maxFutureSkew: a time further ahead of the server clock than this is taken to be
-// wrong and replaced with now (reference §8.7).
+// wrong and replaced with now.
 const maxFutureSkew = 23 * time.Hour
 
-// eventTime applies PostHog's timestamp rules (reference §8.7): offset (milliseconds
-// before now) wins; else the timestamp, shifted by the client's clock skew when the
-// payload says when it was sent (sent_at) and the event does not opt out
-// ($ignore_sent_at); else now. A time more than 23 h ahead becomes now.
+// eventTime applies PostHog's timestamp rules: offset (milliseconds before now) wins;
+// else the timestamp, shifted by the client's clock skew when the payload says when it
+// was sent (sent_at) and the event does not opt out ($ignore_sent_at); else now. A time
+// more than 23 h ahead becomes now.
 func eventTime(e *rawEvent, props *rawProperties, sentAt, now time.Time) time.Time {
 	t := now
 	if offset, ok := jsontext.Number(e.Offset); ok {
@@ -250,8 +250,8 @@ func queryTime(value []byte) time.Time {
 }
 
 // identityOf is an event row with its properties as stored and what it asks of the
-// identity model (reference §9): personless events and $groupidentify never touch a
-// person, so their $set, $set_once and $unset are stripped.
+// identity model: personless events and $groupidentify never touch a person, so their
+// $set, $set_once and $unset are stripped.
 func identityOf(name string, e *rawEvent, props *rawProperties) warehouse.Event {
 	sets := personSetsOf(e, props)
 	ev := warehouse.Event{Personless: personless(props)}
@@ -279,7 +279,7 @@ func identityOf(name string, e *rawEvent, props *rawProperties) warehouse.Event 
 
 // personSets holds an event's $set, $set_once and $unset as the identity model must
 // apply them: the properties' ones with the event's top-level ones merged in, the top
-// level winning (reference §9.1): objects key by key, $unset lists one after the other.
+// level winning: objects key by key, $unset lists one after the other.
 type personSets struct {
 	values [3][]byte // $set, $set_once, $unset; nil when absent
 	// merged marks the values that differ from the properties' own, because the event
