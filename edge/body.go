@@ -7,12 +7,23 @@ import (
 	"errors"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/valyala/fasthttp"
 	"golang.org/x/sync/semaphore"
+)
+
+// Reading a request: its body, within its route's limit and the in-flight budget, then
+// its encodings undone down to the JSON payload.
+
+// Body limits, counted as PostHog counts them (20 MB = 20 x 1024 x 1024 bytes): a
+// /batch/ body must be smaller than 20 MB, any other body smaller than 2 MB.
+const (
+	maxBatchBody = 20 << 20
+	maxEventBody = 2 << 20
 )
 
 // Limits on what one request may make the server hold, as PostHog sets them.
@@ -147,6 +158,117 @@ func readAll(r io.Reader, dst []byte, limit int, res *reservation, hint int) ([]
 			want = max(readStep, read/2)
 		}
 	}
+}
+
+// maxDrain is how much of a refused body is read and thrown away so that the client
+// reads the refusal; past it the connection is closed.
+const maxDrain = 2 * maxBatchBody
+
+// drain reads the rest of the body into nothing and reports whether it ended within max bytes.
+func drain(ctx *fasthttp.RequestCtx, max int64) bool {
+	stream := ctx.RequestBodyStream()
+	if stream == nil {
+		return true
+	}
+	if cl := ctx.Request.Header.ContentLength(); cl > int(max) {
+		return false
+	}
+	_, err := io.CopyN(io.Discard, stream, max)
+	return err == io.EOF
+}
+
+// payload undoes the request's encodings and returns its JSON text: Content-Encoding
+// gzip, a form with data= (and maybe compression=), data= in the query string, the
+// compression named by ?compression= or the form (gzip, gzip-js, lz64, base64), and
+// then whatever the bytes show: gzip magic, or base64 text, up to three layers deep.
+func (q *request) payload(ctx *fasthttp.RequestCtx) ([]byte, *captureError) {
+	data := q.body
+	next := 0 // the scratch buffer the next decoding writes to
+	decoded := func(out []byte, err error) *captureError {
+		q.scratch[next] = out
+		if err != nil {
+			return readError(err)
+		}
+		data = out
+		next = 1 - next
+		return nil
+	}
+	if bytes.EqualFold(ctx.Request.Header.Peek(fasthttp.HeaderContentEncoding), []byte("gzip")) && len(data) > 0 {
+		if err := decoded(gunzip(data, q.scratch[next][:0], &q.res)); err != nil {
+			return nil, err
+		}
+	}
+	compression := ctx.QueryArgs().Peek("compression")
+	if bytes.HasPrefix(ctx.Request.Header.ContentType(), []byte("application/x-www-form-urlencoded")) || bytes.HasPrefix(data, []byte("data=")) {
+		q.args.ParseBytes(data)
+		data = q.args.Peek("data")
+		if c := q.args.Peek("compression"); len(c) > 0 {
+			compression = c
+		}
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		data = ctx.QueryArgs().Peek("data")
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, errNoData
+	}
+	switch strings.ToLower(string(compression)) {
+	case "gzip", "gzip-js":
+		if isGzip(data) {
+			if err := decoded(gunzip(data, q.scratch[next][:0], &q.res)); err != nil {
+				return nil, err
+			}
+		}
+	case "lz64", "lz-string":
+		if err := decoded(q.lz.decode(bytes.TrimSpace(data), q.scratch[next][:0], &q.res)); err != nil {
+			return nil, err
+		}
+	case "base64", "b64":
+		if err := decoded(decodeBase64(bytes.TrimSpace(data), q.scratch[next][:0], &q.res)); err != nil {
+			return nil, err
+		}
+	}
+	for range 3 {
+		data = bytes.TrimSpace(data)
+		switch {
+		case len(data) == 0:
+			return nil, errNoData
+		case data[0] == '{' || data[0] == '[':
+			return data, nil
+		case isGzip(data):
+			if err := decoded(gunzip(data, q.scratch[next][:0], &q.res)); err != nil {
+				return nil, err
+			}
+		case looksBase64(data):
+			if err := decoded(decodeBase64(data, q.scratch[next][:0], &q.res)); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, errInvalidPayload("the body is not JSON, gzip, base64 or lz64 data")
+		}
+	}
+	return nil, errInvalidPayload("the body is encoded more than three layers deep")
+}
+
+// readError maps a failure to read or decode the body to its answer.
+func readError(err error) *captureError {
+	switch {
+	case errors.Is(err, errBodyTooLarge):
+		return errTooLarge
+	case errors.Is(err, errPayloadTooLarge):
+		return errDecompressedTooLarge
+	case errors.Is(err, errOverBudget):
+		return errUnavailable
+	case errors.Is(err, errTooManyEvents):
+		return errTooManyEventsAtOnce
+	case errors.Is(err, errBadGzip):
+		return errInvalidPayload("the body is not valid gzip")
+	case errors.Is(err, errBadBase64):
+		return errInvalidPayload("the data is not valid base64")
+	case errors.Is(err, errLZString):
+		return errInvalidPayload("the data is not valid lz-string (lz64)")
+	}
+	return errInvalidPayload("the body could not be read")
 }
 
 var gzipReaders sync.Pool

@@ -2,10 +2,14 @@ package edge
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"testing"
 	"time"
+
+	"golang.org/x/sync/semaphore"
 )
 
 // shortReader returns at most max bytes a Read, as a network stream or a decompressor
@@ -61,4 +65,54 @@ func TestReadAll(t *testing.T) {
 	f(2*mb-1, 2*mb, 0, 2*mb, nil, 3*mb, 20)
 	f(2*mb, 2*mb, 64*kb, 2*mb, errBodyTooLarge, 3*mb, 20)
 	f(2*mb, 2*mb, 8*mb, 2*mb, errBodyTooLarge, 2*mb+1, 3)
+}
+
+func TestLZString(t *testing.T) {
+	text, err := os.ReadFile("testdata/lz64-vectors.json") // made with the lz-string npm package 1.5.0
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vectors []struct{ Plain, Compressed string }
+	if err := json.Unmarshal(text, &vectors); err != nil {
+		t.Fatal(err)
+	}
+	res := &reservation{budget: newBudget(1<<30, time.Second)}
+	var d lzDecoder
+	for _, v := range vectors {
+		got, err := d.decode([]byte(v.Compressed), nil, res)
+		if v.Plain == "" {
+			continue // lz-string's own decoder returns null for some empty inputs
+		}
+		if err != nil || string(got) != v.Plain {
+			t.Fatalf("lz decode %q = %q, %v; want %q", v.Compressed, got, err, v.Plain)
+		}
+	}
+	for _, bad := range []string{"", "!!!!", "N4Ig", "N4IgpgbmB2A"} {
+		if _, err := d.decode([]byte(bad), nil, res); err == nil {
+			t.Fatalf("lz decode %q succeeded", bad)
+		}
+	}
+}
+
+func TestBudget(t *testing.T) {
+	b := &budget{sem: semaphore.NewWeighted(100), max: 100, wait: 10 * time.Millisecond}
+	first := &reservation{budget: b}
+	if err := first.charge(60); err != nil {
+		t.Fatal(err)
+	}
+	second := &reservation{budget: b}
+	if err := second.charge(60); err != errOverBudget {
+		t.Fatalf("charge over the budget: %v", err)
+	}
+	first.release()
+	if err := second.charge(60); err != nil {
+		t.Fatalf("charge after release: %v", err)
+	}
+	// More than the whole budget: takes all of it rather than waiting forever.
+	second.release()
+	huge := &reservation{budget: b}
+	if err := huge.charge(1000); err != nil || huge.held != 100 {
+		t.Fatalf("huge charge: %v, held %d", err, huge.held)
+	}
+	huge.release()
 }

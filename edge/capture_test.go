@@ -148,7 +148,7 @@ func gzipped(t *testing.T, b []byte) []byte {
 	return buf.Bytes()
 }
 
-// sample is a request recorded from a real SDK (reference/sdk-wire.md).
+// sample is a request recorded from a real SDK.
 type sample struct {
 	Request struct {
 		Path      string            `json:"path"`

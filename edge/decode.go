@@ -1,27 +1,26 @@
 package edge
 
 import (
-	"bytes"
 	"cmp"
-	"math"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/bytedance/sonic"
-	"github.com/google/uuid"
 
+	"github.com/hedge-analytics/hedge/internal/jsontext"
 	"github.com/hedge-analytics/hedge/warehouse"
 )
 
-// jsonAPI decodes capture payloads into typed structs (sonic compiles a decoder per
+// Decoding a payload: its JSON into typed events, and the project token they name.
+
+// payloadJSON decodes capture payloads into typed structs (sonic compiles a decoder per
 // type once; nothing is reflected per event). Field names match exactly, as in
 // PostHog's serde structs, and invalid UTF-8 is replaced, because DuckDB refuses it.
 // Decoded strings and raw messages alias the payload unless they had to be unescaped
 // or repaired.
-var jsonAPI = sonic.Config{CaseSensitive: true, ValidateString: true}.Froze()
+var payloadJSON = sonic.Config{CaseSensitive: true, ValidateString: true}.Froze()
 
 // envelope is a JSON object payload: a batch ({api_key, batch: [...], ...}) or, when
 // it has no "batch", a single event, so it carries the event's fields too.
@@ -32,8 +31,7 @@ type envelope struct {
 	SentAt              sonic.NoCopyRawMessage `json:"sent_at"`
 }
 
-// rawEvent is one event as SDKs send it (reference/sdk-wire.md). Its fields alias the
-// payload.
+// rawEvent is one event as SDKs send it. Its fields alias the payload.
 type rawEvent struct {
 	Event            string                 `json:"event"`
 	DistinctID       sonic.NoCopyRawMessage `json:"distinct_id"`
@@ -102,12 +100,12 @@ const eventFootprint = 2 * int(unsafe.Sizeof(rawEvent{})+unsafe.Sizeof(rawProper
 // array of events (older posthog-js), and a single event object. The memory its events
 // take is charged to res.
 func (p *parsed) decode(payload []byte, res *reservation) *captureError {
-	text := bytesToString(payload)
+	text := jsontext.BytesToString(payload)
 	switch payload[0] {
 	case '[':
 		// Validated whole, then walked.
 		var array sonic.NoCopyRawMessage
-		if err := jsonAPI.UnmarshalFromString(text, &array); err != nil {
+		if err := payloadJSON.UnmarshalFromString(text, &array); err != nil {
 			return errInvalidPayload("the body is not a JSON array of events")
 		}
 		if err := p.decodeEvents(array, res); err != nil {
@@ -115,7 +113,7 @@ func (p *parsed) decode(payload []byte, res *reservation) *captureError {
 		}
 	case '{':
 		var env envelope
-		if err := jsonAPI.UnmarshalFromString(text, &env); err != nil {
+		if err := payloadJSON.UnmarshalFromString(text, &env); err != nil {
 			return errInvalidPayload("the body is not a JSON event or batch object")
 		}
 		p.token = cmp.Or(env.APIKey, env.Token)
@@ -145,7 +143,7 @@ func (p *parsed) decode(payload []byte, res *reservation) *captureError {
 		case props[0] != '{':
 			return errInvalidPayload("properties of event " + strconv.Itoa(i) + " must be a JSON object")
 		default:
-			if err := jsonAPI.UnmarshalFromString(bytesToString(props), &p.props[i]); err != nil {
+			if err := payloadJSON.UnmarshalFromString(jsontext.BytesToString(props), &p.props[i]); err != nil {
 				return errInvalidPayload("properties of event " + strconv.Itoa(i) + " are not valid")
 			}
 		}
@@ -157,22 +155,22 @@ func (p *parsed) decode(payload []byte, res *reservation) *captureError {
 // res for their footprint as it goes, so that a payload of many tiny events is refused
 // before it takes more memory than the budget holds.
 func (p *parsed) decodeEvents(array []byte, res *reservation) *captureError {
-	i := skipSpace(array, 1)
+	i := jsontext.SkipSpace(array, 1)
 	for n := 0; i < len(array) && array[i] != ']'; n++ {
 		if err := res.chargeWithin(eventFootprint); err != nil {
 			return readError(err)
 		}
 		start := i
-		i = skipValue(array, i)
+		i = jsontext.SkipValue(array, i)
 		if i-start > maxEventSize {
 			return errEventTooLarge
 		}
 		p.events = append(p.events, rawEvent{})
-		if err := jsonAPI.UnmarshalFromString(bytesToString(array[start:i]), &p.events[len(p.events)-1]); err != nil {
+		if err := payloadJSON.UnmarshalFromString(jsontext.BytesToString(array[start:i]), &p.events[len(p.events)-1]); err != nil {
 			return errInvalidPayload("event " + strconv.Itoa(n) + " is not a valid event object")
 		}
-		if i = skipSpace(array, i); i < len(array) && array[i] == ',' {
-			i = skipSpace(array, i+1)
+		if i = jsontext.SkipSpace(array, i); i < len(array) && array[i] == ',' {
+			i = jsontext.SkipSpace(array, i+1)
 		}
 	}
 	return nil
@@ -185,7 +183,7 @@ func (p *parsed) resolveToken() (string, *captureError) {
 	token := p.token
 	for i := range p.events {
 		e := &p.events[i]
-		own := cmp.Or(e.APIKey, e.Token, e.DollarToken, jsonString(p.props[i].Token))
+		own := cmp.Or(e.APIKey, e.Token, e.DollarToken, jsontext.String(p.props[i].Token))
 		switch {
 		case own == "":
 		case token == "":
@@ -201,303 +199,4 @@ func (p *parsed) resolveToken() (string, *captureError) {
 		return "", errPersonalAPIKey
 	}
 	return token, nil
-}
-
-// Warning types written to ingestion_warnings for events that are skipped.
-const (
-	warnMissingEventName   = "missing_event_name"
-	warnMissingDistinctID  = "missing_distinct_id"
-	warnMissingSurveyID    = "missing_survey_id"
-	warnPersonlessIdentity = "invalid_event_when_process_person_profile_is_false"
-	warnGroupKeyTooLong    = "group_key_too_long"
-	warnInvalidGroupSet    = "invalid_group_set"
-)
-
-// maxGroupKeyLength is PostHog's limit on a $groupidentify's $group_key, in characters.
-const maxGroupKeyLength = 400
-
-// skipReason says why an event must be skipped while the rest of its request is
-// ingested (spec, Errors 3 and rule 9; reference §9.2), or "" to keep it.
-func skipReason(name, distinctID string, props *rawProperties) string {
-	switch {
-	case name == "":
-		return warnMissingEventName
-	case distinctID == "":
-		return warnMissingDistinctID
-	}
-	switch name {
-	case "survey sent", "survey shown", "survey dismissed":
-		if jsonText(props.SurveyID) == "" {
-			return warnMissingSurveyID
-		}
-	case warehouse.EventIdentify, warehouse.EventCreateAlias, warehouse.EventMergeDangerously, warehouse.EventGroupIdentify:
-		if personless(props) {
-			return warnPersonlessIdentity
-		}
-	}
-	if name == warehouse.EventGroupIdentify {
-		switch {
-		case utf8.RuneCountInString(jsonText(props.GroupKey)) > maxGroupKeyLength:
-			return warnGroupKeyTooLong
-		case len(props.GroupSet) > 0 && string(props.GroupSet) != "null" && !isObject(props.GroupSet):
-			return warnInvalidGroupSet
-		}
-	}
-	return ""
-}
-
-// personless reports $process_person_profile: false. Any other value is taken as true,
-// as PostHog does.
-func personless(props *rawProperties) bool {
-	return bytes.Equal(props.ProcessPersonProfile, []byte("false"))
-}
-
-// maxDistinctIDLength is PostHog's cap; longer ids are cut, not refused.
-const maxDistinctIDLength = 200
-
-// distinctIDOf is the event's distinct_id: the event's own, else $distinct_id, else
-// properties.distinct_id. As in PostHog, a string is taken as it is, and a number, an
-// object, an array or a boolean as its JSON text; null and "" are no distinct id.
-func distinctIDOf(e *rawEvent, props *rawProperties) string {
-	for _, raw := range [...][]byte{e.DistinctID, e.DollarDistinctID, props.DistinctID} {
-		id := jsonText(raw)
-		if id == "" && len(raw) > 0 && raw[0] != '"' && string(raw) != "null" {
-			id = bytesToString(raw)
-		}
-		if id != "" {
-			return truncateChars(replaceNUL(id), maxDistinctIDLength)
-		}
-	}
-	return ""
-}
-
-// jsonText is a JSON string unquoted, or a number as written; null, "" and other JSON
-// values give "".
-func jsonText(raw []byte) string {
-	if len(raw) == 0 {
-		return ""
-	}
-	if c := raw[0]; c == '-' || (c >= '0' && c <= '9') {
-		return bytesToString(raw)
-	}
-	return jsonString(raw)
-}
-
-// jsonString is raw unquoted when it is a JSON string, else "".
-func jsonString(raw []byte) string {
-	if len(raw) < 2 || raw[0] != '"' {
-		return ""
-	}
-	if bytes.IndexByte(raw, '\\') < 0 {
-		return bytesToString(raw[1 : len(raw)-1])
-	}
-	var s string
-	if jsonAPI.UnmarshalFromString(bytesToString(raw), &s) != nil {
-		return ""
-	}
-	return s
-}
-
-// truncateChars cuts s to maxChars characters.
-func truncateChars(s string, maxChars int) string {
-	if len(s) > maxChars { // only then can it have more characters
-		n := 0
-		for i := range s {
-			if n == maxChars {
-				return s[:i]
-			}
-			n++
-		}
-	}
-	return s
-}
-
-// eventUUID is the event's uuid, or a new UUIDv7 when it has none.
-func eventUUID(raw string) (uuid.UUID, bool) {
-	if raw == "" {
-		return uuid.Must(uuid.NewV7()), true
-	}
-	id, err := uuid.Parse(raw)
-	if err != nil || id == uuid.Nil {
-		return uuid.Nil, false
-	}
-	return id, true
-}
-
-// maxFutureSkew: a time further ahead of the server clock than this is taken to be
-// wrong and replaced with now (reference §8.7).
-const maxFutureSkew = 23 * time.Hour
-
-// eventTime applies PostHog's timestamp rules (reference §8.7): offset (milliseconds
-// before now) wins; else the timestamp, shifted by the client's clock skew when the
-// payload says when it was sent (sent_at) and the event does not opt out
-// ($ignore_sent_at); else now. A time more than 23 h ahead becomes now.
-func eventTime(e *rawEvent, props *rawProperties, sentAt, now time.Time) time.Time {
-	t := now
-	if offset, ok := jsonNumber(e.Offset); ok {
-		// Bounded first: a Duration overflows past 292 years.
-		const maxOffset = float64(200 * 365 * 24 * time.Hour / time.Millisecond)
-		offset = max(-maxOffset, min(offset, maxOffset))
-		t = now.Add(-time.Duration(offset * float64(time.Millisecond)))
-	} else if ts, ok := parseTime(e.Timestamp); ok {
-		t = ts
-		if !sentAt.IsZero() && !bytes.Equal(props.IgnoreSentAt, []byte("true")) {
-			t = now.Add(ts.Sub(sentAt))
-		}
-	}
-	if t.Sub(now) > maxFutureSkew {
-		return now
-	}
-	if y := t.Year(); y < 0 || y > 9999 {
-		return time.Unix(0, 0).UTC()
-	}
-	return t.UTC()
-}
-
-// timeLayouts are the text forms a timestamp may take: ISO 8601 with any precision,
-// with or without a zone (without: UTC), with T or a space, or a date alone.
-var timeLayouts = [...]string{
-	time.RFC3339Nano,
-	"2006-01-02T15:04:05.999999999",
-	"2006-01-02 15:04:05.999999999Z07:00",
-	"2006-01-02 15:04:05.999999999",
-	"2006-01-02",
-}
-
-// parseTime reads a timestamp: a JSON string in one of timeLayouts or holding epoch
-// digits, or a JSON number of epoch seconds or milliseconds.
-func parseTime(raw []byte) (time.Time, bool) {
-	if n, ok := jsonNumber(raw); ok {
-		return epochTime(n), true
-	}
-	s := jsonString(raw)
-	if s == "" {
-		return time.Time{}, false
-	}
-	for _, layout := range timeLayouts {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t, true
-		}
-	}
-	if n, err := strconv.ParseFloat(s, 64); err == nil {
-		return epochTime(n), true
-	}
-	return time.Time{}, false
-}
-
-// epochTime reads n as epoch milliseconds when it is too large to be seconds of any
-// plausible date (1e11 s is year 5138), else as epoch seconds.
-func epochTime(n float64) time.Time {
-	if math.IsNaN(n) || math.IsInf(n, 0) {
-		return time.Unix(0, 0)
-	}
-	if math.Abs(n) >= 1e11 {
-		return time.UnixMilli(int64(n))
-	}
-	sec, frac := math.Modf(n)
-	return time.Unix(int64(sec), int64(frac*1e9))
-}
-
-func jsonNumber(raw []byte) (float64, bool) {
-	if len(raw) == 0 || !(raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9')) {
-		return 0, false
-	}
-	n, err := strconv.ParseFloat(bytesToString(raw), 64)
-	return n, err == nil
-}
-
-// queryTime reads a sent_at given in the query string (?_= or ?sent_at=, in epoch
-// milliseconds, as posthog-js sends it); values before 2021 are not milliseconds and
-// are ignored, as PostHog does.
-func queryTime(value []byte) time.Time {
-	ms, err := strconv.ParseInt(bytesToString(value), 10, 64)
-	if err != nil {
-		return time.Time{}
-	}
-	t := time.UnixMilli(ms)
-	if t.Year() <= 2020 {
-		return time.Time{}
-	}
-	return t
-}
-
-// personSets holds an event's $set, $set_once and $unset as the identity model must
-// apply them: the properties' ones with the event's top-level ones merged in, the top
-// level winning (reference §9.1): objects key by key, $unset lists one after the other.
-type personSets struct {
-	values [3][]byte // $set, $set_once, $unset; nil when absent
-	// merged marks the values that differ from the properties' own, because the event
-	// had them at its top level too.
-	merged [3]bool
-}
-
-var personSetKeys = [3]string{"$set", "$set_once", "$unset"}
-
-func personSetsOf(e *rawEvent, props *rawProperties) personSets {
-	var s personSets
-	for i, pair := range [3]struct{ top, prop []byte }{{e.Set, props.Set}, {e.SetOnce, props.SetOnce}, {e.Unset, props.Unset}} {
-		s.values[i] = pair.prop
-		if pair.top == nil || string(pair.top) == "null" {
-			continue
-		}
-		value := pair.top
-		switch {
-		case isObject(pair.top) && isObject(pair.prop):
-			value = mergeObjects(nil, pair.prop, pair.top)
-		case isArray(pair.top) && isArray(pair.prop):
-			value = concatArrays(nil, pair.prop, pair.top)
-		}
-		s.values[i], s.merged[i] = value, true
-	}
-	return s
-}
-
-// eventProperties is the event's properties as stored: with the merged person sets in
-// place of the properties' own, or without any of them when strip (events that must not
-// touch a person keep none). An event that needs neither keeps its properties as sent,
-// byte for byte.
-func eventProperties(e *rawEvent, sets *personSets, strip bool) []byte {
-	properties := e.Properties
-	if len(properties) == 0 || string(properties) == "null" {
-		properties = emptyObject
-	}
-	if !strip && !sets.merged[0] && !sets.merged[1] && !sets.merged[2] {
-		return properties
-	}
-	w := objectWriter{buf: make([]byte, 0, len(properties)+64)}
-	members(properties, func(key, value []byte) {
-		for i, k := range personSetKeys {
-			if (strip || sets.merged[i]) && keyIs(key, k) {
-				return
-			}
-		}
-		w.member(key, value)
-	})
-	if !strip {
-		for i, k := range personSetKeys {
-			if sets.merged[i] {
-				w.member(strconv.AppendQuote(nil, k), sets.values[i])
-			}
-		}
-	}
-	return w.close()
-}
-
-var emptyObject = []byte("{}")
-
-// replaceNUL replaces NUL characters, as PostHog does for ids and names.
-func replaceNUL(s string) string {
-	if strings.IndexByte(s, 0) < 0 {
-		return s
-	}
-	return strings.ReplaceAll(s, "\x00", "\uFFFD")
-}
-
-// bytesToString views b as a string without copying; b must not change while the
-// string is in use.
-func bytesToString(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(&b[0], len(b))
 }

@@ -4,17 +4,19 @@
 // lz-string), decodes the JSON into typed structs without maps, checks the project
 // token, and hands the events to the warehouse Writer. It answers 200 only once the
 // Writer has committed them, so a 200 means the events are durable.
+//
+// A request passes through the files in order: edge.go routes it, body.go reads its
+// body and undoes the encodings, decode.go decodes the JSON and resolves the token,
+// event.go applies PostHog's event rules to make the lanes' rows, and edge.go submits
+// them and answers.
 package edge
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -22,14 +24,8 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/valyala/fasthttp"
 
+	"github.com/hedge-analytics/hedge/internal/jsontext"
 	"github.com/hedge-analytics/hedge/warehouse"
-)
-
-// Body limits, counted as PostHog counts them (20 MB = 20 x 1024 x 1024 bytes): a
-// /batch/ body must be smaller than 20 MB, any other body smaller than 2 MB.
-const (
-	maxBatchBody = 20 << 20
-	maxEventBody = 2 << 20
 )
 
 // The defaults of Config: MaxInflightBytes when it is zero, and the overflow lane's
@@ -112,7 +108,7 @@ type route struct {
 }
 
 func routeOf(path []byte) (route, bool) {
-	switch strings.TrimSuffix(bytesToString(path), "/") {
+	switch strings.TrimSuffix(jsontext.BytesToString(path), "/") {
 	case "/batch":
 		return route{maxBody: maxBatchBody}, true
 	case "/capture", "/e", "/i/v0/e", "/track":
@@ -268,184 +264,6 @@ func (s *Server) capture(ctx *fasthttp.RequestCtx, rt route, q *request) *captur
 	}
 	countEvents(q.batches[:])
 	return nil
-}
-
-// maxDrain is how much of a refused body is read and thrown away so that the client
-// reads the refusal; past it the connection is closed.
-const maxDrain = 2 * maxBatchBody
-
-// drain reads the rest of the body into nothing and reports whether it ended within max bytes.
-func drain(ctx *fasthttp.RequestCtx, max int64) bool {
-	stream := ctx.RequestBodyStream()
-	if stream == nil {
-		return true
-	}
-	if cl := ctx.Request.Header.ContentLength(); cl > int(max) {
-		return false
-	}
-	_, err := io.CopyN(io.Discard, stream, max)
-	return err == io.EOF
-}
-
-// payload undoes the request's encodings and returns its JSON text: Content-Encoding
-// gzip, a form with data= (and maybe compression=), data= in the query string, the
-// compression named by ?compression= or the form (gzip, gzip-js, lz64, base64), and
-// then whatever the bytes show: gzip magic, or base64 text, up to three layers deep.
-func (q *request) payload(ctx *fasthttp.RequestCtx) ([]byte, *captureError) {
-	data := q.body
-	next := 0 // the scratch buffer the next decoding writes to
-	decoded := func(out []byte, err error) *captureError {
-		q.scratch[next] = out
-		if err != nil {
-			return readError(err)
-		}
-		data = out
-		next = 1 - next
-		return nil
-	}
-	if bytes.EqualFold(ctx.Request.Header.Peek(fasthttp.HeaderContentEncoding), []byte("gzip")) && len(data) > 0 {
-		if err := decoded(gunzip(data, q.scratch[next][:0], &q.res)); err != nil {
-			return nil, err
-		}
-	}
-	compression := ctx.QueryArgs().Peek("compression")
-	if bytes.HasPrefix(ctx.Request.Header.ContentType(), []byte("application/x-www-form-urlencoded")) || bytes.HasPrefix(data, []byte("data=")) {
-		q.args.ParseBytes(data)
-		data = q.args.Peek("data")
-		if c := q.args.Peek("compression"); len(c) > 0 {
-			compression = c
-		}
-	}
-	if len(bytes.TrimSpace(data)) == 0 {
-		data = ctx.QueryArgs().Peek("data")
-	}
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, errNoData
-	}
-	switch strings.ToLower(string(compression)) {
-	case "gzip", "gzip-js":
-		if isGzip(data) {
-			if err := decoded(gunzip(data, q.scratch[next][:0], &q.res)); err != nil {
-				return nil, err
-			}
-		}
-	case "lz64", "lz-string":
-		if err := decoded(q.lz.decode(bytes.TrimSpace(data), q.scratch[next][:0], &q.res)); err != nil {
-			return nil, err
-		}
-	case "base64", "b64":
-		if err := decoded(decodeBase64(bytes.TrimSpace(data), q.scratch[next][:0], &q.res)); err != nil {
-			return nil, err
-		}
-	}
-	for range 3 {
-		data = bytes.TrimSpace(data)
-		switch {
-		case len(data) == 0:
-			return nil, errNoData
-		case data[0] == '{' || data[0] == '[':
-			return data, nil
-		case isGzip(data):
-			if err := decoded(gunzip(data, q.scratch[next][:0], &q.res)); err != nil {
-				return nil, err
-			}
-		case looksBase64(data):
-			if err := decoded(decodeBase64(data, q.scratch[next][:0], &q.res)); err != nil {
-				return nil, err
-			}
-		default:
-			return nil, errInvalidPayload("the body is not JSON, gzip, base64 or lz64 data")
-		}
-	}
-	return nil, errInvalidPayload("the body is encoded more than three layers deep")
-}
-
-// readError maps a failure to read or decode the body to its answer.
-func readError(err error) *captureError {
-	switch {
-	case errors.Is(err, errBodyTooLarge):
-		return errTooLarge
-	case errors.Is(err, errPayloadTooLarge):
-		return errDecompressedTooLarge
-	case errors.Is(err, errOverBudget):
-		return errUnavailable
-	case errors.Is(err, errTooManyEvents):
-		return errTooManyEventsAtOnce
-	case errors.Is(err, errBadGzip):
-		return errInvalidPayload("the body is not valid gzip")
-	case errors.Is(err, errBadBase64):
-		return errInvalidPayload("the data is not valid base64")
-	case errors.Is(err, errLZString):
-		return errInvalidPayload("the data is not valid lz-string (lz64)")
-	}
-	return errInvalidPayload("the body could not be read")
-}
-
-// sort turns the decoded events into rows of their lanes, and the events to skip into
-// warnings: historical_migration payloads go to the historical lane, realtime events
-// of a distinct_id over its rate to the overflow lane.
-func (s *Server) sort(q *request, team int64, rt route, sentAt, now time.Time) *captureError {
-	p := &q.parsed
-	lane := warehouse.LaneRealtime
-	if p.historical {
-		lane = warehouse.LaneHistorical
-	}
-	nowNanos := now.UnixNano()
-	for i := range p.events {
-		e, props := &p.events[i], &p.props[i]
-		name := replaceNUL(e.Event)
-		if rt.engage && name == "" {
-			name = warehouse.EventIdentify
-		}
-		distinctID := distinctIDOf(e, props)
-		if reason := skipReason(name, distinctID, props); reason != "" {
-			b := &q.batches[lane]
-			b.Warnings = append(b.Warnings, warehouse.Warning{TeamID: team, Time: now, Type: reason, Event: name, DistinctID: distinctID})
-			continue
-		}
-		id, ok := eventUUID(e.UUID)
-		if !ok {
-			return errInvalidPayload("event " + strconv.Itoa(i) + " has a uuid that is not a valid UUID")
-		}
-		target := lane
-		if lane == warehouse.LaneRealtime && !s.overflow.allow(team, distinctID, nowNanos) {
-			target = warehouse.LaneOverflow
-		}
-		b := &q.batches[target]
-		b.Events = append(b.Events, identityOf(name, e, props))
-		event := &b.Events[len(b.Events)-1]
-		event.UUID, event.TeamID, event.Name, event.DistinctID = id, team, name, distinctID
-		event.Timestamp = eventTime(e, props, sentAt, now)
-	}
-	return nil
-}
-
-// identityOf is an event row with its properties as stored and what it asks of the
-// identity model (reference §9): personless events and $groupidentify never touch a
-// person, so their $set, $set_once and $unset are stripped.
-func identityOf(name string, e *rawEvent, props *rawProperties) warehouse.Event {
-	sets := personSetsOf(e, props)
-	ev := warehouse.Event{Personless: personless(props)}
-	strip := ev.Personless || name == warehouse.EventGroupIdentify
-	ev.Properties = bytesToString(eventProperties(e, &sets, strip))
-	if ev.Personless {
-		return ev
-	}
-	if !strip {
-		ev.Set, ev.SetOnce, ev.Unset = bytesToString(sets.values[0]), bytesToString(sets.values[1]), bytesToString(sets.values[2])
-	}
-	ev.AnonDistinctID = jsonText(props.AnonDistinctID)
-	ev.Alias = jsonText(props.Alias)
-	if isObject(props.Groups) {
-		ev.Groups = bytesToString(props.Groups)
-	}
-	if name == warehouse.EventGroupIdentify {
-		ev.GroupType, ev.GroupKey = jsonText(props.GroupType), jsonText(props.GroupKey)
-		if isObject(props.GroupSet) {
-			ev.GroupSet = bytesToString(props.GroupSet)
-		}
-	}
-	return ev
 }
 
 // allowCORS lets browsers send events from any site, as PostHog does: the request's

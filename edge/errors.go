@@ -9,8 +9,7 @@ import (
 )
 
 // captureError is a refusal in PostHog's flat shape, {"type","code","detail","attr"}
-// (the legacy capture's bodies, reference/posthog-behaviour.md §8.3). Fixed ones are
-// encoded once, at start.
+// (the legacy capture's bodies). Fixed ones are encoded once, at start.
 type captureError struct {
 	status int
 	body   []byte

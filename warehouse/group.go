@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/bytedance/sonic"
+
+	"github.com/hedge-analytics/hedge/internal/jsontext"
 )
 
 // Groups in the identity model: the group types of each project, with their indexes
@@ -43,50 +45,40 @@ type groupTypeRow struct {
 
 // eventGroups fills the event's $group_N columns from its $groups, giving new group
 // types an index while the project has fewer than five; it never creates a group (only
-// $groupidentify does).
+// $groupidentify does). $groups that is not a valid JSON object gives no groups, as in
+// PostHog. A key is a JSON string unescaped or a number as written; other values are
+// no key.
+//
+// The keys it puts in columns alias e.Groups: they only go into the event's row, which
+// the commit appends (copying them) while e is alive. The one string kept beyond the
+// commit, a new type's name, groupTypeIndex copies.
 func (x *identity) eventGroups(e *Event, columns *[maxGroupTypes]string) error {
-	var groups map[string]sonic.NoCopyRawMessage
-	if err := jsonAPI.UnmarshalFromString(e.Groups, &groups); err != nil {
-		return nil // not an object: no groups, as PostHog
-	}
-	known := true
-	for typ := range groups {
-		if _, ok := x.knownGroupType(e.TeamID, typ); !ok {
-			known = false
-		}
-	}
-	if !known {
-		// New types get indexes in the order they appear in the event, which a map
-		// does not keep: walk the object in order.
-		return x.orderedEventGroups(e, columns)
-	}
-	for typ, raw := range groups {
-		if key := jsonText(raw); key != "" {
-			index, _ := x.knownGroupType(e.TeamID, typ)
-			columns[index] = key
-		}
-	}
-	return nil
-}
-
-func (x *identity) orderedEventGroups(e *Event, columns *[maxGroupTypes]string) error {
-	dec := json.NewDecoder(strings.NewReader(e.Groups))
-	if _, err := dec.Token(); err != nil {
+	groups := jsontext.StringToBytes(e.Groups)
+	if !jsontext.IsObject(groups[jsontext.SkipSpace(groups, 0):]) || !identityJSON.Valid(groups) {
 		return nil
 	}
-	for dec.More() {
-		typ, err := dec.Token()
-		var raw json.RawMessage
-		if err != nil || dec.Decode(&raw) != nil {
-			return nil
+	known := true
+	jsontext.Members(groups, func(typ, _ []byte) {
+		if _, ok := x.knownGroupType(e.TeamID, jsontext.String(typ)); !ok {
+			known = false
 		}
-		key := jsonText(raw)
-		if name, ok := typ.(string); ok && key != "" {
-			if index, ok := x.groupTypeIndex(e.TeamID, name); ok {
+	})
+	if known {
+		// The last member of a type decides its column, as if the object were a map.
+		jsontext.Members(groups, func(typ, key []byte) {
+			index, _ := x.knownGroupType(e.TeamID, jsontext.String(typ))
+			columns[index] = jsontext.Text(key)
+		})
+		return nil
+	}
+	// New types get indexes in the order they appear in the event.
+	jsontext.Members(groups, func(typ, raw []byte) {
+		if key := jsontext.Text(raw); key != "" {
+			if index, ok := x.groupTypeIndex(e.TeamID, jsontext.String(typ)); ok {
 				columns[index] = key
 			}
 		}
-	}
+	})
 	return nil
 }
 
@@ -121,7 +113,7 @@ func (x *identity) groupIdentify(ctx context.Context, e *Event) error {
 	}
 	var set map[string]sonic.NoCopyRawMessage
 	if e.GroupSet != "" {
-		jsonAPI.UnmarshalFromString(e.GroupSet, &set)
+		identityJSON.UnmarshalFromString(e.GroupSet, &set)
 	}
 	k := groupKey{e.TeamID, index, e.GroupKey}
 	g, err := x.group(ctx, k, e.Timestamp)

@@ -458,23 +458,6 @@ func (x *identity) apply() {
 	x.delta.reset()
 }
 
-// jsonText is a JSON string unquoted, or a number as written; other values give "".
-func jsonText(raw []byte) string {
-	if len(raw) == 0 {
-		return ""
-	}
-	if raw[0] == '"' {
-		var s string
-		if jsonAPI.Unmarshal(raw, &s) != nil {
-			return ""
-		}
-		return s
-	}
-	if c := raw[0]; c == '-' || (c >= '0' && c <= '9') {
-		return string(raw)
-	}
-	return ""
-}
-
-// jsonAPI decodes the small JSON values of identity events (sonic, field names exact).
-var jsonAPI = sonic.Config{CaseSensitive: true}.Froze()
+// identityJSON decodes the small JSON values of identity events: $set, $set_once,
+// $unset and $group_set (sonic, field names exact).
+var identityJSON = sonic.Config{CaseSensitive: true}.Froze()

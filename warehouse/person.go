@@ -73,15 +73,15 @@ func (u *personUpdate) empty() bool {
 func parsePersonUpdate(e *Event) personUpdate {
 	var u personUpdate
 	if e.Set != "" {
-		jsonAPI.UnmarshalFromString(e.Set, &u.set)
+		identityJSON.UnmarshalFromString(e.Set, &u.set)
 	}
 	if e.SetOnce != "" {
-		jsonAPI.UnmarshalFromString(e.SetOnce, &u.setOnce)
+		identityJSON.UnmarshalFromString(e.SetOnce, &u.setOnce)
 	}
 	switch {
 	case strings.HasPrefix(e.Unset, "["):
 		var keys []any
-		if jsonAPI.UnmarshalFromString(e.Unset, &keys) == nil {
+		if identityJSON.UnmarshalFromString(e.Unset, &keys) == nil {
 			for _, k := range keys {
 				if s, ok := k.(string); ok {
 					u.unset = append(u.unset, s)
@@ -90,7 +90,7 @@ func parsePersonUpdate(e *Event) personUpdate {
 		}
 	case strings.HasPrefix(e.Unset, "{"):
 		var keys map[string]sonic.NoCopyRawMessage
-		if jsonAPI.UnmarshalFromString(e.Unset, &keys) == nil {
+		if identityJSON.UnmarshalFromString(e.Unset, &keys) == nil {
 			for k := range keys {
 				u.unset = append(u.unset, k)
 			}

@@ -2,12 +2,9 @@ package edge
 
 import (
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"time"
-
-	"golang.org/x/sync/semaphore"
 )
 
 func TestDistinctID(t *testing.T) {
@@ -15,11 +12,11 @@ func TestDistinctID(t *testing.T) {
 		t.Helper()
 		var e rawEvent
 		var p rawProperties
-		if err := jsonAPI.UnmarshalFromString(event, &e); err != nil {
+		if err := payloadJSON.UnmarshalFromString(event, &e); err != nil {
 			t.Fatal(err)
 		}
 		if props != "" {
-			if err := jsonAPI.UnmarshalFromString(props, &p); err != nil {
+			if err := payloadJSON.UnmarshalFromString(props, &p); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -52,9 +49,9 @@ func TestEventTime(t *testing.T) {
 		t.Helper()
 		var e rawEvent
 		var p rawProperties
-		jsonAPI.UnmarshalFromString(event, &e)
+		payloadJSON.UnmarshalFromString(event, &e)
 		if props != "" {
-			jsonAPI.UnmarshalFromString(props, &p)
+			payloadJSON.UnmarshalFromString(props, &p)
 		}
 		sent, _ := parseTime([]byte(sentAt))
 		if got := eventTime(&e, &p, sent, now); !got.Equal(want) || got.Location() != time.UTC {
@@ -113,11 +110,11 @@ func TestEventProperties(t *testing.T) {
 		t.Helper()
 		var e rawEvent
 		var p rawProperties
-		if err := jsonAPI.UnmarshalFromString(event, &e); err != nil {
+		if err := payloadJSON.UnmarshalFromString(event, &e); err != nil {
 			t.Fatal(err)
 		}
 		if e.Properties != nil {
-			jsonAPI.UnmarshalFromString(string(e.Properties), &p)
+			payloadJSON.UnmarshalFromString(string(e.Properties), &p)
 		}
 		sets := personSetsOf(&e, &p)
 		got := string(eventProperties(&e, &sets, false))
@@ -156,7 +153,7 @@ func TestSkipReason(t *testing.T) {
 		t.Helper()
 		var p rawProperties
 		if props != "" {
-			if err := jsonAPI.UnmarshalFromString(props, &p); err != nil {
+			if err := payloadJSON.UnmarshalFromString(props, &p); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -178,69 +175,4 @@ func TestSkipReason(t *testing.T) {
 	f("$groupidentify", "u", `{"$process_person_profile":false}`, warnPersonlessIdentity)
 	f("$identify", "u", `{"$process_person_profile":true}`, "")
 	f("$pageview", "u", `{"$process_person_profile":false}`, "") // personless events are kept
-}
-
-func TestMembers(t *testing.T) {
-	var got []string
-	members([]byte(` { "a\"b" : "x,}" , "n":[1,{"c":"]"}], "e":{} ,"z": -1.5e3 } `), func(k, v []byte) {
-		got = append(got, string(k)+"="+string(v))
-	})
-	want := []string{`"a\"b"="x,}"`, `"n"=[1,{"c":"]"}]`, `"e"={}`, `"z"=-1.5e3`}
-	if strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Fatalf("members = %q, want %q", got, want)
-	}
-	// Broken text ends the walk without a panic.
-	for _, broken := range []string{`{"a"`, `{"a":`, `{"a":[1,`, `{"a":"x`, `{`, ``, `[1]`, `{"a" 1}`} {
-		members([]byte(broken), func(k, v []byte) {})
-	}
-}
-
-func TestLZString(t *testing.T) {
-	text, err := os.ReadFile("testdata/lz64-vectors.json") // made with the lz-string npm package 1.5.0
-	if err != nil {
-		t.Fatal(err)
-	}
-	var vectors []struct{ Plain, Compressed string }
-	if err := json.Unmarshal(text, &vectors); err != nil {
-		t.Fatal(err)
-	}
-	res := &reservation{budget: newBudget(1<<30, time.Second)}
-	var d lzDecoder
-	for _, v := range vectors {
-		got, err := d.decode([]byte(v.Compressed), nil, res)
-		if v.Plain == "" {
-			continue // lz-string's own decoder returns null for some empty inputs
-		}
-		if err != nil || string(got) != v.Plain {
-			t.Fatalf("lz decode %q = %q, %v; want %q", v.Compressed, got, err, v.Plain)
-		}
-	}
-	for _, bad := range []string{"", "!!!!", "N4Ig", "N4IgpgbmB2A"} {
-		if _, err := d.decode([]byte(bad), nil, res); err == nil {
-			t.Fatalf("lz decode %q succeeded", bad)
-		}
-	}
-}
-
-func TestBudget(t *testing.T) {
-	b := &budget{sem: semaphore.NewWeighted(100), max: 100, wait: 10 * time.Millisecond}
-	first := &reservation{budget: b}
-	if err := first.charge(60); err != nil {
-		t.Fatal(err)
-	}
-	second := &reservation{budget: b}
-	if err := second.charge(60); err != errOverBudget {
-		t.Fatalf("charge over the budget: %v", err)
-	}
-	first.release()
-	if err := second.charge(60); err != nil {
-		t.Fatalf("charge after release: %v", err)
-	}
-	// More than the whole budget: takes all of it rather than waiting forever.
-	second.release()
-	huge := &reservation{budget: b}
-	if err := huge.charge(1000); err != nil || huge.held != 100 {
-		t.Fatalf("huge charge: %v, held %d", err, huge.held)
-	}
-	huge.release()
 }

@@ -1,38 +1,38 @@
-package edge
+package jsontext
 
 import "bytes"
 
-// The functions here walk JSON text that sonic has already validated. They never
-// allocate; on text that is not valid after all they stop early instead of panicking.
-
-// members calls fn for each member of the JSON object obj, with the key as written
-// (quoted, possibly escaped) and the value's text.
-func members(obj []byte, fn func(key, value []byte)) {
-	i := skipSpace(obj, 0)
+// Members calls fn for each member of the JSON object obj, in the order they are
+// written, with the key as written (quoted, possibly escaped; see KeyIs and String)
+// and the value's text. Both alias obj. It allocates nothing.
+func Members(obj []byte, fn func(key, value []byte)) {
+	i := SkipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return
 	}
-	i = skipSpace(obj, i+1)
+	i = SkipSpace(obj, i+1)
 	for i < len(obj) && obj[i] == '"' {
 		keyEnd := skipString(obj, i)
-		colon := skipSpace(obj, keyEnd)
+		colon := SkipSpace(obj, keyEnd)
 		if colon >= len(obj) || obj[colon] != ':' {
 			return
 		}
-		valueStart := skipSpace(obj, colon+1)
-		valueEnd := skipValue(obj, valueStart)
+		valueStart := SkipSpace(obj, colon+1)
+		valueEnd := SkipValue(obj, valueStart)
 		if valueEnd <= valueStart || valueEnd > len(obj) {
 			return
 		}
 		fn(obj[i:keyEnd], obj[valueStart:valueEnd])
-		i = skipSpace(obj, valueEnd)
+		i = SkipSpace(obj, valueEnd)
 		if i < len(obj) && obj[i] == ',' {
-			i = skipSpace(obj, i+1)
+			i = SkipSpace(obj, i+1)
 		}
 	}
 }
 
-func skipSpace(b []byte, i int) int {
+// SkipSpace returns the index of the first byte at or after b[i] that is not JSON
+// white space.
+func SkipSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
 		i++
 	}
@@ -61,11 +61,11 @@ func skipString(b []byte, i int) int {
 	return len(b)
 }
 
-// structural marks the bytes that skipValue looks at inside an object or an array.
+// structural marks the bytes that SkipValue looks at inside an object or an array.
 var structural = [256]bool{'"': true, '{': true, '}': true, '[': true, ']': true}
 
-// skipValue returns the index after the value that starts at b[i].
-func skipValue(b []byte, i int) int {
+// SkipValue returns the index after the JSON value that starts at b[i].
+func SkipValue(b []byte, i int) int {
 	if i >= len(b) {
 		return i
 	}
@@ -100,8 +100,9 @@ func skipValue(b []byte, i int) int {
 	return i
 }
 
-// keyIs reports whether the quoted key is name.
-func keyIs(key []byte, name string) bool {
+// KeyIs reports whether the quoted key, as Members passes it, is name once unescaped.
+// It allocates only for a key that holds escapes.
+func KeyIs(key []byte, name string) bool {
 	if len(key) < 2 {
 		return false
 	}
@@ -110,19 +111,27 @@ func keyIs(key []byte, name string) bool {
 		return string(inner) == name
 	}
 	var unescaped string
-	return jsonAPI.UnmarshalFromString(bytesToString(key), &unescaped) == nil && unescaped == name
+	return unescaper.UnmarshalFromString(BytesToString(key), &unescaped) == nil && unescaped == name
 }
 
-func isObject(value []byte) bool { return len(value) > 0 && value[0] == '{' }
-func isArray(value []byte) bool  { return len(value) > 0 && value[0] == '[' }
+// IsObject reports whether value, with no white space before it, is a JSON object.
+func IsObject(value []byte) bool { return len(value) > 0 && value[0] == '{' }
 
-// objectWriter appends a JSON object to buf, one member at a time.
-type objectWriter struct {
+// IsArray reports whether value, with no white space before it, is a JSON array.
+func IsArray(value []byte) bool { return len(value) > 0 && value[0] == '[' }
+
+// ObjectWriter appends a JSON object to a buffer, one member at a time. The zero
+// ObjectWriter writes into a new buffer.
+type ObjectWriter struct {
 	buf     []byte
 	members int
 }
 
-func (w *objectWriter) member(key, value []byte) {
+// NewObjectWriter returns an ObjectWriter that appends to dst.
+func NewObjectWriter(dst []byte) ObjectWriter { return ObjectWriter{buf: dst} }
+
+// Member appends a member: key as written (quoted) and value's JSON text.
+func (w *ObjectWriter) Member(key, value []byte) {
 	if w.members == 0 {
 		w.buf = append(w.buf, '{')
 	} else {
@@ -134,40 +143,40 @@ func (w *objectWriter) member(key, value []byte) {
 	w.buf = append(w.buf, value...)
 }
 
-// close ends the object and returns buf.
-func (w *objectWriter) close() []byte {
+// End ends the object and returns the buffer with it appended.
+func (w *ObjectWriter) End() []byte {
 	if w.members == 0 {
 		w.buf = append(w.buf, '{')
 	}
 	return append(w.buf, '}')
 }
 
-// mergeObjects appends to dst the object with the members of base and over, over
+// MergeObjects appends to dst the object with the members of base and over, over
 // winning: base's members in base's order (with over's value where over has the key),
 // then over's other members. Keys compare as written. It is linear in the members,
 // whatever their number: a client controls both objects.
-func mergeObjects(dst, base, over []byte) []byte {
+func MergeObjects(dst, base, over []byte) []byte {
 	overValues := map[string][]byte{}
-	members(over, func(key, value []byte) { overValues[string(key)] = value })
+	Members(over, func(key, value []byte) { overValues[string(key)] = value })
 	inBase := map[string]bool{}
-	w := objectWriter{buf: dst}
-	members(base, func(key, value []byte) {
+	w := NewObjectWriter(dst)
+	Members(base, func(key, value []byte) {
 		inBase[string(key)] = true
 		if v, ok := overValues[string(key)]; ok {
 			value = v
 		}
-		w.member(key, value)
+		w.Member(key, value)
 	})
-	members(over, func(key, value []byte) {
+	Members(over, func(key, value []byte) {
 		if !inBase[string(key)] {
-			w.member(key, value)
+			w.Member(key, value)
 		}
 	})
-	return w.close()
+	return w.End()
 }
 
-// concatArrays appends to dst the array with the elements of a, then those of b.
-func concatArrays(dst, a, b []byte) []byte {
+// ConcatArrays appends to dst the array with the elements of a, then those of b.
+func ConcatArrays(dst, a, b []byte) []byte {
 	inner := func(arr []byte) []byte {
 		arr = bytes.TrimSpace(arr)
 		return bytes.TrimSpace(arr[1 : len(arr)-1])
