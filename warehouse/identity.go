@@ -150,8 +150,9 @@ func (x *identity) process(ctx context.Context, e *Event) (processed, error) {
 		}
 		out.warning = w
 	case e.Name == EventCreateAlias && e.Alias != "":
-		// Spec, rule 5: the event's distinct_id is merged into the alias, which becomes
-		// the person's main id (PostHog's code merges the other way).
+		// The event's distinct_id is merged into the alias, which becomes the person's
+		// main id: the direction hedge's API contract asks for (PostHog's code merges the
+		// other way).
 		w, err := x.merge(ctx, e, e.DistinctID, e.Alias, false)
 		if err != nil {
 			return out, err
