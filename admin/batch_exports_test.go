@@ -173,7 +173,7 @@ func firstProjectOf(t *testing.T, env *testEnv, org uuid.UUID, key string) strin
 	return strconv.Itoa(int(list["results"].([]any)[0].(map[string]any)["id"].(float64)))
 }
 
-// Spec 1-2 with the semantics: 200 and no body; pausing a paused export or
+// Pause and unpause answer 200 with no body; pausing a paused export or
 // unpausing an active one changes nothing; last_paused_at is set by a real pause and
 // kept by unpause.
 func TestBatchExportPause(t *testing.T) {
