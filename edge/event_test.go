@@ -9,20 +9,31 @@ import (
 	"github.com/hedge-analytics/hedge/warehouse"
 )
 
+// decodeEvent decodes an event as decode does, and its properties: props when given,
+// else the event's own.
+func decodeEvent(t *testing.T, event, props string) (*rawEvent, *rawProperties) {
+	t.Helper()
+	var e rawEvent
+	var p rawProperties
+	if err := payloadJSON.UnmarshalFromString(event, &e); err != nil {
+		t.Fatalf("event %s: %v", event, err)
+	}
+	if props == "" && e.Properties != nil {
+		props = string(e.Properties)
+	}
+	if props != "" {
+		if err := payloadJSON.UnmarshalFromString(props, &p); err != nil {
+			t.Fatalf("properties %s: %v", props, err)
+		}
+	}
+	return &e, &p
+}
+
 func TestDistinctID(t *testing.T) {
 	f := func(event, props, want string) {
 		t.Helper()
-		var e rawEvent
-		var p rawProperties
-		if err := payloadJSON.UnmarshalFromString(event, &e); err != nil {
-			t.Fatal(err)
-		}
-		if props != "" {
-			if err := payloadJSON.UnmarshalFromString(props, &p); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if got := distinctIDOf(&e, &p); got != want {
+		e, p := decodeEvent(t, event, props)
+		if got := distinctIDOf(e, p); got != want {
 			t.Fatalf("distinct id of %s %s = %q, want %q", event, props, got, want)
 		}
 	}
@@ -49,14 +60,9 @@ func TestEventTime(t *testing.T) {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	f := func(event, props, sentAt string, want time.Time) {
 		t.Helper()
-		var e rawEvent
-		var p rawProperties
-		payloadJSON.UnmarshalFromString(event, &e)
-		if props != "" {
-			payloadJSON.UnmarshalFromString(props, &p)
-		}
+		e, p := decodeEvent(t, event, props)
 		sent, _ := parseTime([]byte(sentAt))
-		if got := eventTime(&e, &p, sent, now); !got.Equal(want) || got.Location() != time.UTC {
+		if got := eventTime(e, p, sent, now); !got.Equal(want) || got.Location() != time.UTC {
 			t.Fatalf("eventTime(%s, %s, sent_at %s) = %v, want %v", event, props, sentAt, got, want)
 		}
 	}
@@ -110,16 +116,9 @@ func TestQueryTime(t *testing.T) {
 func TestEventProperties(t *testing.T) {
 	f := func(event, want string) {
 		t.Helper()
-		var e rawEvent
-		var p rawProperties
-		if err := payloadJSON.UnmarshalFromString(event, &e); err != nil {
-			t.Fatal(err)
-		}
-		if e.Properties != nil {
-			payloadJSON.UnmarshalFromString(string(e.Properties), &p)
-		}
-		sets := personSetsOf(&e, &p)
-		got := string(eventProperties(&e, &sets, false))
+		e, p := decodeEvent(t, event, "")
+		sets := personSetsOf(e, p)
+		got := string(eventProperties(e, &sets, false))
 		if got != want {
 			t.Fatalf("properties of %s\n got %s\nwant %s", event, got, want)
 		}
@@ -193,17 +192,8 @@ func TestSkipReason(t *testing.T) {
 func TestIdentityOf(t *testing.T) {
 	f := func(name, event string, want warehouse.Event) {
 		t.Helper()
-		var e rawEvent
-		var p rawProperties
-		if err := payloadJSON.UnmarshalFromString(event, &e); err != nil {
-			t.Fatal(err)
-		}
-		if e.Properties != nil {
-			if err := payloadJSON.UnmarshalFromString(string(e.Properties), &p); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if got := identityOf(name, &e, &p); got != want {
+		e, p := decodeEvent(t, event, "")
+		if got := identityOf(name, e, p); got != want {
 			t.Fatalf("%s %s\n got %+v\nwant %+v", name, event, got, want)
 		}
 	}
