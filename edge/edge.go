@@ -24,6 +24,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/valyala/fasthttp"
 
+	"github.com/hedge-analytics/hedge/flags"
 	"github.com/hedge-analytics/hedge/internal/jsontext"
 	"github.com/hedge-analytics/hedge/warehouse"
 )
@@ -50,7 +51,15 @@ type Config struct {
 	// OverflowBurst; 0 turns the overflow lane off.
 	OverflowRate  float64
 	OverflowBurst float64
-	Logger        *slog.Logger
+	// Flags holds the projects' flag definitions that /flags/ and /decide/ evaluate,
+	// and People the stored person and group properties they evaluate against.
+	Flags  *flags.Store
+	People *warehouse.Warehouse
+	// SDKAPI answers the management API's routes that server SDKs call on the host
+	// they send events to: flag definitions for local evaluation and remote config
+	// payloads, which personal API keys authenticate. nil: those routes are 404.
+	SDKAPI fasthttp.RequestHandler
+	Logger *slog.Logger
 }
 
 // Server is the capture listener.
@@ -60,6 +69,9 @@ type Server struct {
 	teams    func(string) (int64, bool)
 	budget   *budget
 	overflow *overflowLimiter
+	flags    *flags.Store
+	people   *warehouse.Warehouse
+	sdkAPI   fasthttp.RequestHandler
 	log      *slog.Logger
 }
 
@@ -73,6 +85,9 @@ func New(cfg Config) *Server {
 		teams:    cfg.Teams,
 		budget:   newBudget(cfg.MaxInflightBytes, time.Second),
 		overflow: newOverflowLimiter(cfg.OverflowRate, cfg.OverflowBurst),
+		flags:    cfg.Flags,
+		people:   cfg.People,
+		sdkAPI:   cfg.SDKAPI,
 		log:      cfg.Logger,
 	}
 	s.srv = &fasthttp.Server{
@@ -127,6 +142,12 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	rt, ok := routeOf(ctx.Path())
+	if !ok {
+		if endpoint, token, ok := flagsRouteOf(ctx.Path()); ok && s.flags != nil {
+			s.serveFlags(ctx, endpoint, token)
+			return
+		}
+	}
 	switch {
 	case !ok:
 		s.answer(ctx, errNotFound)
