@@ -6,6 +6,10 @@
 //
 // It also owns the bootstrap of an empty database and the index of project API tokens
 // that the capture listener consults.
+//
+// Feature flags and cohorts are kept by package flags, which alone reads and writes
+// their tables: their routes here are HTTP only, and so are the paths the server SDKs
+// poll for flag definitions (/flags/definitions), which the capture listener forwards.
 package admin
 
 import (

@@ -281,6 +281,10 @@ func TestFeatureFlagsTenants(t *testing.T) {
 	notFound := `{"type":"invalid_request","code":"not_found","detail":"Project not found.","attr":null}`
 	scoped := fmt.Sprintf(`{"type":"authentication_error","code":"permission_denied","detail":"API key does not have access to the requested project: ID %d.","attr":null}`, env.boot.ProjectID)
 	env.run(t, []scenario{
+		{name: "no key", method: "GET", path: env.flagPath(), status: 401,
+			want: []string{`{"type":"authentication_error","code":"not_authenticated","detail":"Authentication credentials were not provided.","attr":null}`}},
+		{name: "a key that is not", method: "POST", path: env.project + "/cohorts/", key: "phx_notakey", body: `{"is_static":true}`, status: 401,
+			want: []string{`{"type":"authentication_error","code":"authentication_failed","detail":"Personal API key found in request Authorization header is invalid.","attr":null}`}},
 		{name: "another organization's flags", method: "GET", path: env.flagPath(), key: outsiderKey, status: 404, want: []string{notFound}},
 		{name: "another organization's flag", method: "PATCH", path: env.flagPath(id), key: outsiderKey, body: `{"name":"x"}`, status: 404, want: []string{notFound}},
 		{name: "another organization's cohorts", method: "POST", path: env.project + "/cohorts/", key: outsiderKey, body: `{"is_static":true}`, status: 404, want: []string{notFound}},
