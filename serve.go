@@ -21,6 +21,7 @@ import (
 	"github.com/hedge-analytics/hedge/admin"
 	"github.com/hedge-analytics/hedge/batchexport"
 	"github.com/hedge-analytics/hedge/edge"
+	"github.com/hedge-analytics/hedge/flags"
 	"github.com/hedge-analytics/hedge/warehouse"
 )
 
@@ -118,6 +119,7 @@ type server struct {
 	warehouse  *warehouse.Warehouse
 	api        *admin.API
 	exports    *batchexport.Runner
+	flags      *flags.Store // the flag definitions, which the management API edits
 	capture    *edge.Server
 	adminURL   string
 	captureURL string
@@ -199,8 +201,9 @@ func start(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *server, e
 			s.exports.Close()
 		}
 	}()
+	s.flags = flags.NewStore(flags.Config{DB: s.warehouse.DB(), GroupTypes: s.warehouse.GroupTypes, Logger: log})
 	s.api, err = admin.New(ctx, admin.Config{Warehouse: s.warehouse, InsightCacheTTL: cfg.insightCacheTTL, PublicURL: cfg.publicURL, Pprof: cfg.pprof, Logger: log,
-		SMTPURL: cfg.smtpURL, DNSServer: cfg.dnsServer, Exports: s.exports})
+		SMTPURL: cfg.smtpURL, DNSServer: cfg.dnsServer, Exports: s.exports, Flags: s.flags})
 	if err != nil {
 		return nil, err
 	}

@@ -76,13 +76,21 @@ func (a *API) projectOf(c *fiber.Ctx, p *principal) (project, error) {
 	if err != nil {
 		return project{}, notFound
 	}
+	return a.reachProject(c.UserContext(), p, id, notFound)
+}
+
+// reachProject is the project with the given id if the caller may reach it: a member
+// of its organization, with a key not scoped to other projects or organizations
+// (PostHog's 403). refused is the answer when the project does not exist or the
+// caller is not a member.
+func (a *API) reachProject(ctx context.Context, p *principal, id int64, refused error) (project, error) {
 	pr := project{id: id}
-	err = a.db.QueryRowContext(c.UserContext(), `
+	err := a.db.QueryRowContext(ctx, `
 		SELECT p.organization_id, m.level FROM meta.projects p
 		JOIN meta.memberships m ON m.organization_id = p.organization_id AND m.user_id = ?
 		WHERE p.id = ?`, p.userID, id).Scan(&pr.organizationID, &pr.level)
 	if errors.Is(err, sql.ErrNoRows) {
-		return project{}, notFound
+		return project{}, refused
 	}
 	if err != nil {
 		return project{}, fmt.Errorf("cannot look up project %d for user %d: %w", id, p.userID, err)

@@ -6,6 +6,10 @@
 //
 // It also owns the bootstrap of an empty database and the index of project API tokens
 // that the capture listener consults.
+//
+// Feature flags and cohorts are kept by package flags, which alone reads and writes
+// their tables: their routes here are HTTP only, and so are the paths the server SDKs
+// poll for flag definitions (/flags/definitions), which the capture listener forwards.
 package admin
 
 import (
@@ -22,6 +26,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/pprof"
 
 	"github.com/hedge-analytics/hedge/batchexport"
+	"github.com/hedge-analytics/hedge/flags"
 	"github.com/hedge-analytics/hedge/warehouse"
 )
 
@@ -54,6 +59,9 @@ type Config struct {
 	// a Runner of the warehouse with the default policy that is never started, so
 	// exports are kept but nothing runs them (tests of the API alone).
 	Exports *batchexport.Runner
+	// Flags keeps the feature flags and cohorts; the API manages them, and serves their
+	// definitions to the server SDKs, through it. Nil: a Store of the warehouse.
+	Flags *flags.Store
 }
 
 // API is the management API on its own listener.
@@ -67,6 +75,7 @@ type API struct {
 	queries   *warehouse.Queries
 	results   *resultsCache
 	exports   *batchexport.Runner
+	flags     *flags.Store
 	publicURL string
 	log       *slog.Logger
 }
@@ -100,6 +109,9 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 	if cfg.Exports == nil {
 		cfg.Exports = batchexport.New(batchexport.Config{Warehouse: cfg.Warehouse})
 	}
+	if cfg.Flags == nil {
+		cfg.Flags = flags.NewStore(flags.Config{DB: cfg.Warehouse.DB(), GroupTypes: cfg.Warehouse.GroupTypes, Logger: cfg.Logger})
+	}
 	a := &API{
 		db:        cfg.Warehouse.DB(),
 		warehouse: cfg.Warehouse,
@@ -107,6 +119,7 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 		queries:   cfg.Warehouse.Queries(),
 		results:   newResultsCache(cfg.InsightCacheTTL),
 		exports:   cfg.Exports,
+		flags:     cfg.Flags,
 		publicURL: strings.TrimSuffix(cfg.PublicURL, "/"),
 		log:       cfg.Logger,
 	}
@@ -151,6 +164,9 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 	a.bindSignup()
 	a.bindDomains(cfg.DNSServer)
 	a.bindBatchExports()
+	a.bindFeatureFlags()
+	a.bindCohorts()
+	a.bindFlagDefinitions()
 	return a, nil
 }
 

@@ -110,6 +110,30 @@ func matrixCases(env *testEnv) map[string]matrixCase {
 			return strconv.FormatInt(env.boot.ProjectID, 10), ""
 		}, 200},
 	}
+	newFlag := func(body string) func(*testing.T, *testEnv) (string, string) {
+		return func(t *testing.T, env *testEnv) (string, string) {
+			return strconv.FormatInt(env.flag(t, `{"key":"`+unique("matrix")+`"}`), 10), body
+		}
+	}
+	newCohort := func(body string) func(*testing.T, *testEnv) (string, string) {
+		return func(t *testing.T, env *testEnv) (string, string) {
+			return strconv.FormatInt(env.cohort(t, `{"name":"matrix","is_static":true}`), 10), body
+		}
+	}
+	for _, c := range []struct {
+		base string
+		body func() string
+		item func(string) func(*testing.T, *testEnv) (string, string)
+	}{
+		{"/api/projects/:project_id/feature_flags/", func() string { return `{"key":"` + unique("matrix") + `"}` }, newFlag},
+		{"/api/projects/:project_id/cohorts/", func() string { return `{"name":"matrix","is_static":true}` }, newCohort},
+	} {
+		cases["GET "+c.base] = matrixCase{noFixture, 200}
+		cases["POST "+c.base] = matrixCase{func(*testing.T, *testEnv) (string, string) { return "", c.body() }, 201}
+		cases["GET "+c.base+":id/"] = matrixCase{c.item(""), 200}
+		cases["PATCH "+c.base+":id/"] = matrixCase{c.item(`{"name":"renamed"}`), 200}
+		cases["DELETE "+c.base+":id/"] = matrixCase{c.item(""), 405}
+	}
 	for _, base := range []string{"/api/organizations/:organization_id/batch_exports/", "/api/projects/:project_id/batch_exports/"} {
 		cases["GET "+base] = matrixCase{noFixture, 200}
 		cases["POST "+base] = matrixCase{func(t *testing.T, env *testEnv) (string, string) { return "", exportBody(env) }, 201}

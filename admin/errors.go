@@ -44,6 +44,11 @@ func errMethodNotAllowed(method string) *Error {
 		Detail: fmt.Sprintf("Method %q not allowed.", method)}
 }
 
+// errConflict is PostHog's 409 (its Conflict exception, which declares no type).
+func errConflict(detail string) *Error {
+	return &Error{Status: http.StatusConflict, Type: "server_error", Code: "conflict", Detail: detail}
+}
+
 // errValidation is a 400 about one field of the request (attr, nested fields joined
 // with "__"), or about the request as a whole when attr is "".
 func errValidation(attr, code, detail string) *Error {

@@ -109,8 +109,9 @@ type PropertyFilter struct {
 	// GroupTypeIndex is the group type a group filter reads.
 	GroupTypeIndex *int `json:"group_type_index,omitempty"`
 	// DependencyChain is set only in definitions served for local evaluation: the keys
-	// of the flags a flag filter depends on, in evaluation order, ending with its own.
-	DependencyChain []string `json:"dependency_chain,omitempty"`
+	// of the flags a flag filter depends on, in evaluation order, ending with its own;
+	// empty (and still sent) when they cannot be resolved. nil is omitted.
+	DependencyChain []string `json:"dependency_chain,omitzero"`
 }
 
 // Property filter types.
@@ -153,6 +154,8 @@ type Cohort struct {
 	CreatedAt   time.Time
 	CreatedBy   int64
 	UpdatedAt   time.Time
+	// Version is 1 on create and grows by one with every update.
+	Version int
 }
 
 // CohortFilters is a cohort's definition in PostHog's JSON shape.
