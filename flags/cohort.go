@@ -1,5 +1,9 @@
 package flags
 
+// maxCohortDepth bounds the nesting of a cohort's groups: a filter or group deeper than
+// this makes the cohort invalid (and bounds the recursion over it).
+const maxCohortDepth = 64
+
 // cohortPlan is a cohort prepared: a tree of AND/OR groups over filters on the
 // person's properties and on other cohorts.
 type cohortPlan struct {
@@ -10,18 +14,23 @@ type cohortPlan struct {
 	root  cohortNode
 	// deps are the ids of the cohorts it names.
 	deps []int64
-	// invalid: a group of its definition is neither AND, OR nor property, or a
-	// cohort filter names no cohort id.
+	// invalid: the cohort's top group is neither AND nor OR, its groups are nested too
+	// deep, or a cohort filter names no cohort id.
 	invalid bool
 	// err is why the cohort cannot be evaluated: it or a cohort it depends on
 	// (directly or not) is invalid, missing or deleted, or they depend on each other in
 	// a cycle. nil when it can.
 	err *evalError
+	// order is the cohorts to evaluate for it, the ones it depends on first, itself
+	// last (static ones left out).
+	order []int
 }
 
-// cohortNode is a group (all of its children, or any) or a filter.
+// cohortNode is a group (all of its children, or any) or a filter. A group of another
+// type (not AND, OR or property) fails the evaluation that reaches it.
 type cohortNode struct {
 	all      bool
+	badType  bool
 	children []cohortNode
 	filter   *filterPlan
 }
@@ -37,10 +46,13 @@ func (b *planBuilder) cohorts(cohorts map[int64]*Cohort) {
 		cp := cohortPlan{id: id, static: c.IsStatic}
 		if !c.IsStatic {
 			props := &c.Filters.Properties
-			if props.Type == "" && len(props.Values) == 0 {
+			switch {
+			case props.Type == "" && len(props.Values) == 0:
 				cp.empty = true
-			} else {
-				cp.root = b.cohortGroup(&cp, props)
+			case props.Type != "AND" && props.Type != "OR":
+				cp.invalid = true
+			default:
+				cp.root = b.cohortGroup(&cp, props, 0)
 			}
 		}
 		p.cohortByID[id] = len(p.cohorts)
@@ -48,24 +60,32 @@ func (b *planBuilder) cohorts(cohorts map[int64]*Cohort) {
 	}
 	for i := range p.cohorts {
 		p.cohorts[i].err = p.cohortError(i)
+		if p.cohorts[i].err == nil {
+			p.cohorts[i].order = p.cohortOrder(i)
+		}
 	}
 }
 
-func (b *planBuilder) cohortGroup(cp *cohortPlan, g *PropertyGroup) cohortNode {
+// cohortGroup prepares a group whose children are at depth.
+func (b *planBuilder) cohortGroup(cp *cohortPlan, g *PropertyGroup, depth int) cohortNode {
 	n := cohortNode{}
 	switch g.Type {
 	case "AND", "property":
 		n.all = true
 	case "OR":
 	default:
+		n.badType = true
+	}
+	if depth > maxCohortDepth {
 		cp.invalid = true
+		return n
 	}
 	n.children = make([]cohortNode, 0, len(g.Values))
 	for i := range g.Values {
 		v := &g.Values[i]
 		switch {
 		case v.Group != nil:
-			n.children = append(n.children, b.cohortGroup(cp, v.Group))
+			n.children = append(n.children, b.cohortGroup(cp, v.Group, depth+1))
 		case v.Filter != nil:
 			n.children = append(n.children, b.cohortFilter(cp, v.Filter))
 		}
@@ -121,42 +141,55 @@ func (p *plan) cohortError(i int) *evalError {
 			}
 		}
 	}
-	// Depth first, with a mark for the cohorts on the current path.
-	const (
-		unseen = iota
-		onPath
-		done
-	)
-	state := make(map[int]int, len(visited))
-	var cyclic func(int) bool
-	cyclic = func(k int) bool {
-		state[k] = onPath
-		c := &p.cohorts[k]
-		if !c.static {
-			for _, id := range c.deps {
-				j := p.cohortByID[id]
-				switch state[j] {
-				case onPath:
-					return true
-				case unseen:
-					if cyclic(j) {
-						return true
-					}
-				}
-			}
-		}
-		state[k] = done
-		return false
-	}
-	if cyclic(i) {
+	if p.cohortOrder(i) == nil {
 		return errCohortCycle
 	}
 	return nil
 }
 
+// cohortOrder lists the dynamic cohorts that cohort i depends on, directly or not,
+// each after the ones it depends on, then i; nil when they depend on each other in a
+// cycle. Every cohort it reaches exists.
+func (p *plan) cohortOrder(i int) []int {
+	const (
+		unseen = iota
+		onPath
+		done
+	)
+	state := map[int]int{}
+	var order []int
+	var visit func(int) bool
+	visit = func(k int) bool {
+		state[k] = onPath
+		for _, id := range p.cohorts[k].deps {
+			j := p.cohortByID[id]
+			if p.cohorts[j].static {
+				continue
+			}
+			switch state[j] {
+			case onPath:
+				return false
+			case unseen:
+				if !visit(j) {
+					return false
+				}
+			}
+		}
+		state[k] = done
+		order = append(order, k)
+		return true
+	}
+	if !visit(i) {
+		return nil
+	}
+	return order
+}
+
 // cohortMember reports whether the person is a member of cohort id: never of a static
 // cohort (hedge keeps no lists), by the definition of a dynamic one. A cohort that is
-// missing, deleted or cannot be evaluated is an error, which fails the flag.
+// missing, deleted or cannot be evaluated is an error, which fails the flag. The
+// cohorts it depends on are all evaluated first, as PostHog does, so an error in any
+// of them fails it too.
 func (e *evaluator) cohortMember(id int64) (bool, *evalError) {
 	i, ok := e.plan.cohortByID[id]
 	if !ok {
@@ -169,7 +202,12 @@ func (e *evaluator) cohortMember(id int64) (bool, *evalError) {
 	if c.err != nil {
 		return false, c.err
 	}
-	return e.evalCohort(i), nil
+	for _, j := range c.order {
+		if err := e.evalCohort(j); err != nil {
+			return false, err
+		}
+	}
+	return e.cohortMemo[i] == cohortIn, nil
 }
 
 // Cohort results remembered during one evaluation.
@@ -177,46 +215,63 @@ const (
 	cohortUnknown uint8 = iota
 	cohortOut
 	cohortIn
+	cohortFailed
 )
 
-// evalCohort evaluates cohort i, which can be evaluated, once per evaluation.
-func (e *evaluator) evalCohort(i int) bool {
-	switch e.cohortMemo[i] {
-	case cohortIn:
-		return true
-	case cohortOut:
-		return false
+// evalCohort evaluates dynamic cohort j, whose dependencies are evaluated, once per
+// evaluation.
+func (e *evaluator) evalCohort(j int) *evalError {
+	switch e.cohortMemo[j] {
+	case cohortIn, cohortOut:
+		return nil
+	case cohortFailed:
+		return errCohortFilters
 	}
-	c := &e.plan.cohorts[i]
-	member := !c.static && !c.empty && e.evalCohortNode(&c.root)
-	e.cohortMemo[i] = cohortOut
+	c := &e.plan.cohorts[j]
+	member := false
+	if !c.empty {
+		m, err := e.evalCohortNode(&c.root)
+		if err != nil {
+			e.cohortMemo[j] = cohortFailed
+			return err
+		}
+		member = m
+	}
+	e.cohortMemo[j] = cohortOut
 	if member {
-		e.cohortMemo[i] = cohortIn
+		e.cohortMemo[j] = cohortIn
 	}
-	return member
+	return nil
 }
 
 // evalCohortNode: a group of all (AND, property) matches when every child does (so an
 // empty one does), a group of any (OR) when one does; a filter with negation is
 // inverted; a cohort filter matches a member for in (or no operator), a non-member for
 // not_in, and nothing for any other operator.
-func (e *evaluator) evalCohortNode(n *cohortNode) bool {
+func (e *evaluator) evalCohortNode(n *cohortNode) (bool, *evalError) {
 	if f := n.filter; f != nil {
 		var m bool
 		if f.typ == filterCohort {
-			m = e.cohortFilterMatch(f, e.evalCohort(e.plan.cohortByID[f.cohort]))
+			m = e.cohortFilterMatch(f, e.cohortMemo[e.plan.cohortByID[f.cohort]] == cohortIn)
 		} else {
 			pr := &e.personBag()[f.key]
 			m = matchValue(f.op, &f.val, &pr.v, pr.set, &e.mc)
 		}
-		return m != f.negation
+		return m != f.negation, nil
+	}
+	if n.badType {
+		return false, errCohortFilters
 	}
 	for i := range n.children {
-		if e.evalCohortNode(&n.children[i]) != n.all {
-			return !n.all
+		m, err := e.evalCohortNode(&n.children[i])
+		if err != nil {
+			return false, err
+		}
+		if m != n.all {
+			return !n.all, nil
 		}
 	}
-	return n.all
+	return n.all, nil
 }
 
 // cohortFilterMatch applies a cohort filter's operator to the person's membership.

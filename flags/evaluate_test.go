@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"math"
 	"os"
+	"reflect"
 	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -438,4 +440,60 @@ func TestPlanCache(t *testing.T) {
 		t.Fatalf("%d plans left after their definitions were collected, want at most %d", n, before)
 	}
 	runtime.KeepAlive(d)
+}
+
+// A cohort's groups may nest 64 deep; deeper, the cohort is invalid.
+func TestCohortDepth(t *testing.T) {
+	f := func(depth int, want string) {
+		t.Helper()
+		leaf := PropertyNode{Filter: &PropertyFilter{Key: "email", Type: FilterPerson, Operator: "is_set", Value: json.RawMessage(`"is_set"`)}}
+		g := PropertyGroup{Type: "AND", Values: []PropertyNode{leaf}}
+		for range depth {
+			inner := g
+			g = PropertyGroup{Type: "OR", Values: []PropertyNode{{Group: &inner}}}
+		}
+		d := &Definitions{
+			Flags:   []*Flag{{ID: 1, Key: "deep", Active: true, Filters: Filters{Groups: []Condition{{Properties: []PropertyFilter{{Key: "id", Type: FilterCohort, Value: json.RawMessage(`1`)}}}}}}},
+			Cohorts: map[int64]*Cohort{1: {ID: 1, Filters: CohortFilters{Properties: PropertyGroup{Type: "AND", Values: []PropertyNode{{Group: &g}}}}}},
+		}
+		results, _ := Evaluate(d, &Request{DistinctID: "x", PersonPropertyOverrides: map[string]any{"email": "a@x.com"}})
+		if got := results[0].Reason.Code; got != want {
+			t.Fatalf("groups %d deep: %s, want %s", depth, got, want)
+		}
+	}
+	f(0, ReasonConditionMatch)
+	f(62, ReasonConditionMatch)
+	f(64, "cohort_filters_parsing_error")
+	f(1000, "cohort_filters_parsing_error")
+}
+
+// Evaluations of the same definitions at once answer as one at a time.
+func TestEvaluateConcurrently(t *testing.T) {
+	d, r := benchmarkProject()
+	want, _ := Evaluate(d, r)
+	other := *r
+	other.DistinctID, other.PersonProperties = "someone-else", `{"plan": "free"}`
+	wantOther, _ := Evaluate(d, &other)
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			for range 200 {
+				req, w := r, want
+				if g%2 == 1 {
+					req, w = &other, wantOther
+				}
+				got, _ := Evaluate(d, req)
+				if !reflect.DeepEqual(got, w) {
+					errs <- "an answer differs"
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Fatal(e)
+	}
 }

@@ -3,7 +3,6 @@ package flags
 import (
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/dlclark/regexp2"
@@ -376,15 +375,53 @@ func toFloat(v *value) (float64, bool) {
 	return parseFloatText(v.text())
 }
 
-// parseFloatText reads s as a decimal number. Hexadecimal and digit separators are
-// not numbers.
+// parseFloatText reads s as a decimal number: an optional sign, digits with an optional
+// point and fraction, an optional exponent; or inf, infinity or nan in any case.
+// Hexadecimal and digit separators are not numbers.
 func parseFloatText(s string) (float64, bool) {
-	if s == "" || strings.ContainsAny(s, "xX_pP") {
-		return 0, false
+	if !decimalSyntax(s) {
+		return 0, false // before ParseFloat, whose error allocates
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil && !isRangeError(err) {
 		return 0, false
 	}
 	return f, true
+}
+
+// decimalSyntax reports whether s is written as parseFloatText reads numbers.
+func decimalSyntax(s string) bool {
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		s = s[1:]
+	}
+	if equalFoldASCII(s, "inf") || equalFoldASCII(s, "infinity") || equalFoldASCII(s, "nan") {
+		return true
+	}
+	i, digits := 0, 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i, digits = i+1, digits+1
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i, digits = i+1, digits+1
+		}
+	}
+	if digits == 0 {
+		return false
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		start := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		if i == start {
+			return false
+		}
+	}
+	return i == len(s)
 }

@@ -340,3 +340,82 @@ func TestVersionOrder(t *testing.T) {
 		}
 	}
 }
+
+func TestParseFloatText(t *testing.T) {
+	f := func(s string, want float64, wantOK bool) {
+		t.Helper()
+		got, ok := parseFloatText(s)
+		if ok != wantOK || (ok && got != want && !(math.IsNaN(got) && math.IsNaN(want))) {
+			t.Fatalf("parseFloatText(%q) = %v, %v; want %v, %v", s, got, ok, want, wantOK)
+		}
+	}
+	f("5", 5, true)
+	f("+5", 5, true)
+	f("-2.5", -2.5, true)
+	f("1.", 1, true)
+	f(".5", 0.5, true)
+	f("1e3", 1000, true)
+	f("1E-3", 0.001, true)
+	f("1e400", math.Inf(1), true)
+	f("-inf", math.Inf(-1), true)
+	f("Infinity", math.Inf(1), true)
+	f("NaN", math.NaN(), true)
+	f("", 0, false)
+	f(".", 0, false)
+	f("e5", 0, false)
+	f("1e", 0, false)
+	f(" 1", 0, false)
+	f("1_000", 0, false)
+	f("0x10", 0, false)
+	f("0x1p4", 0, false)
+	f("2024-01-01", 0, false)
+	f("infinite", 0, false)
+}
+
+func TestSemverRange(t *testing.T) {
+	f := func(op operator, filter, version string, want bool) {
+		t.Helper()
+		r, ok := parseSemverRange(op, filter)
+		if !ok {
+			t.Fatalf("range %q did not parse", filter)
+		}
+		v, ok := parseVersionText(version)
+		if !ok {
+			t.Fatalf("version %q did not parse", version)
+		}
+		if got := r.matches(&v); got != want {
+			t.Fatalf("%q matches %q = %v, want %v", filter, version, got, want)
+		}
+	}
+	f(opSemverWildcard, ">1.2", "1.3.0", true)
+	f(opSemverWildcard, ">1.2", "1.2.9", false)
+	f(opSemverWildcard, "<1.2", "1.1.9", true)
+	f(opSemverWildcard, "<=1.2", "1.2.9", true)
+	f(opSemverWildcard, ">=1.2.3-beta", "1.2.3-rc.1", true)
+	f(opSemverWildcard, ">=1.2.3-beta", "1.2.4-rc.1", false)
+	f(opSemverWildcard, "=1.2.3", "1.2.3", true)
+	f(opSemverWildcard, "~1", "1.9.0", true)
+	f(opSemverWildcard, "^0.0", "0.0.9", true)
+	f(opSemverWildcard, "^0.0", "0.1.0", false)
+	f(opSemverWildcard, "1.x", "1.0.0", true)
+	f(opSemverWildcard, "X", "0.0.1", true)
+	f(opSemverWildcard, "*", "1.0.0-alpha", false)
+	f(opSemverCaret, "0", "0.0.0", true)
+	f(opSemverCaret, "0", "0.0.1", false)
+	f(opSemverTilde, "v1.2.3-beta", "1.2.3-beta.2", true)
+
+	bad := func(op operator, filter string) {
+		t.Helper()
+		if _, ok := parseSemverRange(op, filter); ok {
+			t.Fatalf("range %q parsed", filter)
+		}
+	}
+	bad(opSemverWildcard, "")
+	bad(opSemverWildcard, "1.*.3")
+	bad(opSemverWildcard, "1.2.3.4")
+	bad(opSemverWildcard, ">=*")
+	bad(opSemverWildcard, "1.2-beta")
+	bad(opSemverWildcard, "1.2.3,")
+	bad(opSemverTilde, "1.x")
+	bad(opSemverCaret, "abc")
+}

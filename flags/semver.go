@@ -18,7 +18,44 @@ type semver struct {
 // leading zeros in numeric ones, and build metadata.
 func parseVersionText(text string) (semver, bool) {
 	s := strings.TrimSpace(strings.TrimPrefix(text, "v"))
-	return parseStrictVersion(canonicalVersion(s))
+	core, suffix := s, ""
+	if i := strings.IndexAny(s, "-+"); i >= 0 {
+		core, suffix = s[:i], s[i:]
+	}
+	var v semver
+	parts := [3]*uint64{&v.major, &v.minor, &v.patch}
+	for n := 0; ; n++ {
+		part, rest, more := strings.Cut(core, ".")
+		if n == len(parts) || !isDigits(part) {
+			return v, false // a fourth part, or an empty or non-numeric one
+		}
+		x, err := strconv.ParseUint(stripLeadingZeros(part), 10, 64)
+		if err != nil {
+			return v, false
+		}
+		*parts[n] = x
+		if !more {
+			break
+		}
+		core = rest
+	}
+	if strings.HasPrefix(suffix, "-") {
+		end := strings.IndexByte(suffix, '+')
+		if end < 0 {
+			end = len(suffix)
+		}
+		v.pre, suffix = suffix[1:end], suffix[end:]
+		if !validIdentifiers(v.pre, true) {
+			return v, false
+		}
+	}
+	if strings.HasPrefix(suffix, "+") {
+		v.build = suffix[1:]
+		if !validIdentifiers(v.build, false) {
+			return v, false
+		}
+	}
+	return v, true
 }
 
 // canonicalVersion drops leading zeros from the numeric parts before any pre-release or
