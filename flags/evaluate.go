@@ -42,7 +42,9 @@ type Request struct {
 	// or one of these.
 	EvaluationContexts []string
 	OnlySurveyFlags    bool
-	// HashKeyOverrides are the identifiers that experience continuity keeps, by flag key.
+	// HashKeyOverrides are the identifiers that experience continuity keeps, by flag
+	// key: a flag whose key is there hashes that identifier for a person, whether or
+	// not it has experience continuity itself (as PostHog does).
 	HashKeyOverrides map[string]string
 	// HashKeyOverrideError: HashKeyOverrides could not be read. Every flag with
 	// experience continuity fails with hash_key_override_error.
@@ -149,6 +151,8 @@ type evaluator struct {
 	plan *plan
 	req  *Request
 	mc   matchContext
+	// runtime is the request's runtime, lowercase.
+	runtime string
 	// person, groups: the properties, built on first read.
 	person      bag
 	personReady bool
@@ -176,6 +180,7 @@ var evaluators = sync.Pool{New: func() any { return new(evaluator) }}
 func newEvaluator(p *plan, r *Request) *evaluator {
 	e := evaluators.Get().(*evaluator)
 	e.plan, e.req = p, r
+	e.runtime = strings.ToLower(r.Runtime)
 	e.mc = matchContext{now: r.Now, loc: r.Location}
 	if e.mc.now.IsZero() {
 		e.mc.now = time.Now()
@@ -287,9 +292,9 @@ func (e *evaluator) keep(fp *flagPlan) bool {
 		return false
 	}
 	if fp.runtime == RuntimeClient || fp.runtime == RuntimeServer {
-		switch runtime := strings.ToLower(r.Runtime); runtime {
+		switch e.runtime {
 		case "", RuntimeClient, RuntimeServer:
-			if runtime != fp.runtime {
+			if e.runtime != fp.runtime {
 				return false
 			}
 		}
@@ -404,11 +409,17 @@ func (e *evaluator) failure(i int, err *evalError) Result {
 //     without it, the legacy super_groups: when the person has any property its first
 //     condition names, that condition decides. Either answers super_condition_value,
 //     condition 0, no variant.
-//  2. A holdout takes its share of identifiers: enabled, variant "holdout-<id>",
-//     holdout_condition_value, no condition.
+//  2. A holdout takes the identifiers whose hash of "holdout-" and the identifier (no
+//     flag key; the flag's own aggregation; no stored continuity identifier; an empty
+//     identifier is hashed too) is at most its share: enabled, variant "holdout-<id>",
+//     its payload, holdout_condition_value, no condition.
 //  3. The conditions in order; the first that matches answers condition_match with its
-//     index and a variant. Otherwise each condition records why it failed, and the
-//     highest reason answers (condition_match > out_of_rollout_bound >
+//     index, a variant and the payload of the variant (of "true" without one).
+//     Otherwise each condition records why it failed: out_of_rollout_bound for a person
+//     condition of a device-id flag without a device id, or a rollout that excludes
+//     the identifier; no_group_type for a group condition whose type the project lacks
+//     or whose key the caller did not send; no_condition_match for a filter that does
+//     not match. The highest reason answers (condition_match > out_of_rollout_bound >
 //     no_condition_match > no_group_type), the later condition on a tie; with no
 //     conditions, no_group_type and no index.
 func (e *evaluator) evalFlag(i int) Result {
@@ -504,8 +515,11 @@ func (e *evaluator) superAnswer(fp *flagPlan, on bool) answer {
 }
 
 // condMatch matches condition c: its person, group and flag filters in order, then its
-// cohort filters, must all match, then the identifier must fall in its rollout. It
-// returns the rank of the reason when it does not match.
+// cohort filters, must all match, then the identifier must fall in its rollout (100
+// without hashing; else a hash at most the share). A group filter reads the group of
+// its own group type index, else of the condition's (none in early access); a filter
+// of any other type never matches. It returns the rank of the reason when c does not
+// match.
 func (e *evaluator) condMatch(fp *flagPlan, c *condPlan) (bool, reasonRank, *evalError) {
 	for k := range c.filters {
 		f := &c.filters[k]
@@ -515,14 +529,11 @@ func (e *evaluator) condMatch(fp *flagPlan, c *condPlan) (bool, reasonRank, *eva
 			pr := &e.personBag()[f.key]
 			ok = matchValue(f.op, &f.val, &pr.v, pr.set, &e.mc)
 		case filterGroup:
-			var pr *property
+			pr := &unset
 			if !c.noGroups {
 				if b := e.groupBag(f.group); b != nil {
 					pr = &b[f.key]
 				}
-			}
-			if pr == nil {
-				pr = &property{}
 			}
 			ok = matchValue(f.op, &f.val, &pr.v, pr.set, &e.mc)
 		case filterFlag:

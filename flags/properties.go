@@ -58,6 +58,10 @@ type property struct {
 	set bool
 }
 
+// unset is a property that is not set, read by the filters of groups that have no
+// properties. It is never written.
+var unset property
+
 // bag holds the properties of one person or group that the definitions read, each at
 // the index the plan gave its key. It only lives for one evaluation: its strings may
 // alias the request.
