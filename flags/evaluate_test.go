@@ -1,0 +1,499 @@
+package flags
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"reflect"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// evaluationCase is one case of testdata/evaluation_cases.json, a table that the edge's
+// tests also run against /flags/ (a runner skips the cases whose setup it cannot make).
+//
+//   - flags: the project's flags as PostHog's definitions JSON ({"id", "key", "active"
+//     (default true), "deleted", "version", "ensure_experience_continuity",
+//     "evaluation_runtime", "bucketing_identifier", "evaluation_tags", "filters"}).
+//   - cohorts: [{"id", "is_static", "deleted", "filters": {"properties": …}}].
+//   - group_types: the project's group types, {"<index>": "<type>"}.
+//   - now (RFC 3339), timezone (IANA): the instant of relative dates and the project's
+//     time zone; absent: the current time and UTC.
+//   - request: what /flags/ is sent, under the body's names: distinct_id,
+//     anon_distinct_id ($anon_distinct_id), device_id, groups, person_properties,
+//     group_properties, flag_keys, evaluation_runtime, evaluation_contexts; and
+//     only_evaluate_survey_feature_flags (the query parameter). Besides, the state a
+//     runner must set up: stored_person_properties (the person's), stored_group_properties
+//     (by group type, the caller's group's), hash_key_overrides (the identifiers
+//     experience continuity keeps, by flag key), hash_key_override_error (reading them
+//     fails).
+//   - want: exactly the flags answered, by key: enabled, variant (null for none),
+//     reason (reason.code), condition_index (null for none), and when given
+//     description (else the standard one for the reason), payload (absent: null),
+//     failed (absent: false).
+//   - errors_while_computing: errorsWhileComputingFlags.
+type evaluationCase struct {
+	Name       string                `json:"name"`
+	Flags      []caseFlag            `json:"flags"`
+	Cohorts    []caseCohort          `json:"cohorts"`
+	GroupTypes map[string]string     `json:"group_types"`
+	Now        string                `json:"now"`
+	Timezone   string                `json:"timezone"`
+	Request    caseRequest           `json:"request"`
+	Want       map[string]caseAnswer `json:"want"`
+	Errors     bool                  `json:"errors_while_computing"`
+}
+
+type caseFlag struct {
+	ID                         int64    `json:"id"`
+	Key                        string   `json:"key"`
+	Active                     *bool    `json:"active"`
+	Deleted                    bool     `json:"deleted"`
+	Version                    int      `json:"version"`
+	EnsureExperienceContinuity bool     `json:"ensure_experience_continuity"`
+	EvaluationRuntime          string   `json:"evaluation_runtime"`
+	BucketingIdentifier        string   `json:"bucketing_identifier"`
+	EvaluationTags             []string `json:"evaluation_tags"`
+	Filters                    Filters  `json:"filters"`
+}
+
+type caseCohort struct {
+	ID       int64         `json:"id"`
+	IsStatic bool          `json:"is_static"`
+	Deleted  bool          `json:"deleted"`
+	Filters  CohortFilters `json:"filters"`
+}
+
+type caseRequest struct {
+	DistinctID             string                     `json:"distinct_id"`
+	AnonDistinctID         string                     `json:"anon_distinct_id"`
+	DeviceID               string                     `json:"device_id"`
+	Groups                 map[string]string          `json:"groups"`
+	PersonProperties       json.RawMessage            `json:"person_properties"`
+	GroupProperties        map[string]json.RawMessage `json:"group_properties"`
+	FlagKeys               []string                   `json:"flag_keys"`
+	EvaluationRuntime      string                     `json:"evaluation_runtime"`
+	EvaluationContexts     []string                   `json:"evaluation_contexts"`
+	OnlySurveyFlags        bool                       `json:"only_evaluate_survey_feature_flags"`
+	StoredPersonProperties json.RawMessage            `json:"stored_person_properties"`
+	StoredGroupProperties  map[string]json.RawMessage `json:"stored_group_properties"`
+	HashKeyOverrides       map[string]string          `json:"hash_key_overrides"`
+	HashKeyOverrideError   bool                       `json:"hash_key_override_error"`
+}
+
+type caseAnswer struct {
+	Enabled        bool    `json:"enabled"`
+	Variant        *string `json:"variant"`
+	Reason         string  `json:"reason"`
+	ConditionIndex *int    `json:"condition_index"`
+	Description    *string `json:"description"`
+	Payload        *string `json:"payload"`
+	Failed         bool    `json:"failed"`
+}
+
+func readEvaluationCases(t testing.TB) []evaluationCase {
+	t.Helper()
+	data, err := os.ReadFile("testdata/evaluation_cases.json")
+	if err != nil {
+		t.Fatalf("cannot read the evaluation cases: %v", err)
+	}
+	var file struct{ Cases []evaluationCase }
+	if err := json.Unmarshal(data, &file); err != nil {
+		t.Fatalf("cannot decode the evaluation cases: %v", err)
+	}
+	return file.Cases
+}
+
+// definitions are the case's flags (sorted by key) and cohorts.
+func (c *evaluationCase) definitions() *Definitions {
+	d := &Definitions{Team: 1, Cohorts: map[int64]*Cohort{}}
+	for _, f := range c.Flags {
+		flag := &Flag{
+			ID: f.ID, TeamID: 1, Key: f.Key, Active: f.Active == nil || *f.Active, Deleted: f.Deleted,
+			Version: f.Version, EnsureExperienceContinuity: f.EnsureExperienceContinuity,
+			EvaluationRuntime: f.EvaluationRuntime, BucketingIdentifier: f.BucketingIdentifier,
+			EvaluationTags: f.EvaluationTags, Filters: f.Filters,
+		}
+		d.Flags = append(d.Flags, flag)
+	}
+	sort.Slice(d.Flags, func(i, j int) bool { return d.Flags[i].Key < d.Flags[j].Key })
+	for _, co := range c.Cohorts {
+		d.Cohorts[co.ID] = &Cohort{ID: co.ID, TeamID: 1, IsStatic: co.IsStatic, Deleted: co.Deleted, Filters: co.Filters}
+	}
+	return d
+}
+
+func (c *evaluationCase) request(t testing.TB) *Request {
+	t.Helper()
+	q := &c.Request
+	r := &Request{
+		DistinctID: q.DistinctID, AnonDistinctID: q.AnonDistinctID, DeviceID: q.DeviceID, Groups: q.Groups,
+		PersonProperties: string(q.StoredPersonProperties), FlagKeys: q.FlagKeys, Runtime: q.EvaluationRuntime,
+		EvaluationContexts: q.EvaluationContexts, OnlySurveyFlags: q.OnlySurveyFlags,
+		HashKeyOverrides: q.HashKeyOverrides, HashKeyOverrideError: q.HashKeyOverrideError,
+	}
+	if q.PersonProperties != nil {
+		r.PersonPropertyOverrides, _ = decodeNumbers(t, q.PersonProperties).(map[string]any)
+	}
+	if len(q.StoredGroupProperties) > 0 {
+		r.GroupProperties = map[string]string{}
+		for name, raw := range q.StoredGroupProperties {
+			r.GroupProperties[name] = string(raw)
+		}
+	}
+	if len(q.GroupProperties) > 0 {
+		r.GroupPropertyOverrides = map[string]map[string]any{}
+		for name, raw := range q.GroupProperties {
+			r.GroupPropertyOverrides[name], _ = decodeNumbers(t, raw).(map[string]any)
+		}
+	}
+	for index, name := range c.GroupTypes {
+		i, err := strconv.Atoi(index)
+		if err != nil || i < 0 || i >= len(r.GroupTypes) {
+			t.Fatalf("bad group type index %q", index)
+		}
+		r.GroupTypes[i] = name
+	}
+	if c.Now != "" {
+		now, err := time.Parse(time.RFC3339, c.Now)
+		if err != nil {
+			t.Fatalf("bad now: %v", err)
+		}
+		r.Now = now
+	}
+	if c.Timezone != "" {
+		loc, err := time.LoadLocation(c.Timezone)
+		if err != nil {
+			t.Fatalf("bad timezone: %v", err)
+		}
+		r.Location = loc
+	}
+	return r
+}
+
+// standardDescription is the description PostHog gives a reason code.
+func standardDescription(code string, index *int) string {
+	switch code {
+	case ReasonConditionMatch:
+		return "Matched condition set " + strconv.Itoa(*index+1)
+	case ReasonNoConditionMatch:
+		return "No matching condition set"
+	case ReasonOutOfRollout:
+		return "Out of rollout bound"
+	case ReasonNoGroupType:
+		return "No group type"
+	case ReasonSuperCondition:
+		return "Super condition value"
+	case ReasonHoldout:
+		return "Holdout condition value"
+	case ReasonMissingDep:
+		return "Flag cannot be evaluated due to missing dependency"
+	case "dependency_not_found_cohort":
+		return "Cohort dependency not found"
+	case "dependency_cycle_cohort":
+		return "Cohort dependency cycle detected"
+	case "cohort_filters_parsing_error":
+		return "Failed to parse cohort filters"
+	case "hash_key_override_error":
+		return "Failed to fetch hash key override for experience continuity"
+	}
+	return "?"
+}
+
+func TestEvaluationCases(t *testing.T) {
+	for _, c := range readEvaluationCases(t) {
+		t.Run(c.Name, func(t *testing.T) {
+			d := c.definitions()
+			results, errs := Evaluate(d, c.request(t))
+			if errs != c.Errors {
+				t.Errorf("errorsWhileComputing = %v, want %v", errs, c.Errors)
+			}
+			var keys, wantKeys []string
+			for _, r := range results {
+				keys = append(keys, r.Key)
+			}
+			for k := range c.Want {
+				wantKeys = append(wantKeys, k)
+			}
+			sort.Strings(wantKeys)
+			if !slices.Equal(keys, wantKeys) {
+				t.Fatalf("answered %v, want %v (in key order)", keys, wantKeys)
+			}
+			for _, r := range results {
+				checkAnswer(t, d, r, c.Want[r.Key])
+			}
+		})
+	}
+}
+
+func checkAnswer(t *testing.T, d *Definitions, r Result, w caseAnswer) {
+	t.Helper()
+	wantVariant, wantDesc := "", standardDescription(w.Reason, w.ConditionIndex)
+	if w.Variant != nil {
+		wantVariant = *w.Variant
+	}
+	if w.Description != nil {
+		wantDesc = *w.Description
+	}
+	var problems []string
+	if r.Enabled != w.Enabled || r.Variant != wantVariant {
+		problems = append(problems, "enabled "+strconv.FormatBool(r.Enabled)+" variant "+strconv.Quote(r.Variant))
+	}
+	if r.Reason.Code != w.Reason {
+		problems = append(problems, "reason "+r.Reason.Code)
+	}
+	if (r.Reason.ConditionIndex == nil) != (w.ConditionIndex == nil) ||
+		(r.Reason.ConditionIndex != nil && *r.Reason.ConditionIndex != *w.ConditionIndex) {
+		problems = append(problems, "condition index "+indexText(r.Reason.ConditionIndex))
+	}
+	if r.Reason.Description != wantDesc {
+		problems = append(problems, "description "+strconv.Quote(r.Reason.Description))
+	}
+	if (r.Payload == nil) != (w.Payload == nil) || (r.Payload != nil && *r.Payload != *w.Payload) {
+		problems = append(problems, "payload "+payloadText(r.Payload))
+	}
+	if r.Failed != w.Failed {
+		problems = append(problems, "failed "+strconv.FormatBool(r.Failed))
+	}
+	for _, f := range d.Flags {
+		if f.Key == r.Key && (f.ID != r.ID || f.Version != r.Version) {
+			problems = append(problems, "id and version")
+		}
+	}
+	if len(problems) > 0 {
+		t.Errorf("%s: %s; want enabled %v variant %s reason %s index %s description %q payload %s failed %v", r.Key,
+			strings.Join(problems, ", "), w.Enabled, payloadText(w.Variant), w.Reason, indexText(w.ConditionIndex),
+			wantDesc, payloadText(w.Payload), w.Failed)
+	}
+}
+
+func indexText(i *int) string {
+	if i == nil {
+		return "null"
+	}
+	return strconv.Itoa(*i)
+}
+
+func payloadText(s *string) string {
+	if s == nil {
+		return "null"
+	}
+	return strconv.Quote(*s)
+}
+
+// boundary finds a percentage whose share (percentage/100) is exactly h, so that the
+// boundary itself is tested; not every h has one.
+func boundary(h float64) (float64, bool) {
+	pct := h * 100
+	for range 8 {
+		switch share := pct / 100; {
+		case share == h:
+			return pct, true
+		case share < h:
+			pct = math.Nextafter(pct, 200)
+		default:
+			pct = math.Nextafter(pct, -1)
+		}
+	}
+	return 0, false
+}
+
+// boundaryIDs are n identifiers whose hash by h has a boundary, with it.
+func boundaryIDs(t *testing.T, n int, h func(id string) float64) map[string]float64 {
+	t.Helper()
+	ids := map[string]float64{}
+	for i := 0; len(ids) < n && i < 1000; i++ {
+		id := "user-" + strconv.Itoa(i)
+		if pct, ok := boundary(h(id)); ok {
+			ids[id] = pct
+		}
+	}
+	if len(ids) < n {
+		t.Fatalf("found %d identifiers with a boundary", len(ids))
+	}
+	return ids
+}
+
+func rolloutFlag(key string, pct float64) *Flag {
+	return &Flag{ID: 1, Key: key, Active: true, Filters: Filters{Groups: []Condition{{RolloutPercentage: &pct}}}}
+}
+
+func evaluateOne(t *testing.T, f *Flag, r *Request) Result {
+	t.Helper()
+	results, _ := Evaluate(&Definitions{Flags: []*Flag{f}}, r)
+	if len(results) != 1 {
+		t.Fatalf("Evaluate answered %d flags", len(results))
+	}
+	return results[0]
+}
+
+// A rollout includes its boundary: an identifier whose hash is exactly the share.
+func TestRolloutBoundary(t *testing.T) {
+	for id, pct := range boundaryIDs(t, 3, func(id string) float64 { return hash("edge.", id, "") }) {
+		if r := evaluateOne(t, rolloutFlag("edge", pct), &Request{DistinctID: id}); !r.Enabled {
+			t.Fatalf("%s at its own boundary %v: %s", id, pct, r.Reason.Code)
+		}
+		below := math.Nextafter(pct, -1)
+		if r := evaluateOne(t, rolloutFlag("edge", below), &Request{DistinctID: id}); r.Enabled || r.Reason.Code != ReasonOutOfRollout {
+			t.Fatalf("%s just below its boundary: %v %s", id, r.Enabled, r.Reason.Code)
+		}
+	}
+}
+
+// A variant's share is [start, end): an identifier whose variant hash is exactly the end
+// of the first variant's share gets the second.
+func TestVariantBoundary(t *testing.T) {
+	flag := func(first float64) *Flag {
+		return &Flag{ID: 1, Key: "edge", Active: true, Filters: Filters{
+			Groups: []Condition{{}},
+			Multivariate: &Multivariate{Variants: []Variant{
+				{Key: "first", RolloutPercentage: first}, {Key: "second", RolloutPercentage: 100 - first},
+			}},
+		}}
+	}
+	for id, pct := range boundaryIDs(t, 3, func(id string) float64 { return hash("edge.", id, "variant") }) {
+		if r := evaluateOne(t, flag(pct), &Request{DistinctID: id}); r.Variant != "second" {
+			t.Fatalf("%s at the end of the first share: %q", id, r.Variant)
+		}
+		if r := evaluateOne(t, flag(math.Nextafter(pct, 200)), &Request{DistinctID: id}); r.Variant != "first" {
+			t.Fatalf("%s just inside the first share: %q", id, r.Variant)
+		}
+	}
+}
+
+// A holdout includes its boundary too, and hashes "holdout-" and the identifier alone.
+func TestHoldoutBoundary(t *testing.T) {
+	flag := func(share float64) *Flag {
+		return &Flag{ID: 1, Key: "any-key", Active: true, Filters: Filters{
+			Groups: []Condition{{}}, Holdout: &Holdout{ID: 4, ExclusionPercentage: share},
+		}}
+	}
+	for id, pct := range boundaryIDs(t, 3, func(id string) float64 { return hash("holdout-", id, "") }) {
+		r := &Request{DistinctID: id}
+		if got := evaluateOne(t, flag(pct), r); got.Variant != "holdout-4" || got.Reason.Code != ReasonHoldout || got.Reason.ConditionIndex != nil {
+			t.Fatalf("%s at the boundary: %+v", id, got)
+		}
+		if got := evaluateOne(t, flag(math.Nextafter(pct, -1)), r); got.Variant != "" || got.Reason.Code != ReasonConditionMatch {
+			t.Fatalf("%s below the boundary: %+v", id, got)
+		}
+	}
+	// Shares beyond 0–100 are clamped.
+	r := &Request{DistinctID: "some_distinct_id"}
+	if got := evaluateOne(t, flag(250), r); got.Variant != "holdout-4" {
+		t.Fatalf("a share of 250: %+v", got)
+	}
+	if got := evaluateOne(t, flag(-5), r); got.Variant != "" {
+		t.Fatalf("a share of -5: %+v", got)
+	}
+	if got := evaluateOne(t, flag(72.7), r); got.Variant != "" {
+		t.Fatalf("some_distinct_id (0.72700…) in a holdout of 72.7%%: %+v", got)
+	}
+	if got := evaluateOne(t, flag(72.71), r); got.Variant != "holdout-4" {
+		t.Fatalf("some_distinct_id (0.72700…) out of a holdout of 72.71%%: %+v", got)
+	}
+}
+
+func TestEvaluateOddInputs(t *testing.T) {
+	if results, errs := Evaluate(nil, &Request{}); results != nil || errs {
+		t.Fatalf("nil definitions: %v %v", results, errs)
+	}
+	if results, errs := Evaluate(&Definitions{}, nil); results != nil || errs {
+		t.Fatalf("nil request: %v %v", results, errs)
+	}
+	// A nil flag, stored properties that are not an object, a condition without
+	// anything: nothing panics.
+	d := &Definitions{Flags: []*Flag{nil, rolloutFlag("a", 100)}}
+	results, _ := Evaluate(d, &Request{DistinctID: "x", PersonProperties: "[1, 2"})
+	if len(results) != 1 || !results[0].Enabled {
+		t.Fatalf("results %+v", results)
+	}
+}
+
+// The plan of Definitions is built once, and dropped with them.
+func TestPlanCache(t *testing.T) {
+	d := &Definitions{Flags: []*Flag{rolloutFlag("a", 100)}}
+	if planOf(d) != planOf(d) {
+		t.Fatal("a second plan was built for the same definitions")
+	}
+	count := func() int {
+		n := 0
+		plans.Range(func(any, any) bool { n++; return true })
+		return n
+	}
+	before := count()
+	func() {
+		for range 10 {
+			Evaluate(&Definitions{Flags: []*Flag{rolloutFlag("b", 100)}}, &Request{DistinctID: "x"})
+		}
+	}()
+	for deadline := time.Now().Add(5 * time.Second); count() > before && time.Now().Before(deadline); {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := count(); n > before {
+		t.Fatalf("%d plans left after their definitions were collected, want at most %d", n, before)
+	}
+	runtime.KeepAlive(d)
+}
+
+// A cohort's groups may nest 64 deep; deeper, the cohort is invalid.
+func TestCohortDepth(t *testing.T) {
+	f := func(depth int, want string) {
+		t.Helper()
+		leaf := PropertyNode{Filter: &PropertyFilter{Key: "email", Type: FilterPerson, Operator: "is_set", Value: json.RawMessage(`"is_set"`)}}
+		g := PropertyGroup{Type: "AND", Values: []PropertyNode{leaf}}
+		for range depth {
+			inner := g
+			g = PropertyGroup{Type: "OR", Values: []PropertyNode{{Group: &inner}}}
+		}
+		d := &Definitions{
+			Flags:   []*Flag{{ID: 1, Key: "deep", Active: true, Filters: Filters{Groups: []Condition{{Properties: []PropertyFilter{{Key: "id", Type: FilterCohort, Value: json.RawMessage(`1`)}}}}}}},
+			Cohorts: map[int64]*Cohort{1: {ID: 1, Filters: CohortFilters{Properties: PropertyGroup{Type: "AND", Values: []PropertyNode{{Group: &g}}}}}},
+		}
+		results, _ := Evaluate(d, &Request{DistinctID: "x", PersonPropertyOverrides: map[string]any{"email": "a@x.com"}})
+		if got := results[0].Reason.Code; got != want {
+			t.Fatalf("groups %d deep: %s, want %s", depth, got, want)
+		}
+	}
+	f(0, ReasonConditionMatch)
+	f(62, ReasonConditionMatch)
+	f(64, "cohort_filters_parsing_error")
+	f(1000, "cohort_filters_parsing_error")
+}
+
+// Evaluations of the same definitions at once answer as one at a time.
+func TestEvaluateConcurrently(t *testing.T) {
+	d, r := benchmarkProject()
+	want, _ := Evaluate(d, r)
+	other := *r
+	other.DistinctID, other.PersonProperties = "someone-else", `{"plan": "free"}`
+	wantOther, _ := Evaluate(d, &other)
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			for range 200 {
+				req, w := r, want
+				if g%2 == 1 {
+					req, w = &other, wantOther
+				}
+				got, _ := Evaluate(d, req)
+				if !reflect.DeepEqual(got, w) {
+					errs <- "an answer differs"
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Fatal(e)
+	}
+}
