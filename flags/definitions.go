@@ -50,11 +50,7 @@ func usedCohorts(flags []*Flag, cohorts map[int64]*Cohort, dynamicOnly bool) map
 				if prop.Type != FilterCohort {
 					continue
 				}
-				value, err := decodeValue(prop.Value)
-				if err != nil {
-					continue
-				}
-				id, ok := cohortID(value)
+				id, ok := cohortID(prop.Value)
 				cohort := cohorts[id]
 				if !ok || cohort == nil {
 					continue

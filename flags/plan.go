@@ -405,6 +405,6 @@ func cohortID(raw []byte) (int64, bool) {
 	default:
 		return 0, false
 	}
-	id, err := strconv.ParseInt(text, 10, 64)
+	id, err := strconv.ParseInt(strings.TrimSpace(text), 10, 64)
 	return id, err == nil
 }

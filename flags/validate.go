@@ -588,7 +588,7 @@ func checkProperty(prop PropertyFilter, p *projectView) error {
 		return invalidFilters("Property group expressions of type %s cannot contain more than %d values.", prop.Key, maxPropertyValues)
 	}
 	if prop.Type == FilterCohort {
-		if err := checkCohortTarget(value, p); err != nil {
+		if err := checkCohortTarget(prop.Value, value, p); err != nil {
 			return err
 		}
 	}
@@ -608,8 +608,8 @@ func checkProperty(prop PropertyFilter, p *projectView) error {
 // checkCohortTarget checks a cohort filter's value: a cohort of the project, that is
 // not deleted, whose definition (and that of every cohort it uses) filters on
 // properties only, never on events.
-func checkCohortTarget(value any, p *projectView) error {
-	id, ok := cohortID(value)
+func checkCohortTarget(raw json.RawMessage, value any, p *projectView) error {
+	id, ok := cohortID(raw)
 	cohort := p.cohorts[id]
 	if !ok || cohort == nil {
 		return invalid("filters", "cohort_does_not_exist", fmt.Sprintf("Cohort with id %s does not exist", pyStr(value)))
@@ -622,21 +622,6 @@ func checkCohortTarget(value any, p *projectView) error {
 	return nil
 }
 
-// cohortID reads a cohort filter's value: an integer, or the text of one.
-func cohortID(value any) (int64, bool) {
-	var text string
-	switch v := value.(type) {
-	case json.Number:
-		text = string(v)
-	case string:
-		text = strings.TrimSpace(v)
-	default:
-		return 0, false
-	}
-	id, err := strconv.ParseInt(text, 10, 64)
-	return id, err == nil
-}
-
 // cohortRefs are the ids of the cohorts a property group uses directly, in order.
 func cohortRefs(g *PropertyGroup) []int64 {
 	var ids []int64
@@ -645,10 +630,8 @@ func cohortRefs(g *PropertyGroup) []int64 {
 		case n.Group != nil:
 			ids = append(ids, cohortRefs(n.Group)...)
 		case n.Filter != nil && n.Filter.Type == FilterCohort:
-			if value, err := decodeValue(n.Filter.Value); err == nil {
-				if id, ok := cohortID(value); ok {
-					ids = append(ids, id)
-				}
+			if id, ok := cohortID(n.Filter.Value); ok {
+				ids = append(ids, id)
 			}
 		}
 	}
