@@ -291,8 +291,9 @@ func (s *Server) evaluate(ctx *fasthttp.RequestCtx, team int64, r *flags.Request
 	if continuity(defs) {
 		overrides, err := s.flags.HashKeyOverrides(c, defs, r.DistinctID, r.AnonDistinctID)
 		if err != nil {
+			// The continuity flags answer failed (hash_key_override_error), the others as usual.
 			s.log.Warn("cannot read experience continuity overrides", "team", team, "err", err)
-			failed = true
+			r.HashKeyOverrideError = true
 		}
 		r.HashKeyOverrides = overrides
 	}
