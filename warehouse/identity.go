@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bytedance/sonic"
@@ -28,20 +29,42 @@ const (
 //
 // A commit's changes go to a delta, which the maps take on only once the commit has
 // succeeded (apply), so a failed commit leaves them as the database is.
+//
+// The distinct-id map is the one part that other goroutines read (see distinctMap), and
+// apply tells the flag lookups what each commit changed (see lookups).
 type identity struct {
 	// db reads what is committed. Reads never need this commit's own changes: those are
 	// in the delta, and reach the transaction only in flush.
 	db         *sql.DB
-	distinct   map[distinctKey]uuid.UUID
+	distinct   *distinctMap
 	groupTypes map[int64]*[maxGroupTypes]string
 	persons    *lru.LRU[uuid.UUID, *person]
 	groups     *lru.LRU[groupKey, *group]
 	delta      identityDelta
+	// lookups, when not nil, is told of every applied commit.
+	lookups *lookups
 }
 
 type distinctKey struct {
 	team int64
 	id   string
+}
+
+// distinctMap is which person each distinct id of every project belongs to, whole, as
+// of the last commit. The writer goroutine is its only writer: it reads m without
+// locking, and changes m only while it holds mu. Any other goroutine reads it through
+// load.
+type distinctMap struct {
+	mu sync.RWMutex
+	m  map[distinctKey]uuid.UUID
+}
+
+// load is the person of k, for goroutines other than the writer's.
+func (d *distinctMap) load(k distinctKey) (uuid.UUID, bool) {
+	d.mu.RLock()
+	id, ok := d.m[k]
+	d.mu.RUnlock()
+	return id, ok
 }
 
 type identityDelta struct {
@@ -68,7 +91,7 @@ func loadIdentity(ctx context.Context, db *sql.DB, cacheSize int) (*identity, er
 	groups, _ := lru.NewLRU[groupKey, *group](cacheSize/10+1, nil)
 	x := &identity{
 		db:         db,
-		distinct:   map[distinctKey]uuid.UUID{},
+		distinct:   &distinctMap{m: map[distinctKey]uuid.UUID{}},
 		groupTypes: map[int64]*[maxGroupTypes]string{},
 		persons:    persons,
 		groups:     groups,
@@ -88,7 +111,7 @@ func loadIdentity(ctx context.Context, db *sql.DB, cacheSize int) (*identity, er
 		if err := rows.Scan(&k.team, &k.id, &id); err != nil {
 			return nil, fmt.Errorf("cannot load distinct ids: %w", err)
 		}
-		x.distinct[k] = id
+		x.distinct.m[k] = id
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("cannot load distinct ids: %w", err)
@@ -322,7 +345,7 @@ func (x *identity) lookupDistinct(k distinctKey) (uuid.UUID, bool) {
 	if id, ok := x.delta.distinct[k]; ok {
 		return id, true
 	}
-	id, ok := x.distinct[k]
+	id, ok := x.distinct.m[k]
 	return id, ok
 }
 
@@ -392,7 +415,7 @@ func (x *identity) flush(a *appenders, at time.Time, exec func(query string, arg
 	}
 	for k, id := range x.delta.distinct {
 		var err error
-		if _, stored := x.distinct[k]; stored {
+		if _, stored := x.distinct.m[k]; stored {
 			err = a.stagedDistinctIDs.AppendRow(k.team, k.id, duckdb.UUID(id), at)
 			stagedDistinctIDs++
 		} else {
@@ -434,13 +457,24 @@ func (x *identity) flush(a *appenders, at time.Time, exec func(query string, arg
 	return x.flushGroups(exec)
 }
 
-// apply takes on the delta of a commit that succeeded, and empties it.
+// apply takes on the delta of a commit that succeeded, and empties it. It runs before
+// the commit's submitters are answered, so a lookup that starts after their Submit
+// returned sees the commit. The distinct-id map changes first, then lookups evicts what
+// the commit changed: a lookup racing the two reads a moved distinct id's new person,
+// as it was before the commit or after it.
 func (x *identity) apply() {
-	for k, id := range x.delta.distinct {
-		if _, ok := x.distinct[k]; !ok {
-			k.id = strings.Clone(k.id) // the key may alias a request that is gone now
+	if len(x.delta.distinct) > 0 {
+		x.distinct.mu.Lock()
+		for k, id := range x.delta.distinct {
+			if _, ok := x.distinct.m[k]; !ok {
+				k.id = strings.Clone(k.id) // the key may alias a request that is gone now
+			}
+			x.distinct.m[k] = id
 		}
-		x.distinct[k] = id
+		x.distinct.mu.Unlock()
+	}
+	if x.lookups != nil {
+		x.lookups.invalidate(&x.delta) // before the loops below mark new persons stored
 	}
 	for id := range x.delta.deleted {
 		x.persons.Remove(id)
@@ -451,6 +485,9 @@ func (x *identity) apply() {
 	}
 	for team, types := range x.delta.groupTypes {
 		x.groupTypes[team] = types
+	}
+	if len(x.delta.groupTypes) > 0 && x.lookups != nil {
+		x.lookups.publishGroupTypes(x.groupTypes)
 	}
 	for _, g := range x.delta.groups {
 		g.stored = true

@@ -7,9 +7,10 @@ import (
 )
 
 // BenchmarkIdentity10k runs person processing alone (identity.process for each of
-// 10,000 realistic events, then apply, as a successful commit does) without writing
-// anything: the cost of the identity model that BenchmarkWriterAppender10k/persons
-// pays on top of /personless. The persons exist before timing, as in a running system.
+// 10,000 realistic events, then apply, as a successful commit does, evicting from the
+// lookups what changed) without writing anything: the cost of the identity model that
+// BenchmarkWriterAppender10k/persons pays on top of /personless. The persons exist
+// before timing, as in a running system.
 func BenchmarkIdentity10k(b *testing.B) {
 	for _, personless := range []bool{false, true} {
 		name := "persons"
@@ -29,6 +30,12 @@ func BenchmarkIdentity10k(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			// With lookups attached, as the Writer's identity has them: apply evicts what
+			// each round changed.
+			if x.lookups, err = newLookups(ctx, w.connector, x, DefaultPropertiesCacheSize); err != nil {
+				b.Fatal(err)
+			}
+			defer x.lookups.close()
 			round := func() {
 				for i := range events {
 					if _, err := x.process(ctx, &events[i]); err != nil {

@@ -3,8 +3,10 @@
 // in groups.
 //
 // One process owns the file (DuckDB allows one writing process). Inside it, the Writer
-// owns a dedicated connection for appending events; everything else (the management
-// API, queries, migrations) goes through the database/sql pool returned by DB.
+// owns a dedicated connection for appending events; the query API (Queries) and the
+// lookups of flag evaluation (PersonProperties, GroupProperties) have small pools of
+// their own; everything else (the management API, migrations) goes through the
+// database/sql pool returned by DB.
 package warehouse
 
 import (
@@ -61,6 +63,11 @@ type Config struct {
 	// distinct-id map (default DefaultPersonCacheSize); the rest are read from the database when an
 	// event changes them.
 	PersonCacheSize int
+	// PropertiesCacheSize is how many persons' properties, and a tenth as many groups',
+	// PersonProperties and GroupProperties keep in memory for flag evaluation (default
+	// DefaultPropertiesCacheSize: some 60 MB with a kilobyte of properties per person).
+	// Distinct ids take no room of it: they resolve in the Writer's distinct-id map.
+	PropertiesCacheSize int
 	// CheckpointRows is how many rows the Writer commits before it checkpoints while it
 	// is less than half busy (default DefaultCheckpointRows: one DuckDB row group, about 110 MB of
 	// WAL): stalls under a second and a half at moderate load, instead of DuckDB's own
@@ -89,14 +96,15 @@ type Config struct {
 // The defaults of Config, taken where a field is zero; hedge serve shows them as its
 // flags' defaults.
 const (
-	DefaultWALAutocheckpoint  = "1GB"
-	DefaultMemoryLimit        = "256MB"
-	DefaultFlushRows          = 10000
-	DefaultMaxQueuedRows      = 200000
-	DefaultQueueTimeout       = time.Second
-	DefaultPersonCacheSize    = 20000
-	DefaultCheckpointRows     = 122880
-	DefaultCheckpointInterval = 5 * time.Minute
+	DefaultWALAutocheckpoint   = "1GB"
+	DefaultMemoryLimit         = "256MB"
+	DefaultFlushRows           = 10000
+	DefaultMaxQueuedRows       = 200000
+	DefaultQueueTimeout        = time.Second
+	DefaultPersonCacheSize     = 20000
+	DefaultPropertiesCacheSize = 50000
+	DefaultCheckpointRows      = 122880
+	DefaultCheckpointInterval  = 5 * time.Minute
 )
 
 func (c *Config) setDefaults() {
@@ -117,6 +125,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.PersonCacheSize <= 0 {
 		c.PersonCacheSize = DefaultPersonCacheSize
+	}
+	if c.PropertiesCacheSize <= 0 {
+		c.PropertiesCacheSize = DefaultPropertiesCacheSize
 	}
 	if c.CheckpointRows <= 0 {
 		c.CheckpointRows = DefaultCheckpointRows
@@ -141,6 +152,7 @@ type Warehouse struct {
 	db        *sql.DB
 	writer    *Writer
 	queries   *Queries
+	lookups   *lookups
 	staging   string
 	log       *slog.Logger
 }
@@ -201,6 +213,11 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 		w.closeDB()
 		return nil, err
 	}
+	if w.lookups, err = newLookups(ctx, connector, identity, cfg.PropertiesCacheSize); err != nil {
+		w.closeDB()
+		return nil, err
+	}
+	identity.lookups = w.lookups
 	conn, err := connector.Connect(ctx)
 	if err != nil {
 		w.closeDB()
@@ -252,11 +269,14 @@ func (w *Warehouse) checkpoint() error {
 }
 
 func (w *Warehouse) closeDB() error {
-	var err error
+	var errQueries, errLookups error
 	if w.queries != nil {
-		err = w.queries.db.Close()
+		errQueries = w.queries.db.Close()
 	}
-	return errors.Join(err, w.db.Close(), w.connector.Close())
+	if w.lookups != nil {
+		errLookups = w.lookups.close()
+	}
+	return errors.Join(errQueries, errLookups, w.db.Close(), w.connector.Close())
 }
 
 // DuckDBVersion reports the version of the DuckDB library linked into hedge.

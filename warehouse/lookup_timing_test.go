@@ -1,0 +1,157 @@
+package warehouse
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+	"math/rand/v2"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/google/uuid"
+)
+
+// BenchmarkPersonProperties looks up the properties of 10,000 persons from parallel
+// goroutines, as /flags/ requests do: cached (the steady state), of distinct ids that
+// have no person (answered by the distinct-id map alone), and uncached (a cache of 16
+// persons: nearly every lookup reads DuckDB, through the lookups' own pool), with a
+// lookup per core at a time and with 64 at a time, whose misses share batch reads.
+func BenchmarkPersonProperties(b *testing.B) {
+	const persons = 10000
+	for _, bench := range []struct {
+		name      string
+		cacheSize int
+		prefix    string // of the distinct ids looked up
+		found     bool
+		perCore   int // lookups at a time per GOMAXPROCS
+	}{
+		{"cached", DefaultPropertiesCacheSize, "user-", true, 1},
+		{"unknown", DefaultPropertiesCacheSize, "nobody-", false, 1},
+		{"uncached", 16, "user-", true, 1},
+		{"uncached-64", 16, "user-", true, 64 / runtime.GOMAXPROCS(0)},
+	} {
+		b.Run(bench.name, func(b *testing.B) {
+			w, err := Open(context.Background(), Config{Path: filepath.Join(b.TempDir(), "hedge.duckdb"), PropertiesCacheSize: bench.cacheSize})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer w.Close()
+			events := make([]Event, persons)
+			ids := make([]string, persons)
+			for i := range events {
+				events[i] = testEvent(1, "pageview")
+				events[i].DistinctID = fmt.Sprintf("user-%d", i)
+				events[i].Set = fmt.Sprintf(`{"email":"user-%d@example.com","plan":"pro","$initial_referrer":"https://example.com/"}`, i)
+				ids[i] = fmt.Sprintf("%s%d", bench.prefix, i)
+			}
+			if err := w.Writer().Submit(&Batch{Events: events}); err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			for _, id := range ids { // warm the cache
+				if _, _, err := w.PersonProperties(ctx, 1, id); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			b.SetParallelism(bench.perCore)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				i := rand.IntN(persons)
+				for pb.Next() {
+					i = (i + 1) % persons
+					_, found, err := w.PersonProperties(ctx, 1, ids[i])
+					if err != nil || found != bench.found {
+						b.Fatalf("%s: found %v, %v", ids[i], found, err)
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lookups/s")
+		})
+	}
+}
+
+// BenchmarkGroupProperties looks up 1,000 groups from parallel goroutines: cached,
+// and uncached (a cache of two groups: nearly every lookup reads DuckDB).
+func BenchmarkGroupProperties(b *testing.B) {
+	const groups = 1000
+	for _, bench := range []struct {
+		name      string
+		cacheSize int
+	}{
+		{"cached", DefaultPropertiesCacheSize},
+		{"uncached", 16},
+	} {
+		b.Run(bench.name, func(b *testing.B) {
+			w, err := Open(context.Background(), Config{Path: filepath.Join(b.TempDir(), "hedge.duckdb"), PropertiesCacheSize: bench.cacheSize})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer w.Close()
+			events := make([]Event, groups)
+			keys := make([]string, groups)
+			for i := range events {
+				keys[i] = uuid.NewString()
+				events[i] = testEvent(1, EventGroupIdentify)
+				events[i].GroupType, events[i].GroupKey, events[i].GroupSet = "company", keys[i], `{"plan":"pro","seats":12}`
+			}
+			if err := w.Writer().Submit(&Batch{Events: events}); err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			for _, key := range keys { // warm the cache
+				if _, _, err := w.GroupProperties(ctx, 1, 0, key); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				i := rand.IntN(groups)
+				for pb.Next() {
+					i = (i + 1) % groups
+					if _, found, err := w.GroupProperties(ctx, 1, 0, keys[i]); err != nil || !found {
+						b.Fatalf("%s: found %v, %v", keys[i], found, err)
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lookups/s")
+		})
+	}
+}
+
+// BenchmarkInvalidate measures what the Writer pays after a commit that changed 5,000
+// cached persons and 50 groups: what apply adds to a commit of 10,000 events that
+// change half their persons.
+func BenchmarkInvalidate(b *testing.B) {
+	w, err := Open(context.Background(), Config{Path: filepath.Join(b.TempDir(), "hedge.duckdb")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	l := w.lookups
+	var d identityDelta
+	d.persons = map[uuid.UUID]*person{}
+	d.groups = map[groupKey]*group{}
+	for i := range 5000 {
+		p := &person{id: personIDFor(1, fmt.Sprint(i)), stored: true}
+		d.persons[p.id] = p
+	}
+	for i := range 50 {
+		k := groupKey{1, 0, fmt.Sprint(i)}
+		d.groups[k] = &group{key: k}
+	}
+	fill := func() {
+		for id := range d.persons {
+			l.persons.add(maphash.Comparable(l.seed, id), id, `{"plan":"pro"}`)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		fill()
+		b.StartTimer()
+		l.invalidate(&d)
+	}
+}
