@@ -24,6 +24,7 @@ import (
 	"github.com/bytedance/sonic"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/pprof"
+	"github.com/valyala/fasthttp"
 
 	"github.com/hedge-analytics/hedge/batchexport"
 	"github.com/hedge-analytics/hedge/flags"
@@ -172,6 +173,11 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 
 // ProjectTokens is the index of project API tokens, kept current by this API.
 func (a *API) ProjectTokens() *ProjectTokens { return a.tokens }
+
+// Handler answers a request as the management listener does. The capture listener
+// forwards to it the routes that server SDKs call on the host they send events to:
+// flag definitions for local evaluation and remote config payloads.
+func (a *API) Handler() fasthttp.RequestHandler { return a.app.Handler() }
 
 // Serve answers requests on ln until Shutdown.
 func (a *API) Serve(ln net.Listener) error { return a.app.Listener(ln) }

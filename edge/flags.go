@@ -426,7 +426,7 @@ type flagsMetadata struct {
 type flagsAnswer struct {
 	Flags                    *map[string]flagDetails `json:"flags,omitempty"`
 	FeatureFlags             any                     `json:"featureFlags,omitempty"`
-	FeatureFlagPayloads      map[string]string       `json:"featureFlagPayloads,omitempty"`
+	FeatureFlagPayloads      *map[string]string      `json:"featureFlagPayloads,omitempty"`
 	ErrorsWhileComputingFlag bool                    `json:"errorsWhileComputingFlags"`
 	RequestID                string                  `json:"requestId"`
 	EvaluatedAt              int64                   `json:"evaluatedAt"`
@@ -494,7 +494,7 @@ func (s *Server) writeFlags(ctx *fasthttp.RequestCtx, endpoint flagsEndpoint, re
 		}
 		answer.FeatureFlags = values
 		if version != -2 {
-			answer.FeatureFlagPayloads = payloads
+			answer.FeatureFlagPayloads = &payloads
 		}
 	}
 	if config {
