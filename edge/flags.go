@@ -259,6 +259,10 @@ func (s *Server) evaluate(ctx *fasthttp.RequestCtx, team int64, r *flags.Request
 		return nil, false
 	}
 	r.GroupTypes = s.people.GroupTypeNames(team)
+	if s.location != nil {
+		// Dates without a zone (2024-06-01, naive date-times) are the project's.
+		r.Location = s.location(team)
+	}
 	if props, found, err := s.people.PersonProperties(c, team, r.DistinctID); err != nil {
 		s.log.Warn("cannot read a person for flags", "team", team, "err", err)
 		failed = true
