@@ -210,6 +210,7 @@ func start(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *server, e
 	edgeConfig := cfg.edge
 	edgeConfig.Writer, edgeConfig.Teams, edgeConfig.Logger = s.warehouse.Writer(), s.api.ProjectTokens().Team, log
 	edgeConfig.Flags, edgeConfig.People, edgeConfig.SDKAPI = s.flags, s.warehouse, s.api.Handler()
+	edgeConfig.Locations = s.api.ProjectTokens().Location
 	s.capture = edge.New(edgeConfig)
 	s.serve("management API", func() error { return s.api.Serve(adminLn) })
 	s.serve("capture", func() error { return s.capture.Serve(captureLn) })

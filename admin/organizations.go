@@ -137,7 +137,7 @@ func (a *API) organizationCreate(c *fiber.Ctx) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("cannot commit organization %q: %w", in.Name.Value, err)
 	}
-	a.tokens.set(token, projectID)
+	a.tokens.set(token, projectID, defaultProjectFields().Timezone)
 	r, err := a.loadOrganization(ctx, a.db, id, p)
 	if err != nil {
 		return err

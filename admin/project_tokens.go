@@ -4,15 +4,19 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // ProjectTokens maps project API tokens (phc_...) to project ids for the capture
-// listener. It is loaded from the database when the API starts, and every change this
-// process makes to a project's token updates it after the change commits, so a lookup
-// never reaches the database and a new project's token works at once.
+// listener, and projects to their time zones, which flag evaluation reads dates in. It
+// is loaded from the database when the API starts, and every change this process makes
+// to a project's token updates it after the change commits, so a lookup never reaches
+// the database and a new project's token works at once. (A project's time zone is set
+// when it is created and never changes.)
 type ProjectTokens struct {
-	mu    sync.RWMutex
-	teams map[string]int64
+	mu        sync.RWMutex
+	teams     map[string]int64
+	locations map[int64]*time.Location
 }
 
 // Team returns the id of the project whose API token is token.
@@ -23,26 +27,52 @@ func (t *ProjectTokens) Team(token string) (int64, bool) {
 	return team, ok
 }
 
-func (t *ProjectTokens) set(token string, team int64) {
+// Location returns the time zone of the project with id team, nil for UTC (or a
+// project it does not know).
+func (t *ProjectTokens) Location(team int64) *time.Location {
+	t.mu.RLock()
+	loc := t.locations[team]
+	t.mu.RUnlock()
+	return loc
+}
+
+// set indexes the project's token and its time zone (an IANA name; "" or one that
+// does not load is UTC).
+func (t *ProjectTokens) set(token string, team int64, timezone string) {
+	loc := locationOf(timezone)
 	t.mu.Lock()
 	t.teams[token] = team
+	if loc != nil {
+		t.locations[team] = loc
+	}
 	t.mu.Unlock()
 }
 
+func locationOf(timezone string) *time.Location {
+	if timezone == "" || timezone == "UTC" {
+		return nil
+	}
+	loc, err := time.LoadLocation(timezone)
+	if err != nil {
+		return nil
+	}
+	return loc
+}
+
 func loadProjectTokens(ctx context.Context, q querier) (*ProjectTokens, error) {
-	rows, err := q.QueryContext(ctx, `SELECT api_token, id FROM meta.projects`)
+	rows, err := q.QueryContext(ctx, `SELECT api_token, id, timezone FROM meta.projects`)
 	if err != nil {
 		return nil, fmt.Errorf("cannot load project tokens: %w", err)
 	}
 	defer rows.Close()
-	t := &ProjectTokens{teams: make(map[string]int64)}
+	t := &ProjectTokens{teams: make(map[string]int64), locations: make(map[int64]*time.Location)}
 	for rows.Next() {
-		var token string
+		var token, timezone string
 		var team int64
-		if err := rows.Scan(&token, &team); err != nil {
+		if err := rows.Scan(&token, &team, &timezone); err != nil {
 			return nil, fmt.Errorf("cannot load project tokens: %w", err)
 		}
-		t.teams[token] = team
+		t.set(token, team, timezone)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("cannot load project tokens: %w", err)

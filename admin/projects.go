@@ -397,7 +397,7 @@ func (a *API) projectCreate(c *fiber.Ctx) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("cannot commit project %q: %w", fields.Name, err)
 	}
-	a.tokens.set(token, id)
+	a.tokens.set(token, id, fields.Timezone)
 	r, err := a.loadProject(ctx, m, id)
 	if err != nil {
 		return err

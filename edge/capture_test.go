@@ -23,16 +23,24 @@ import (
 
 	"github.com/hedge-analytics/hedge/admin"
 	"github.com/hedge-analytics/hedge/edge"
+	"github.com/hedge-analytics/hedge/flags"
 	"github.com/hedge-analytics/hedge/warehouse"
 )
 
 // captureEnv is a capture listener on loopback over a real warehouse whose project
-// tokens come from a real bootstrap.
+// tokens come from a real bootstrap, wired as hedge serve wires it: its flags are a
+// flags.Store shared with the management API, which also listens on loopback (adminURL)
+// and answers the SDK routes the capture listener forwards.
 type captureEnv struct {
 	url       string
 	token     string
 	team      int64
 	warehouse *warehouse.Warehouse
+	flags     *flags.Store
+	adminURL  string
+	// personalKey (scope "*") and organization are the bootstrap's.
+	personalKey  string
+	organization string
 }
 
 func testLogger() *slog.Logger {
@@ -63,24 +71,33 @@ func newCaptureEnvWith(t *testing.T, cfg edge.Config, whCfg warehouse.Config) *c
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := admin.New(ctx, admin.Config{Warehouse: wh, Logger: log})
+	store := flags.NewStore(flags.Config{DB: wh.DB(), GroupTypes: wh.GroupTypes, Logger: log})
+	api, err := admin.New(ctx, admin.Config{Warehouse: wh, Logger: log, Flags: store})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Writer, cfg.Teams, cfg.Logger = wh.Writer(), api.ProjectTokens().Team, log
+	cfg.Flags, cfg.People, cfg.SDKAPI, cfg.Locations = store, wh, api.Handler(), api.ProjectTokens().Location
 	srv := edge.New(cfg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	adminLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
 	go srv.Serve(ln)
+	go api.Serve(adminLn)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		srv.Shutdown(ctx)
+		api.Shutdown(ctx)
 		wh.Close()
 	})
-	return &captureEnv{url: "http://" + ln.Addr().String(), token: boot.ProjectAPIKey, team: boot.ProjectID, warehouse: wh}
+	return &captureEnv{url: "http://" + ln.Addr().String(), token: boot.ProjectAPIKey, team: boot.ProjectID, warehouse: wh,
+		flags: store, adminURL: "http://" + adminLn.Addr().String(), personalKey: boot.PersonalAPIKey, organization: boot.OrganizationID}
 }
 
 type answer struct {

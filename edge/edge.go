@@ -55,6 +55,9 @@ type Config struct {
 	// and People the stored person and group properties they evaluate against.
 	Flags  *flags.Store
 	People *warehouse.Warehouse
+	// Locations gives a project's time zone, in which flags read dates written without
+	// one; nil, or a nil answer, is UTC.
+	Locations func(team int64) *time.Location
 	// SDKAPI answers the management API's routes that server SDKs call on the host
 	// they send events to: flag definitions for local evaluation and remote config
 	// payloads, which personal API keys authenticate. nil: those routes are 404.
@@ -71,6 +74,7 @@ type Server struct {
 	overflow *overflowLimiter
 	flags    *flags.Store
 	people   *warehouse.Warehouse
+	location func(team int64) *time.Location
 	sdkAPI   fasthttp.RequestHandler
 	log      *slog.Logger
 }
@@ -87,6 +91,7 @@ func New(cfg Config) *Server {
 		overflow: newOverflowLimiter(cfg.OverflowRate, cfg.OverflowBurst),
 		flags:    cfg.Flags,
 		people:   cfg.People,
+		location: cfg.Locations,
 		sdkAPI:   cfg.SDKAPI,
 		log:      cfg.Logger,
 	}

@@ -131,6 +131,27 @@ func errFlagsUndecodable(reason string) *captureError {
 	return &captureError{status: http.StatusBadRequest, body: []byte("Failed to decode request: " + reason)}
 }
 
+// flagsDecodeError is a refusal of the body reader, which reads a /flags/ body as it
+// reads a capture body, in the flags service's words: a body that cannot be decoded
+// (empty, corrupt gzip or base64, not JSON) is a 400 in text, "Failed to decode
+// request: <why>", not capture's JSON; the other refusals (too large, over the
+// in-flight budget) stand.
+func flagsDecodeError(e *captureError) *captureError {
+	switch {
+	case e.status != http.StatusBadRequest:
+		return e
+	case e == errNoData:
+		return errFlagsUndecodable("the body is empty")
+	}
+	var body struct {
+		Detail string `json:"detail"`
+	}
+	if err := sonic.Unmarshal(e.body, &body); err != nil || body.Detail == "" {
+		return errFlagsUndecodable("the body could not be read")
+	}
+	return errFlagsUndecodable(strings.TrimPrefix(body.Detail, "Malformed request data: "))
+}
+
 // flagsRequest answers /flags/ and /decide/.
 func (s *Server) flagsRequest(ctx *fasthttp.RequestCtx, endpoint flagsEndpoint) {
 	switch {
@@ -173,9 +194,19 @@ func (s *Server) flagsRequest(ctx *fasthttp.RequestCtx, endpoint flagsEndpoint) 
 		s.answerFlags(ctx, readError(err))
 		return
 	}
+	// PostHog's flags service reads JSON (application/json, text/plain, or no type) and
+	// forms (data=<base64>); it refuses any other type.
+	if ct := ctx.Request.Header.ContentType(); len(ct) > 0 {
+		switch base, _, _ := strings.Cut(string(ct), ";"); strings.TrimSpace(base) {
+		case "application/json", "text/plain", "application/x-www-form-urlencoded":
+		default:
+			s.answerFlags(ctx, errFlagsUndecodable("unsupported content type: "+string(ct)))
+			return
+		}
+	}
 	payload, cerr := q.payload(ctx)
 	if cerr != nil {
-		s.answerFlags(ctx, cerr)
+		s.answerFlags(ctx, flagsDecodeError(cerr))
 		return
 	}
 	var body flagsBody
@@ -184,8 +215,20 @@ func (s *Server) flagsRequest(ctx *fasthttp.RequestCtx, endpoint flagsEndpoint) 
 		return
 	}
 	if err := flagsJSON.Unmarshal(payload, &body); err != nil {
-		s.answerFlags(ctx, errFlagsUndecodable("the body is not a valid flags request"))
-		return
+		// PostHog reads the body as JSON5, whose NaN and Infinity (which Python's
+		// json.dumps writes too) it takes for null.
+		fixed, ok := nonFiniteAsNull(payload)
+		if !ok || flagsJSON.Unmarshal(fixed, &body) != nil {
+			s.answerFlags(ctx, errFlagsUndecodable("the body is not a valid flags request"))
+			return
+		}
+	}
+	// A distinct id is a string or a number; PostHog refuses a body with another kind.
+	for _, id := range []sonic.NoCopyRawMessage{body.DistinctID, body.DollarDistinctID} {
+		if len(id) > 0 && string(id) != "null" && id[0] != '"' && id[0] != '-' && (id[0] < '0' || id[0] > '9') {
+			s.answerFlags(ctx, errFlagsUndecodable("distinct_id must be a string or a number"))
+			return
+		}
 	}
 	token := firstNonEmpty(body.Token, body.APIKey, body.DollarToken)
 	if token == "" {
@@ -259,6 +302,10 @@ func (s *Server) evaluate(ctx *fasthttp.RequestCtx, team int64, r *flags.Request
 		return nil, false
 	}
 	r.GroupTypes = s.people.GroupTypeNames(team)
+	if s.location != nil {
+		// Dates without a zone (2024-06-01, naive date-times) are the project's.
+		r.Location = s.location(team)
+	}
 	if props, found, err := s.people.PersonProperties(c, team, r.DistinctID); err != nil {
 		s.log.Warn("cannot read a person for flags", "team", team, "err", err)
 		failed = true
@@ -329,7 +376,9 @@ func runtimeOf(ctx *fasthttp.RequestCtx, declared string) string {
 		return flags.RuntimeServer
 	case "":
 	default:
-		return "" // unknown: every flag
+		// "all", and any value that is no runtime, is all: every flag. ("" would be a
+		// runtime not known, which leaves out the flags of one runtime.)
+		return flags.RuntimeAll
 	}
 	ua := jsontext.BytesToString(ctx.UserAgent())
 	for _, browser := range []string{"Mozilla/", "Chrome/", "Safari/", "Firefox/", "Edge/"} {
@@ -354,6 +403,50 @@ func runtimeOf(ctx *fasthttp.RequestCtx, declared string) string {
 		return flags.RuntimeClient
 	}
 	return ""
+}
+
+// nonFiniteAsNull rewrites the NaN, Infinity, +Infinity and -Infinity written outside
+// JSON strings as null; ok is false when b has none.
+func nonFiniteAsNull(b []byte) (out []byte, ok bool) {
+	out = make([]byte, 0, len(b))
+	inString, escaped := false, false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		default:
+			// Outside strings these words can only be the literals themselves: true,
+			// false and null hold none of them.
+			if n := nonFiniteWord(b[i:]); n > 0 {
+				out = append(out, "null"...)
+				i += n - 1
+				ok = true
+				continue
+			}
+		}
+		out = append(out, c)
+	}
+	return out, ok
+}
+
+// nonFiniteWord is the length of the NaN or Infinity literal b starts with, or 0.
+func nonFiniteWord(b []byte) int {
+	for _, word := range []string{"NaN", "Infinity", "-Infinity", "+Infinity"} {
+		if bytes.HasPrefix(b, []byte(word)) {
+			return len(word)
+		}
+	}
+	return 0
 }
 
 // idText is an id sent as a JSON string or number, as text; anything else is "".
