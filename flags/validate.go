@@ -448,32 +448,28 @@ func propertyType(prop PropertyFilter) string {
 // cohorts and flags (flag filters with flag_evaluates_to, on active flags, without
 // cycles), a group flag the properties of its group type only.
 func checkTargets(f *Filters, self string, p *projectView) error {
-	all := func(ok func(PropertyFilter) bool) bool {
-		for _, c := range f.Groups {
-			for _, prop := range c.Properties {
-				if !ok(prop) {
-					return false
+	for _, c := range f.Groups {
+		// A condition targets what its own aggregation_group_type_index says when it
+		// has one (null: persons), else what the flag's says: a flag may mix person and
+		// group conditions.
+		index := f.AggregationGroupTypeIndex
+		if c.AggregationGroupTypeIndex.Set {
+			index = c.AggregationGroupTypeIndex.Index
+		}
+		for _, prop := range c.Properties {
+			if index != nil {
+				if prop.Type != FilterGroup || prop.GroupTypeIndex == nil || *prop.GroupTypeIndex != *index {
+					return invalidFilters("Filters are not valid (can only use group properties)")
 				}
+				continue
+			}
+			if t := propertyType(prop); t != FilterPerson && t != FilterCohort && t != FilterFlag {
+				return invalidFilters("Filters are not valid (can only use person, cohort, and flag properties)")
+			}
+			if prop.Type == FilterFlag && prop.Operator != "flag_evaluates_to" {
+				return invalidFilters("Flag properties must use the 'flag_evaluates_to' operator")
 			}
 		}
-		return true
-	}
-	if index := f.AggregationGroupTypeIndex; index != nil {
-		if !all(func(prop PropertyFilter) bool {
-			return prop.Type == FilterGroup && prop.GroupTypeIndex != nil && *prop.GroupTypeIndex == *index
-		}) {
-			return invalidFilters("Filters are not valid (can only use group properties)")
-		}
-		return nil
-	}
-	if !all(func(prop PropertyFilter) bool {
-		t := propertyType(prop)
-		return t == FilterPerson || t == FilterCohort || t == FilterFlag
-	}) {
-		return invalidFilters("Filters are not valid (can only use person, cohort, and flag properties)")
-	}
-	if !all(func(prop PropertyFilter) bool { return prop.Type != FilterFlag || prop.Operator == "flag_evaluates_to" }) {
-		return invalidFilters("Flag properties must use the 'flag_evaluates_to' operator")
 	}
 	return checkDependencies(f, self, p)
 }
@@ -805,13 +801,15 @@ func checkCohortFilters(raw []byte) (CohortFilters, error) {
 	if err := json.Unmarshal(raw, &f); err != nil {
 		return f, structureError(err)
 	}
-	return f, checkPropertyGroup(&f.Properties)
+	return f, checkPropertyGroup(&f.Properties, false)
 }
 
 // checkPropertyGroup checks a cohort's property group, and gives empty groups an
 // empty list of values.
-func checkPropertyGroup(g *PropertyGroup) error {
-	if g.Type != "AND" && g.Type != "OR" {
+func checkPropertyGroup(g *PropertyGroup, nested bool) error {
+	// "property" is the older name of an inner AND group, which stored cohorts still
+	// carry; the outer group is AND or OR.
+	if g.Type != "AND" && g.Type != "OR" && (!nested || g.Type != "property") {
 		return invalidFilters("Filters are not valid (a property group's type must be AND or OR)")
 	}
 	if g.Values == nil {
@@ -820,7 +818,7 @@ func checkPropertyGroup(g *PropertyGroup) error {
 	for _, n := range g.Values {
 		switch {
 		case n.Group != nil:
-			if err := checkPropertyGroup(n.Group); err != nil {
+			if err := checkPropertyGroup(n.Group, true); err != nil {
 				return err
 			}
 		case n.Filter.Key == "":

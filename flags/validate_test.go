@@ -136,6 +136,12 @@ func TestFlagValidation(t *testing.T) {
 		"filters", "invalid_input", "Filters are not valid (can only use person, cohort, and flag properties)")
 	f("group flag, person property", 0, `{"key":"k","filters":{"aggregation_group_type_index":0,"groups":[{"properties":[{"key":"email","type":"person","value":"x"}]}]}}`,
 		"filters", "invalid_input", "Filters are not valid (can only use group properties)")
+	f("mixed targeting, person property in a group condition", 0, `{"key":"k","filters":{"groups":[{"properties":[{"key":"plan","type":"group","group_type_index":0,"value":"pro"}],"aggregation_group_type_index":0},`+
+		`{"properties":[{"key":"email","type":"person","value":"x"}],"aggregation_group_type_index":0}]}}`,
+		"filters", "invalid_input", "Filters are not valid (can only use group properties)")
+	f("mixed targeting, group property in a person condition", 0, `{"key":"k","filters":{"aggregation_group_type_index":0,"groups":[{"properties":[{"key":"plan","type":"group","group_type_index":0,"value":"pro"}]},`+
+		`{"properties":[{"key":"plan","type":"group","group_type_index":0,"value":"pro"}],"aggregation_group_type_index":null}]}}`,
+		"filters", "invalid_input", "Filters are not valid (can only use person, cohort, and flag properties)")
 	f("group flag, other group type", 0, `{"key":"k","filters":{"aggregation_group_type_index":0,"groups":[{"properties":[{"key":"plan","type":"group","group_type_index":1,"value":"x"}]}]}}`,
 		"filters", "invalid_input", "Filters are not valid (can only use group properties)")
 	f("flag filter operator", 0, `{"key":"k","filters":`+conditions(`{"key":"1","type":"flag","operator":"exact","value":true}`)+`}`,
@@ -211,6 +217,22 @@ func TestFlagValidation(t *testing.T) {
 }
 
 // What passes: the flag as it would be stored.
+// A flag may mix person and group conditions: each condition targets what its own
+// aggregation_group_type_index says, else what the flag's says.
+func TestMixedTargeting(t *testing.T) {
+	p := testProject(t)
+	for _, body := range []string{
+		`{"key":"k","filters":{"groups":[{"properties":[{"key":"email","type":"person","value":"x"}]},` +
+			`{"properties":[{"key":"plan","type":"group","group_type_index":1,"value":"pro"}],"aggregation_group_type_index":1}]}}`,
+		`{"key":"k","filters":{"aggregation_group_type_index":0,"groups":[{"properties":[{"key":"plan","type":"group","group_type_index":0,"value":"pro"}]},` +
+			`{"properties":[{"key":"email","type":"person","value":"x"}],"aggregation_group_type_index":null}]}}`,
+	} {
+		if _, err := change(t, body).apply(nil, p); err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+	}
+}
+
 func TestFlagChangeApplied(t *testing.T) {
 	p := testProject(t)
 	ch := change(t, `{"key":" new ","name":" Beta test ","filters":{"groups":[{"properties":[`+on("1")+`,{"key":"id","type":"cohort","value":10,"operator":"in"}],"rollout_percentage":50}],
@@ -300,6 +322,14 @@ func TestCohortValidation(t *testing.T) {
 		"Cohorts cannot reference other cohorts in a loop.")
 	f("name", 0, `{"name":"`+strings.Repeat("n", 401)+`","is_static":true}`, "name", "max_length", "Ensure this field has no more than 400 characters.")
 
+	f("property as the outer group", 0, `{"filters":{"properties":{"type":"property","values":[]}}}`, "filters", "invalid_input",
+		"Filters are not valid (a property group's type must be AND or OR)")
+
+	// "property" is an inner AND group, as older cohorts store it.
+	inner := CohortChange{Filters: json.RawMessage(`{"properties":{"type":"OR","values":[{"type":"property","values":[{"key":"email","type":"person","value":"x"}]}]}}`)}
+	if _, err := inner.apply(nil, p); err != nil {
+		t.Fatalf("an inner property group: %v", err)
+	}
 	static := true
 	c, err := (&CohortChange{IsStatic: &static}).apply(nil, p)
 	if err != nil || mustJSON(c.Filters) != `{"properties":{"type":"AND","values":[]}}` {
