@@ -646,8 +646,15 @@ func (s *Server) hasFlags(team int64) bool {
 }
 
 // remoteConfigFields are the remote config posthog-js reads on load. hedge has no
-// session recording, surveys, heatmaps, site apps or toolbar, so it says so, and
-// posthog-js loads none of their scripts.
+// session recording, heatmaps, site apps or toolbar, so it says so, and posthog-js
+// loads none of their scripts.
+//
+// It has no surveys either, but says nothing of them rather than false: posthog-js
+// 1.449.2's default bundle (module.js, array.js) loads the surveys script from the
+// api host, /static/surveys.js, whenever the config has a "surveys" value, false
+// included (false only means "no surveys to show"), and hedge does not serve
+// posthog-js's static files: the request would be a 404 on every page. Without the
+// key posthog-js loads no surveys script (TestFlagSDKs checks every request it makes).
 type remoteConfigFields struct {
 	Token                 string     `json:"token,omitempty"`
 	SupportedCompression  []string   `json:"supportedCompression"`
@@ -655,7 +662,6 @@ type remoteConfigFields struct {
 	CapturePerformance    bool       `json:"capturePerformance"`
 	AutocaptureExceptions bool       `json:"autocaptureExceptions"`
 	SessionRecording      bool       `json:"sessionRecording"`
-	Surveys               bool       `json:"surveys"`
 	Heatmaps              bool       `json:"heatmaps"`
 	IsAuthenticated       bool       `json:"isAuthenticated"`
 	ToolbarParams         struct{}   `json:"toolbarParams"`
