@@ -254,7 +254,7 @@ func normalized(t *testing.T, body string, since time.Time) string {
 // active flag.
 func configFields(hasFlags bool) string {
 	return fmt.Sprintf(`"supportedCompression":["gzip","gzip-js"],"hasFeatureFlags":%v,"capturePerformance":false,`+
-		`"autocaptureExceptions":false,"sessionRecording":false,"surveys":false,"heatmaps":false,"isAuthenticated":false,`+
+		`"autocaptureExceptions":false,"sessionRecording":false,"heatmaps":false,"isAuthenticated":false,`+
 		`"toolbarParams":{},"siteApps":[]`, hasFlags)
 }
 
