@@ -13,6 +13,7 @@ import (
 type captureError struct {
 	status int
 	body   []byte
+	detail string // what body says, for the flag routes, which answer in plain text
 }
 
 func newCaptureError(status int, typ, code, detail string) *captureError {
@@ -25,7 +26,7 @@ func newCaptureError(status int, typ, code, detail string) *captureError {
 	if err != nil {
 		panic("BUG: cannot encode a capture error: " + err.Error())
 	}
-	return &captureError{status: status, body: body}
+	return &captureError{status: status, body: body, detail: detail}
 }
 
 func (e *captureError) Error() string { return string(e.body) }

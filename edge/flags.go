@@ -143,13 +143,7 @@ func flagsDecodeError(e *captureError) *captureError {
 	case e == errNoData:
 		return errFlagsUndecodable("the body is empty")
 	}
-	var body struct {
-		Detail string `json:"detail"`
-	}
-	if err := sonic.Unmarshal(e.body, &body); err != nil || body.Detail == "" {
-		return errFlagsUndecodable("the body could not be read")
-	}
-	return errFlagsUndecodable(strings.TrimPrefix(body.Detail, "Malformed request data: "))
+	return errFlagsUndecodable(strings.TrimPrefix(e.detail, "Malformed request data: "))
 }
 
 // flagsRequest answers /flags/ and /decide/.
