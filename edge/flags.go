@@ -276,14 +276,14 @@ func (s *Server) flagsRequest(ctx *fasthttp.RequestCtx, endpoint flagsEndpoint) 
 		s.writeFlags(ctx, endpoint, nil, false, &team)
 		return
 	}
-	results, failed := s.evaluate(ctx, team, r)
+	results, failed := s.evaluate(team, r)
 	s.writeFlags(ctx, endpoint, results, failed, &team)
 }
 
 // evaluate reads what r's flags depend on (the definitions, the person's and groups'
 // stored properties, continuity overrides) and evaluates them. A read that fails
 // leaves what it would have given out and reports errorsWhileComputingFlags.
-func (s *Server) evaluate(ctx *fasthttp.RequestCtx, team int64, r *flags.Request) ([]flags.Result, bool) {
+func (s *Server) evaluate(team int64, r *flags.Request) ([]flags.Result, bool) {
 	c, cancel := context.WithTimeout(context.Background(), flagLookupTimeout)
 	defer cancel()
 	defs, err := s.flags.Definitions(c, team)
