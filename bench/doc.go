@@ -14,6 +14,11 @@
 // run and the send, which is how each run ends: the stored rows are counted through
 // the query API, and a run with an acknowledged event missing or stored twice fails.
 //
+// The flags scenarios measure /flags/?v=2 beside /batch/ ingest at a fixed rate: they
+// first create a project's 50 flags and a cohort through the management API and store
+// persons through /batch/ (bench/flags.go), and check every answer against what they
+// stored, as the row check does for events.
+//
 // Figures from a 2-core machine shared with other work are noisy: each result records
 // the CPU steal and the CPU used by other processes while it ran, and the suite
 // compares figures with ceilings measured in the same run, as ratios.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -50,6 +51,8 @@ type runner struct {
 	// settle is how long the row check waits for acknowledged rows to show up, for
 	// endpoints that store asynchronously (hedge stores before it answers).
 	settle time.Duration
+	// flags is the flags scenarios' project, set up by the first of them.
+	flags *flagsProject
 }
 
 // scenarioRun is one run of a scenario: what was sent and answered, what the server used
@@ -61,7 +64,12 @@ type scenarioRun struct {
 	window     time.Duration // the measured part
 	sent       sendStats     // sends started in the measured part
 	all        sendStats     // every send, warmup included: what the row check expects
-	bodyEvents int
+	bodyEvents int           // events per body of the stream whose rows are checked
+	// beside is the traffic sent beside the scenario's own (scenario.Beside), nil
+	// when none; its rows are the ones checked.
+	beside *besideRun
+	// answers is what a flags scenario verified of its answers.
+	answers    *answerCheck
 	visibility []time.Duration
 	reads      map[string]*sendStats
 	usage      usage
@@ -81,6 +89,12 @@ type sendStats struct {
 	// without one (the server may have stored those).
 	refused, unanswered []uint64
 	first, last         time.Time // the measured sends' first start and last answer
+}
+
+// besideRun is what the traffic beside a scenario's own sent and was answered.
+type besideRun struct {
+	sent, all sendStats
+	window    time.Duration
 }
 
 func newSendStats() *sendStats { return &sendStats{statuses: map[int]int64{}} }
@@ -121,13 +135,36 @@ func (s *sendStats) record(status, events, bytes int, due, answered time.Time, l
 
 // run builds the scenario's bodies, sends them, and checks the rows.
 func (r *runner) run(ctx context.Context, sc scenario) (*scenarioRun, error) {
+	if sc.Flags && r.flags == nil {
+		begin := time.Now()
+		project, err := setupFlags(ctx, r.target, r.seed, sc.flagsPersons)
+		if err != nil {
+			return nil, fmt.Errorf("cannot set up the flags scenarios: %w", err)
+		}
+		r.flags = project
+		fmt.Fprintf(r.log, "%-20s %d persons stored, %d flags in each answer, %d bodies, set up in %v\n", sc.Name,
+			project.persons, project.count, len(project.bodies), time.Since(begin).Round(time.Millisecond))
+	}
 	begin := time.Now()
 	bodies := sc.bodies(r.target.token, r.seed)
+	var besideBodies []*gen.Body
+	if sc.Beside != nil {
+		besideBodies = sc.Beside.bodies(r.target.token, r.seed+1)
+	}
 	res := &scenarioRun{scenario: sc, runID: rand.Uint32(), build: time.Since(begin), reads: map[string]*sendStats{}}
-	if len(bodies) > 0 {
+	switch {
+	case len(besideBodies) > 0:
+		res.bodyEvents = besideBodies[0].Events
+	case len(bodies) > 0:
 		res.bodyEvents = bodies[0].Events
 	}
-	fmt.Fprintf(r.log, "%-20s run %08x: %d bodies of %d events built in %v\n", sc.Name, res.runID, len(bodies), res.bodyEvents, res.build.Round(time.Millisecond))
+	switch {
+	case sc.Flags:
+		fmt.Fprintf(r.log, "%-20s run %08x: %d /flags/ bodies, %d bodies of %d events beside, built in %v\n", sc.Name, res.runID,
+			len(r.flags.bodies), len(besideBodies), res.bodyEvents, res.build.Round(time.Millisecond))
+	default:
+		fmt.Fprintf(r.log, "%-20s run %08x: %d bodies of %d events built in %v\n", sc.Name, res.runID, len(bodies), res.bodyEvents, res.build.Round(time.Millisecond))
+	}
 
 	w, err := startWatch(r.target.probe())
 	if err != nil {
@@ -156,19 +193,36 @@ func (r *runner) run(ctx context.Context, sc scenario) (*scenarioRun, error) {
 		side.Go(func() { r.cpuProfile(sideCtx, sc, res.runID, warmEnd, end) })
 	}
 
-	workers := make([]*worker, sc.Connections)
-	client := &fasthttp.Client{
-		Name:            "hedge-bench",
-		MaxConnsPerHost: sc.Connections,
-		ReadTimeout:     2 * time.Minute, // a 20 MB body on a loaded machine
-		WriteTimeout:    2 * time.Minute,
-	}
-	var next atomic.Uint64
+	// Each stream sends on connections of its own; the visibility sampler follows the
+	// one that carries events.
 	var wg sync.WaitGroup
-	for i := range workers {
-		workers[i] = &worker{ctx: ctx, sc: sc, client: client, bodies: bodies, runID: res.runID, next: &next, sampler: sampler,
-			start: start, warmEnd: warmEnd, end: end, url: r.target.CaptureURL, measured: newSendStats(), all: newSendStats()}
-		wg.Go(workers[i].loop)
+	startStream := func(sc scenario, bodies []*gen.Body, flags *flagsProject, sampler *visibilitySampler) []*worker {
+		workers := make([]*worker, sc.Connections)
+		client := &fasthttp.Client{
+			Name:            "hedge-bench",
+			MaxConnsPerHost: sc.Connections,
+			ReadTimeout:     2 * time.Minute, // a 20 MB body on a loaded machine
+			WriteTimeout:    2 * time.Minute,
+		}
+		next := new(atomic.Uint64)
+		for i := range workers {
+			workers[i] = &worker{ctx: ctx, sc: sc, client: client, bodies: bodies, flags: flags, runID: res.runID, next: next, sampler: sampler,
+				start: start, warmEnd: warmEnd, end: end, url: r.target.CaptureURL, measured: newSendStats(), all: newSendStats()}
+			if flags != nil {
+				workers[i].answers = &answerCheck{}
+			}
+			wg.Go(workers[i].loop)
+		}
+		return workers
+	}
+	var workers, besideWorkers []*worker
+	if sc.Flags {
+		workers = startStream(sc, nil, r.flags, nil)
+	} else {
+		workers = startStream(sc, bodies, nil, sampler)
+	}
+	if sc.Beside != nil {
+		besideWorkers = startStream(*sc.Beside, besideBodies, nil, sampler)
 	}
 	wg.Wait()
 	stopSide()
@@ -177,27 +231,26 @@ func (r *runner) run(ctx context.Context, sc scenario) (*scenarioRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.sent, res.all = *newSendStats(), *newSendStats()
-	for _, wk := range workers {
-		res.sent.add(wk.measured)
-		res.all.add(wk.all)
-		if res.err == nil {
-			res.err = wk.err
+	res.sent, res.all, res.err = collect(workers)
+	res.window = window(sc, &res.sent)
+	if sc.Flags {
+		res.answers = &answerCheck{Flags: r.flags.count}
+		for _, wk := range workers {
+			res.answers.add(wk.answers)
 		}
+		res.answers.finish()
 	}
-	// The measured part: its duration, or for a count of sends from the first to the
-	// last answer; an open-loop run that falls behind its schedule lasts until its last
-	// answer, so that throughput counts what the server did, not what was offered.
-	switch span := res.sent.last.Sub(res.sent.first); {
-	case sc.Sends > 0:
-		res.window = span
-	case sc.Rate > 0:
-		res.window = max(sc.Duration, span)
-	default:
-		res.window = sc.Duration
+	checked := &res.all
+	if sc.Beside != nil {
+		b := &besideRun{}
+		var besideErr error
+		b.sent, b.all, besideErr = collect(besideWorkers)
+		b.window = window(*sc.Beside, &b.sent)
+		res.err = cmp.Or(res.err, besideErr)
+		res.beside, checked = b, &b.all
 	}
 	if r.target.api != nil && !sc.Health {
-		res.rows, err = r.checkRows(res)
+		res.rows, err = r.checkRows(res.runID, checked, res.bodyEvents)
 		if err != nil {
 			return nil, fmt.Errorf("cannot check the rows of %s: %w", sc.Name, err)
 		}
@@ -207,12 +260,42 @@ func (r *runner) run(ctx context.Context, sc scenario) (*scenarioRun, error) {
 	return res, nil
 }
 
+// collect adds up the workers' sends: the measured ones, all of them, and the first
+// failed send's error.
+func collect(workers []*worker) (sent, all sendStats, err error) {
+	sent, all = *newSendStats(), *newSendStats()
+	for _, wk := range workers {
+		sent.add(wk.measured)
+		all.add(wk.all)
+		if err == nil {
+			err = wk.err
+		}
+	}
+	return sent, all, err
+}
+
+// window is the measured part of a stream: its duration, or for a count of sends from
+// the first to the last answer; an open-loop stream that falls behind its schedule
+// lasts until its last answer, so that throughput counts what the server did, not
+// what was offered.
+func window(sc scenario, sent *sendStats) time.Duration {
+	switch span := sent.last.Sub(sent.first); {
+	case sc.Sends > 0:
+		return span
+	case sc.Rate > 0:
+		return max(sc.Duration, span)
+	}
+	return sc.Duration
+}
+
 // worker is one connection's sending loop.
 type worker struct {
 	ctx                 context.Context // ends the run early (an interrupt)
 	sc                  scenario
 	client              *fasthttp.Client
 	bodies              []*gen.Body
+	flags               *flagsProject // a flags stream's bodies, instead of bodies
+	answers             *answerCheck  // what a flags stream verified
 	runID               uint32
 	next                *atomic.Uint64 // the next send's number, shared by the workers
 	sampler             *visibilitySampler
@@ -234,6 +317,9 @@ func (w *worker) loop() {
 		req.Header.SetMethod(fasthttp.MethodPost)
 		req.Header.SetContentType(sc.contentType())
 	}
+	if w.flags != nil {
+		req.Header.SetUserAgent(flagsUserAgent)
+	}
 	var buf []byte
 	for {
 		send := w.next.Add(1) - 1
@@ -242,7 +328,14 @@ func (w *worker) loop() {
 			return
 		}
 		events, size := 0, 0
-		if !sc.Health {
+		var flagsBody *flagsBody
+		switch {
+		case w.flags != nil:
+			flagsBody = &w.flags.bodies[send%uint64(len(w.flags.bodies))]
+			req.SetBodyRaw(flagsBody.data)
+			req.Header.SetContentType(flagsBody.contentType())
+			size = len(flagsBody.data)
+		case !sc.Health:
 			body := w.bodies[send%uint64(len(w.bodies))]
 			buf = body.Stamp(buf[:0], w.runID, send)
 			req.SetBodyRaw(buf)
@@ -261,6 +354,9 @@ func (w *worker) loop() {
 			if status == fasthttp.StatusOK && w.sampler != nil {
 				w.sampler.offer(w.runID, send, answered)
 			}
+		}
+		if flagsBody != nil {
+			w.answers.answer(w.flags, send, status, resp.Body(), flagsBody)
 		}
 		if !sc.Health {
 			w.all.record(status, events, size, due, answered, false)

@@ -51,10 +51,14 @@ type result struct {
 	Flatness          *flatness        `json:"rss_flatness,omitempty"`
 	Visibility        percentiles      `json:"visibility_ms"`
 	Reads             map[string]reads `json:"reads,omitempty"`
-	RowsOK            bool             `json:"rows_ok"`
-	Ceiling           *ceiling         `json:"ceiling,omitempty"`
-	Problems          []string         `json:"problems,omitempty"`
-	usageSource       string
+	// Beside is the traffic sent beside the scenario's own (scenario.Beside).
+	Beside *beside `json:"beside,omitempty"`
+	// FlagAnswers is what a flags scenario verified of its answers, over its runs.
+	FlagAnswers *answerCheck `json:"flag_answers,omitempty"`
+	RowsOK      bool         `json:"rows_ok"`
+	Ceiling     *ceiling     `json:"ceiling,omitempty"`
+	Problems    []string     `json:"problems,omitempty"`
+	usageSource string
 }
 
 // runSummary is one run of a scenario.
@@ -96,6 +100,15 @@ func percentilesOf(d []time.Duration) percentiles {
 type reads struct {
 	Latency percentiles      `json:"latency_ms"`
 	Answers map[string]int64 `json:"answers"`
+}
+
+// beside is how the traffic beside a scenario's own was answered: throughput of the
+// median run, latencies over every measured send.
+type beside struct {
+	EventsPerSecond   float64          `json:"events_per_second"`
+	RequestsPerSecond float64          `json:"requests_per_second"`
+	Latency           percentiles      `json:"latency_ms"`
+	Answers           map[string]int64 `json:"answers"`
 }
 
 // flatness is the soak's verdict on the server's resident set: the peak of the second
@@ -146,10 +159,10 @@ func summarize(runs []*scenarioRun) []*result {
 }
 
 func (res *result) fill(runs []*scenarioRun) {
-	sent := newSendStats()
+	sent, besideSent := newSendStats(), newSendStats()
 	var visibility []time.Duration
 	readStats := map[string]*sendStats{}
-	var events, requests, mb []float64
+	var events, requests, mb, besideEvents, besideRequests []float64
 	res.RowsOK = true
 	res.BodyEvents = runs[0].bodyEvents
 	for _, r := range runs {
@@ -169,6 +182,17 @@ func (res *result) fill(runs []*scenarioRun) {
 		if r.scenario.Soak {
 			rs.RSS = r.usage.Series
 			res.Flatness = flatnessOf(r.usage.Series, r.warmEnd)
+		}
+		if b := r.beside; b != nil && b.window > 0 {
+			besideSent.add(&b.sent)
+			besideEvents = append(besideEvents, float64(b.sent.events)/b.window.Seconds())
+			besideRequests = append(besideRequests, float64(b.sent.statuses[200])/b.window.Seconds())
+		}
+		if r.answers != nil {
+			if res.FlagAnswers == nil {
+				res.FlagAnswers = &answerCheck{Flags: r.answers.Flags}
+			}
+			res.FlagAnswers.add(r.answers)
 		}
 		res.Runs = append(res.Runs, rs)
 		events = append(events, rs.EventsPerSecond)
@@ -197,6 +221,14 @@ func (res *result) fill(runs []*scenarioRun) {
 	res.Latency = percentilesOf(sent.latencies)
 	res.Answers = answers(sent.statuses)
 	res.Visibility = percentilesOf(visibility)
+	if runs[0].beside != nil {
+		res.Beside = &beside{EventsPerSecond: median(besideEvents), RequestsPerSecond: median(besideRequests),
+			Latency: percentilesOf(besideSent.latencies), Answers: answers(besideSent.statuses)}
+	}
+	if res.FlagAnswers != nil {
+		res.FlagAnswers.finish()
+		res.Problems = append(res.Problems, res.FlagAnswers.problems()...)
+	}
 	if len(readStats) > 0 {
 		res.Reads = map[string]reads{}
 		for kind, s := range readStats {
@@ -264,7 +296,8 @@ func median(v []float64) float64 {
 
 // ceilings bounds each end-to-end figure with the stage ceilings it depends on: the
 // decode of one core, the writer (one goroutine, the serial stage), plain HTTP for
-// single-event requests, and the offered rate for open-loop scenarios.
+// single-event requests, plain HTTP and the evaluation of the flags for /flags/, and
+// the offered rate for open-loop scenarios.
 func ceilings(results []*result, stages []*stage) {
 	value := func(name string) (float64, string) {
 		for _, s := range stages {
@@ -302,10 +335,32 @@ func ceilings(results []*result, stages []*stage) {
 		decode1    = "BenchmarkDecode/single"
 		write      = "BenchmarkWriterAppender10k/persons"
 		writeNoP   = "BenchmarkWriterAppender10k/personless"
+		evaluate   = "BenchmarkEvaluate/parallel"
 	)
 	for _, res := range results {
 		sc := res.Scenario
 		switch {
+		case sc.Flags && sc.Rate > 0:
+			res.Ceiling = &ceiling{Value: sc.Rate, Unit: "req/s", Bound: "offered rate", Ratio: res.RequestsPerSecond / sc.Rate}
+		case sc.Flags:
+			// A /flags/ request costs the whole machine (server and generator share it)
+			// at least a plain request's share, 1/http, and an evaluation's, 1/evaluate
+			// (the parallel benchmark: every core); their sum bounds the rate. Decoding
+			// the body, the lookups, encoding the answer and the ingest beside are the
+			// rest of the cost, what the ratio shows.
+			var cost float64
+			var bounds []string
+			if http > 0 {
+				cost += 1 / http
+				bounds = append(bounds, "GET /_health")
+			}
+			if v, name := value(evaluate); v > 0 {
+				cost += 1 / v
+				bounds = append(bounds, name)
+			}
+			if cost > 0 && res.RequestsPerSecond > 0 {
+				res.Ceiling = &ceiling{Value: 1 / cost, Unit: "req/s", Bound: strings.Join(bounds, " + "), Ratio: res.RequestsPerSecond * cost}
+			}
 		case sc.Rate > 0:
 			offered := sc.Rate * float64(sc.Events)
 			res.Ceiling = &ceiling{Value: offered, Unit: "events/s", Bound: "offered rate", Ratio: res.EventsPerSecond / offered}
@@ -357,6 +412,25 @@ func goals(results []*result, stages []*stage) []goal {
 		add(fmt.Sprintf("/capture/ p99 at %s req/s", thousands(r.Scenario.Rate)), "< 25 ms",
 			fmt.Sprintf("%s at %s req/s", millis(r.Latency.P99), thousands(r.RequestsPerSecond)),
 			met(r.Latency.P99 < 25 && achieved >= 0.95))
+	}
+	for _, r := range results {
+		sc := r.Scenario
+		if !sc.Flags || sc.Beside == nil {
+			continue
+		}
+		flagsCount := 0
+		if r.FlagAnswers != nil {
+			flagsCount = r.FlagAnswers.Flags
+		}
+		ingest := fmt.Sprintf("beside /batch/ at %s events/s", thousands(sc.Beside.Rate*float64(sc.Beside.Events)))
+		if sc.Rate > 0 {
+			achieved := r.RequestsPerSecond / sc.Rate
+			add(fmt.Sprintf("/flags/ (%d flags) p99 at %s req/s, %s", flagsCount, thousands(sc.Rate), ingest), "< 20 ms",
+				fmt.Sprintf("%s at %s req/s", millis(r.Latency.P99), thousands(r.RequestsPerSecond)), met(r.Latency.P99 < 20 && achieved >= 0.95))
+			continue
+		}
+		add(fmt.Sprintf("/flags/ (%d flags), %d connections, %s", flagsCount, sc.Connections, ingest), "≥ 10,000 req/s, p99 < 20 ms",
+			fmt.Sprintf("%s req/s, p99 %s", thousands(r.RequestsPerSecond), millis(r.Latency.P99)), met(r.RequestsPerSecond >= 10000 && r.Latency.P99 < 20))
 	}
 	if r := find("batch-20mb"); r != nil {
 		add(fmt.Sprintf("one %d MB /batch/ body", r.Scenario.MaxBytes>>20), "accepted in < 200 ms",
@@ -418,11 +492,15 @@ func (rep *report) print(w io.Writer) {
 		fmt.Fprintf(w, "target: %s\n", rep.Target.CaptureURL)
 	}
 	if len(rep.Stages) > 0 {
-		fmt.Fprintln(w, "\nstage ceilings (Go benchmarks, one goroutine; median of runs):")
+		fmt.Fprintln(w, "\nstage ceilings (Go benchmarks, one goroutine, /parallel on every core; median of runs):")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "benchmark\t\tMB/s\tallocs/op\truns\t")
 		for _, s := range rep.Stages {
-			fmt.Fprintf(tw, "%s\t%s %s\t%.0f\t%s\t%d\t\n", s.Name, thousands(s.Value), s.Unit, s.MBPerSecond, thousands(s.AllocsPerOp), len(s.Runs))
+			mbs := "-" // a benchmark of no bytes (BenchmarkEvaluate)
+			if s.MBPerSecond > 0 {
+				mbs = fmt.Sprintf("%.0f", s.MBPerSecond)
+			}
+			fmt.Fprintf(tw, "%s\t%s %s\t%s\t%s\t%d\t\n", s.Name, thousands(s.Value), s.Unit, mbs, thousands(s.AllocsPerOp), len(s.Runs))
 		}
 		tw.Flush()
 	}
@@ -459,12 +537,16 @@ func (rep *report) print(w io.Writer) {
 		if r.Visibility.Count > 0 {
 			visible = fmt.Sprintf("%s (%d)", millis(r.Visibility.P99), r.Visibility.Count)
 		}
+		events := thousands(r.EventsPerSecond)
+		if r.Scenario.Health || r.Scenario.Flags {
+			events = "-" // their requests carry no events (the ingest beside is reported below)
+		}
 		name := r.Scenario.Name
 		if len(r.Runs) > 1 {
 			name += fmt.Sprintf(" ×%d", len(r.Runs))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s/%.2f/%.2f\t%.1f%%\t%s\t%s\t%s\t%s\t%s\t\n",
-			name, thousands(r.EventsPerSecond), thousands(r.RequestsPerSecond),
+			name, events, thousands(r.RequestsPerSecond),
 			millis(r.Latency.P50), millis(r.Latency.P95), millis(r.Latency.P99), millis(r.Latency.Max),
 			answerText(r.Answers), server, r.ClientCPU, r.OtherCPU, r.StealPercent, rss, visible, rows, ceil, ratio)
 	}
@@ -474,6 +556,20 @@ func (rep *report) print(w io.Writer) {
 			rd := r.Reads[kind]
 			fmt.Fprintf(w, "%s: %s API reads meanwhile: p50 %s, p99 %s, %s\n", r.Scenario.Name, kind,
 				millis(rd.Latency.P50), millis(rd.Latency.P99), answerText(rd.Answers))
+		}
+		if b, sc := r.Beside, r.Scenario.Beside; b != nil && sc != nil {
+			fmt.Fprintf(w, "%s: %s beside, %s req/s of %d events offered: %s events/s, %s req/s, p50 %s, p99 %s, max %s, %s\n",
+				r.Scenario.Name, sc.Path, thousands(sc.Rate), sc.Events, thousands(b.EventsPerSecond), thousands(b.RequestsPerSecond),
+				millis(b.Latency.P50), millis(b.Latency.P99), millis(b.Latency.Max), answerText(b.Answers))
+		}
+		if c := r.FlagAnswers; c != nil {
+			verdict := "all as expected"
+			if !c.OK {
+				verdict = "WRONG: " + strings.Join(c.problems(), "; ")
+			}
+			fmt.Fprintf(w, "%s: %s answers of %d flags each; %s decoded (%s for stored persons), %s values compared with the persons' properties: %s\n",
+				r.Scenario.Name, thousands(float64(c.Sends)), c.Flags, thousands(float64(c.Decoded)), thousands(float64(c.DecodedKnown)),
+				thousands(float64(c.Compared)), verdict)
 		}
 		if f := r.Flatness; f != nil {
 			fmt.Fprintf(w, "%s: resident set peak %d MiB in the first half, %d MiB in the second: flat %v\n",

@@ -16,7 +16,7 @@ import (
 // which measures one stage of the ingestion path without HTTP.
 type stage struct {
 	Name string `json:"name"`
-	// Unit is the benchmark's throughput metric: events/s or rows/s.
+	// Unit is the benchmark's throughput metric: events/s, rows/s or evals/s.
 	Unit string `json:"unit"`
 	// Value is the median of Runs, one per run of the benchmark binary.
 	Value       float64   `json:"value"`
@@ -28,10 +28,12 @@ type stage struct {
 
 // stagePackages are the benchmarks the suite runs, by package: the decode of a body
 // (edge), the writer's commit of 10,000 rows with and without person processing, and
-// person processing alone (warehouse).
+// person processing alone (warehouse), and the evaluation of a project's 50 flags for
+// one person, on one goroutine and on every core (flags).
 var stagePackages = []struct{ pkg, pattern string }{
 	{"edge", "^BenchmarkDecode$"},
 	{"warehouse", "^(BenchmarkWriterAppender10k|BenchmarkIdentity10k)$"},
+	{"flags", "^BenchmarkEvaluate$"},
 }
 
 // stageRunner compiles the test binaries once and runs them, so that repetitions can
@@ -91,7 +93,8 @@ func (s *stageRunner) add(l *stage) {
 }
 
 // parseBenchmarks reads the result lines of `go test -bench` output: the name without
-// its -GOMAXPROCS suffix, and the events/s or rows/s, MB/s, B/op and allocs/op metrics.
+// its -GOMAXPROCS suffix, and the events/s, rows/s or evals/s, MB/s, B/op and allocs/op
+// metrics.
 func parseBenchmarks(out []byte) ([]*stage, error) {
 	var stages []*stage
 	scanner := bufio.NewScanner(bytes.NewReader(out))
@@ -115,7 +118,7 @@ func parseBenchmarks(out []byte) ([]*stage, error) {
 				return nil, fmt.Errorf("%q: %w", scanner.Text(), err)
 			}
 			switch unit := fields[i+1]; unit {
-			case "events/s", "rows/s":
+			case "events/s", "rows/s", "evals/s":
 				st.Value, st.Unit = v, unit
 			case "MB/s":
 				st.MBPerSecond = v

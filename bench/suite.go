@@ -33,9 +33,9 @@ type suiteConfig struct {
 // so that a drift in the machine's speed shows as a spread, and reports the median.
 var (
 	benchtimes = map[string]map[string]string{
-		"standard": {"edge": "1s", "warehouse": "20x"},
-		"quick":    {"edge": "300ms", "warehouse": "5x"},
-		"tiny":     {"edge": "100ms", "warehouse": "2x"},
+		"standard": {"edge": "1s", "warehouse": "20x", "flags": "1s"},
+		"quick":    {"edge": "300ms", "warehouse": "5x", "flags": "300ms"},
+		"tiny":     {"edge": "100ms", "warehouse": "2x", "flags": "100ms"},
 	}
 	stageRounds = map[string]int{"standard": 2, "quick": 1, "tiny": 1}
 )
@@ -163,6 +163,12 @@ func progress(w io.Writer, r *scenarioRun) {
 	} else if !r.rows.OK {
 		rows = fmt.Sprintf("ROWS WRONG: %v", r.rows.problems())
 	}
+	if c := r.answers; c != nil {
+		rows += ", flags answers ok"
+		if !c.OK {
+			rows += fmt.Sprintf(", FLAGS ANSWERS WRONG: %v", c.problems())
+		}
+	}
 	fmt.Fprintf(w, "%-20s %s events/s, %s req/s, answers %s, steal %.1f%%, %s\n", r.scenario.Name,
 		thousands(float64(r.sent.events)/seconds), thousands(float64(r.sent.statuses[200])/seconds),
 		answerText(answers(r.sent.statuses)), r.usage.StealPercent, rows)
@@ -177,7 +183,7 @@ func (rep *report) finish(runs []*scenarioRun) {
 		for _, p := range r.Problems {
 			rep.Problems = append(rep.Problems, r.Scenario.Name+": "+p)
 		}
-		if !r.RowsOK {
+		if !r.RowsOK || r.FlagAnswers != nil && !r.FlagAnswers.OK {
 			rep.Failed = true
 		}
 	}

@@ -46,14 +46,14 @@ func runSQL(runID uint32) string {
 
 // checkRows counts the run's rows and fails it when an acknowledged event is missing
 // or stored twice, a send is stored in part, or a refused send is stored.
-func (r *runner) checkRows(res *scenarioRun) (rowCheck, error) {
+func (r *runner) checkRows(runID uint32, all *sendStats, bodyEvents int) (rowCheck, error) {
 	api := r.target.api
 	c := rowCheck{
-		AckedSends:  res.all.acked,
-		AckedEvents: res.all.events,
-		Sends:       res.all.acked + int64(len(res.all.refused)+len(res.all.unanswered)),
+		AckedSends:  all.acked,
+		AckedEvents: all.events,
+		Sends:       all.acked + int64(len(all.refused)+len(all.unanswered)),
 	}
-	where := runSQL(res.runID)
+	where := runSQL(runID)
 	deadline := time.Now().Add(r.settle)
 	for {
 		row, err := api.count(`SELECT count(), count(DISTINCT uuid), count(DISTINCT ` + sendSQL + `) FROM events WHERE ` + where)
@@ -68,22 +68,22 @@ func (r *runner) checkRows(res *scenarioRun) (rowCheck, error) {
 	}
 	c.DuplicatedEvents = c.Rows - c.UUIDs
 	torn, err := api.hogql(fmt.Sprintf(`SELECT %s, count() FROM events WHERE %s GROUP BY 1 HAVING count() <> %d ORDER BY 1 LIMIT 10`,
-		sendSQL, where, res.bodyEvents))
+		sendSQL, where, bodyEvents))
 	if err != nil {
 		return c, err
 	}
 	for _, row := range torn {
 		c.TornSends = append(c.TornSends, row[0])
 	}
-	if c.StoredRefused, err = storedAmong(api, where, res.all.refused); err != nil {
+	if c.StoredRefused, err = storedAmong(api, where, all.refused); err != nil {
 		return c, err
 	}
-	if c.StoredUnanswered, err = storedAmong(api, where, res.all.unanswered); err != nil {
+	if c.StoredUnanswered, err = storedAmong(api, where, all.unanswered); err != nil {
 		return c, err
 	}
 	// Every stored send is one of the run's: acknowledged, refused or unanswered.
 	storedAcked := c.StoredSends - c.StoredRefused - c.StoredUnanswered
-	c.MissingEvents = (c.AckedSends - storedAcked) * int64(res.bodyEvents)
+	c.MissingEvents = (c.AckedSends - storedAcked) * int64(bodyEvents)
 	c.OK = c.MissingEvents == 0 && c.DuplicatedEvents == 0 && len(c.TornSends) == 0 && c.StoredRefused == 0
 	return c, nil
 }

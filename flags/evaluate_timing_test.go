@@ -91,6 +91,7 @@ func benchmarkProject() (*Definitions, *Request) {
 
 // BenchmarkEvaluate evaluates a project of 50 flags for one person, as /flags/ does
 // per request, on one goroutine and on all (the edge's case: many requests at once).
+// evals/s is the bench suite's ceiling for /flags/ (bench/stage.go).
 func BenchmarkEvaluate(b *testing.B) {
 	d, r := benchmarkProject()
 	results, failed := Evaluate(d, r) // prepares the definitions, once
@@ -113,6 +114,7 @@ func BenchmarkEvaluate(b *testing.B) {
 				b.Fatal("wrong answer")
 			}
 		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "evals/s")
 	})
 	b.Run("parallel", func(b *testing.B) {
 		b.ReportAllocs()
@@ -123,6 +125,7 @@ func BenchmarkEvaluate(b *testing.B) {
 				}
 			}
 		})
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "evals/s")
 	})
 }
 
