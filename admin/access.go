@@ -235,3 +235,23 @@ func (a *API) editableDashboard(c *fiber.Ctx) (dashboardRow, error) {
 	}
 	return d, a.mayEdit(c.UserContext(), d, pr, principalOf(c).userID)
 }
+
+// recordOfPath is the project the path names and its record whose integer id is the
+// path's :id, read by find; an id that is not an integer, or a record the project does
+// not have, is DRF's "Not found.".
+func recordOfPath[T any](a *API, c *fiber.Ctx, find func(ctx context.Context, team, id int64) (T, bool, error)) (project, T, error) {
+	var none T
+	pr, err := a.projectOf(c, principalOf(c))
+	if err != nil {
+		return pr, none, err
+	}
+	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
+	if err != nil {
+		return pr, none, errRecordNotFound()
+	}
+	record, ok, err := find(c.UserContext(), pr.id, id)
+	if err == nil && !ok {
+		err = errRecordNotFound()
+	}
+	return pr, record, err
+}

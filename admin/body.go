@@ -43,6 +43,19 @@ func bindValid(c *fiber.Ctx, dst validator) error {
 	return dst.validate()
 }
 
+// changeInput is a request body that, once bound, becomes a change of C, checked in
+// DRF's words.
+type changeInput[C any] interface{ change() (C, error) }
+
+// bindChange binds the request's body into in, as bindBody does, and makes it a change.
+func bindChange[C any](c *fiber.Ctx, in changeInput[C]) (C, error) {
+	if err := bindBody(c, in); err != nil {
+		var none C
+		return none, err
+	}
+	return in.change()
+}
+
 // decodeJSON decodes doc into dst. A value of the wrong type is a 400 in DRF's words
 // whose attr is prefix and the field's path (prefix alone, without its trailing "__",
 // when doc itself has the wrong type); any other error (doc is not JSON) is returned

@@ -3,7 +3,6 @@ package admin
 import (
 	"context"
 	"encoding/json"
-	"strconv"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -132,11 +131,7 @@ func (a *API) cohortCreate(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var in cohortInput
-	if err := bindBody(c, &in); err != nil {
-		return err
-	}
-	ch, err := in.change()
+	ch, err := bindChange[flags.CohortChange](c, new(cohortInput))
 	if err != nil {
 		return err
 	}
@@ -147,21 +142,9 @@ func (a *API) cohortCreate(c *fiber.Ctx) error {
 	return a.sendCohort(c, fiber.StatusCreated, cohort)
 }
 
-// cohortOfPath is the project's cohort (deleted or not) that the path names.
+// cohortOfPath is the project and its cohort (deleted or not) that the path names.
 func (a *API) cohortOfPath(c *fiber.Ctx) (project, *flags.Cohort, error) {
-	pr, err := a.projectOf(c, principalOf(c))
-	if err != nil {
-		return pr, nil, err
-	}
-	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
-	if err != nil {
-		return pr, nil, errRecordNotFound()
-	}
-	cohort, ok, err := a.flags.Cohort(c.UserContext(), pr.id, id)
-	if err == nil && !ok {
-		err = errRecordNotFound()
-	}
-	return pr, cohort, err
+	return recordOfPath(a, c, a.flags.Cohort)
 }
 
 // GET /api/projects/{project_id}/cohorts/{id}/ (cohort:read)
@@ -182,11 +165,7 @@ func (a *API) cohortUpdate(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var in cohortInput
-	if err := bindBody(c, &in); err != nil {
-		return err
-	}
-	ch, err := in.change()
+	ch, err := bindChange[flags.CohortChange](c, new(cohortInput))
 	if err != nil {
 		return err
 	}

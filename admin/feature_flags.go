@@ -282,11 +282,7 @@ func (a *API) featureFlagCreate(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var in featureFlagInput
-	if err := bindBody(c, &in); err != nil {
-		return err
-	}
-	ch, err := in.change()
+	ch, err := bindChange[flags.FlagChange](c, new(featureFlagInput))
 	if err != nil {
 		return err
 	}
@@ -299,19 +295,7 @@ func (a *API) featureFlagCreate(c *fiber.Ctx) error {
 
 // flagOfPath is the project and the flag (deleted or not) that the path names.
 func (a *API) flagOfPath(c *fiber.Ctx) (project, *flags.Flag, error) {
-	pr, err := a.projectOf(c, principalOf(c))
-	if err != nil {
-		return pr, nil, err
-	}
-	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
-	if err != nil {
-		return pr, nil, errRecordNotFound()
-	}
-	f, ok, err := a.flags.Flag(c.UserContext(), pr.id, id)
-	if err == nil && !ok {
-		err = errRecordNotFound()
-	}
-	return pr, f, err
+	return recordOfPath(a, c, a.flags.Flag)
 }
 
 // GET /api/projects/{project_id}/feature_flags/{id}/ (feature_flag:read)
@@ -334,11 +318,7 @@ func (a *API) featureFlagUpdate(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var in featureFlagInput
-	if err := bindBody(c, &in); err != nil {
-		return err
-	}
-	ch, err := in.change()
+	ch, err := bindChange[flags.FlagChange](c, new(featureFlagInput))
 	if err != nil {
 		return err
 	}
