@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -88,6 +89,29 @@ func startProcess(t *testing.T, env []string, args ...string) *process {
 		t.Fatalf("hedge did not start serving:\n%s", p.log())
 	}
 	return p
+}
+
+// startServing starts `hedge serve` on a new data directory, on ports of its own, and
+// reads what it bootstrapped.
+func startServing(t *testing.T) (p *process, boot admin.Bootstrap, dataDir string) {
+	t.Helper()
+	dataDir = t.TempDir()
+	p = startProcess(t, []string{"HEDGE_DATA=" + dataDir, "HEDGE_ADMIN_ADDR=127.0.0.1:0", "HEDGE_CAPTURE_ADDR=127.0.0.1:0"})
+	if p.captureURL == "" {
+		t.Fatalf("hedge did not start:\n%s", p.log())
+	}
+	return p, readBootstrap(t, dataDir), dataDir
+}
+
+// openDatabase opens the database of a stopped hedge, until the test ends.
+func openDatabase(t *testing.T, dataDir string) *sql.DB {
+	t.Helper()
+	wh, err := warehouse.Open(context.Background(), warehouse.Config{Path: filepath.Join(dataDir, databaseFile)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { wh.Close() })
+	return wh.DB()
 }
 
 // launchProcess starts `hedge serve` and returns at once, with a channel closed when
@@ -245,13 +269,8 @@ func TestBinaryCrashAndShutdown(t *testing.T) {
 		t.Fatalf("a clean shutdown left a %d-byte WAL", info.Size())
 	}
 
-	wh, err := warehouse.Open(context.Background(), warehouse.Config{Path: filepath.Join(dataDir, databaseFile)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer wh.Close()
 	counts := map[uuid.UUID]int{}
-	rows, err := wh.DB().Query(`SELECT uuid FROM events WHERE event = 'crash-test'`)
+	rows, err := openDatabase(t, dataDir).Query(`SELECT uuid FROM events WHERE event = 'crash-test'`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,12 +295,7 @@ func TestBinaryCrashAndShutdown(t *testing.T) {
 func TestBinaryShutdownSignals(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
-			dataDir := t.TempDir()
-			p := startProcess(t, []string{"HEDGE_DATA=" + dataDir, "HEDGE_ADMIN_ADDR=127.0.0.1:0", "HEDGE_CAPTURE_ADDR=127.0.0.1:0"})
-			if p.captureURL == "" {
-				t.Fatalf("hedge did not start:\n%s", p.log())
-			}
-			boot := readBootstrap(t, dataDir)
+			p, boot, dataDir := startServing(t)
 			id := uuid.NewString()
 			event := fmt.Sprintf(`{"api_key":%q,"event":"before %s","distinct_id":"u","uuid":%q}`, boot.ProjectAPIKey, sig, id)
 			if status, body := request(t, "POST", p.captureURL+"/capture/", "", event); status != 200 {
@@ -296,13 +310,8 @@ func TestBinaryShutdownSignals(t *testing.T) {
 			if info, err := os.Stat(filepath.Join(dataDir, databaseFile+".wal")); err == nil && info.Size() > 0 {
 				t.Fatalf("shutdown on %v left a %d-byte WAL", sig, info.Size())
 			}
-			wh, err := warehouse.Open(context.Background(), warehouse.Config{Path: filepath.Join(dataDir, databaseFile)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer wh.Close()
 			var n int
-			if err := wh.DB().QueryRow(`SELECT count(*) FROM events WHERE uuid = ?`, id).Scan(&n); err != nil || n != 1 {
+			if err := openDatabase(t, dataDir).QueryRow(`SELECT count(*) FROM events WHERE uuid = ?`, id).Scan(&n); err != nil || n != 1 {
 				t.Fatalf("the acknowledged event is stored %d times (%v)", n, err)
 			}
 		})

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -22,7 +21,6 @@ import (
 	"github.com/posthog/posthog-go"
 
 	"github.com/hedge-analytics/hedge/admin"
-	"github.com/hedge-analytics/hedge/warehouse"
 )
 
 // TestFlagSDKs runs the real posthog-node, posthog-js (in jsdom, both bundles) and
@@ -33,15 +31,8 @@ import (
 // every request an SDK makes must succeed; and the $feature_flag_called events and
 // $feature/<key> properties they send must be stored.
 func TestFlagSDKs(t *testing.T) {
-	if _, err := os.Stat(filepath.Join(sdkProject, "node_modules")); err != nil {
-		if os.Getenv("HEDGE_REQUIRE_SDK_TESTS") != "" {
-			t.Fatalf("the SDKs are not installed in %s (make test runs npm ci there): %v", sdkProject, err)
-		}
-		t.Skipf("the SDKs are not installed: run make test, or npm ci --prefix %s", sdkProject)
-	}
-	dataDir := t.TempDir()
-	hedge := startProcess(t, []string{"HEDGE_DATA=" + dataDir, "HEDGE_ADMIN_ADDR=127.0.0.1:0", "HEDGE_CAPTURE_ADDR=127.0.0.1:0"})
-	boot := readBootstrap(t, dataDir)
+	requireSDKs(t)
+	hedge, boot, dataDir := startServing(t)
 	env := &flagsEnv{hedge: hedge, boot: boot}
 	env.setup(t)
 
@@ -423,28 +414,9 @@ type sdkAnswer struct {
 
 func runFlagsScript(ctx context.Context, env *flagsEnv, subjectsFile string, args []string) (flagsManifest, error) {
 	var m flagsManifest
-	node := exec.CommandContext(ctx, "node", append([]string{"flags.mjs"}, args...)...)
-	node.Dir = sdkProject
-	node.Env = append(os.Environ(), "HEDGE_CAPTURE_URL="+env.hedge.captureURL, "HEDGE_PROJECT_KEY="+env.boot.ProjectAPIKey,
-		"HEDGE_PERSONAL_KEY="+env.boot.PersonalAPIKey, "HEDGE_FLAG_SUBJECTS="+subjectsFile)
-	var stderr strings.Builder
-	node.Stderr = &stderr
-	out, err := node.Output()
-	if err != nil {
-		return m, fmt.Errorf("%v\n%s\n%s", err, clip(out), stderr.String())
-	}
-	if err := json.Unmarshal(out, &m); err != nil {
-		return m, fmt.Errorf("manifest: %v\n%s\n%s", err, clip(out), stderr.String())
-	}
-	return m, nil
-}
-
-// clip is the start and the end of a long output.
-func clip(out []byte) string {
-	if len(out) <= 4000 {
-		return string(out)
-	}
-	return string(out[:2000]) + "\n...\n" + string(out[len(out)-2000:])
+	err := runNode(ctx, []string{"HEDGE_CAPTURE_URL=" + env.hedge.captureURL, "HEDGE_PROJECT_KEY=" + env.boot.ProjectAPIKey,
+		"HEDGE_PERSONAL_KEY=" + env.boot.PersonalAPIKey, "HEDGE_FLAG_SUBJECTS=" + subjectsFile}, &m, append([]string{"flags.mjs"}, args...)...)
+	return m, err
 }
 
 // requestPath is a URL's path, the query left out.
@@ -591,6 +563,29 @@ func runPostHogGo(t *testing.T, env *flagsEnv, subjects *flagSubjects) ([]sdkAns
 		groups, person, gp := props(s)
 		return posthog.FeatureFlagPayloadNoKey{DistinctId: s.DistinctID, Groups: groups, PersonProperties: person, GroupProperties: gp}
 	}
+	// value records the answer of call, a read of one flag's value, as rec's SDK.
+	value := func(rec *goRecorder, call, key string, s flagSubject, v any, err error) {
+		if err != nil {
+			rec.problem("%s(%s, %s): %v", call, key, s.DistinctID, err)
+		}
+		add(sdkAnswer{SDK: rec.sdk, Call: call, ID: s.DistinctID, Key: key, Value: v})
+	}
+	// payloadsAndAll reads the subject's payloads one by one, then all its flags at once,
+	// as rec's SDK.
+	payloadsAndAll := func(client posthog.Client, rec *goRecorder, s flagSubject) {
+		for _, key := range payloadFlags {
+			p, err := client.GetFeatureFlagPayload(single(key, s))
+			if err != nil {
+				rec.problem("GetFeatureFlagPayload(%s, %s): %v", key, s.DistinctID, err)
+			}
+			add(sdkAnswer{SDK: rec.sdk, Call: "GetFeatureFlagPayload", ID: s.DistinctID, Key: key, Payload: payload(p)})
+		}
+		all, err := client.GetAllFlags(every(s))
+		if err != nil {
+			rec.problem("GetAllFlags(%s): %v", s.DistinctID, err)
+		}
+		add(sdkAnswer{SDK: rec.sdk, Call: "GetAllFlags", ID: s.DistinctID, Flags: all})
+	}
 
 	remoteRec := &goRecorder{sdk: "go-remote"}
 	remote := remoteRec.client(t, env, "")
@@ -600,31 +595,14 @@ func runPostHogGo(t *testing.T, env *flagsEnv, subjects *flagSubjects) ([]sdkAns
 		for j, key := range flagKeys {
 			if (i+j)%2 == 0 {
 				v, err := remote.GetFeatureFlag(single(key, s))
-				if err != nil {
-					remoteRec.problem("GetFeatureFlag(%s, %s): %v", key, s.DistinctID, err)
-				}
-				add(sdkAnswer{SDK: "go-remote", Call: "GetFeatureFlag", ID: s.DistinctID, Key: key, Value: v})
+				value(remoteRec, "GetFeatureFlag", key, s, v, err)
 			}
 			if (i+j)%4 == 1 {
 				v, err := remote.IsFeatureEnabled(single(key, s))
-				if err != nil {
-					remoteRec.problem("IsFeatureEnabled(%s, %s): %v", key, s.DistinctID, err)
-				}
-				add(sdkAnswer{SDK: "go-remote", Call: "IsFeatureEnabled", ID: s.DistinctID, Key: key, Value: v})
+				value(remoteRec, "IsFeatureEnabled", key, s, v, err)
 			}
 		}
-		for _, key := range payloadFlags {
-			p, err := remote.GetFeatureFlagPayload(single(key, s))
-			if err != nil {
-				remoteRec.problem("GetFeatureFlagPayload(%s, %s): %v", key, s.DistinctID, err)
-			}
-			add(sdkAnswer{SDK: "go-remote", Call: "GetFeatureFlagPayload", ID: s.DistinctID, Key: key, Payload: payload(p)})
-		}
-		all, err := remote.GetAllFlags(every(s))
-		if err != nil {
-			remoteRec.problem("GetAllFlags(%s): %v", s.DistinctID, err)
-		}
-		add(sdkAnswer{SDK: "go-remote", Call: "GetAllFlags", ID: s.DistinctID, Flags: all})
+		payloadsAndAll(remote, remoteRec, s)
 	})
 	if err := remote.Close(); err != nil {
 		remoteRec.problem("close: %v", err)
@@ -649,23 +627,9 @@ func runPostHogGo(t *testing.T, env *flagsEnv, subjects *flagSubjects) ([]sdkAns
 				add(sdkAnswer{SDK: "go-local-only", Call: "GetFeatureFlag", ID: s.DistinctID, Key: key, Value: v})
 			}
 			v, err := local.GetFeatureFlag(single(key, s))
-			if err != nil {
-				localRec.problem("GetFeatureFlag(%s, %s): %v", key, s.DistinctID, err)
-			}
-			add(sdkAnswer{SDK: "go-local", Call: "GetFeatureFlag", ID: s.DistinctID, Key: key, Value: v})
+			value(localRec, "GetFeatureFlag", key, s, v, err)
 		}
-		for _, key := range payloadFlags {
-			p, err := local.GetFeatureFlagPayload(single(key, s))
-			if err != nil {
-				localRec.problem("GetFeatureFlagPayload(%s, %s): %v", key, s.DistinctID, err)
-			}
-			add(sdkAnswer{SDK: "go-local", Call: "GetFeatureFlagPayload", ID: s.DistinctID, Key: key, Payload: payload(p)})
-		}
-		all, err = local.GetAllFlags(every(s))
-		if err != nil {
-			localRec.problem("GetAllFlags(%s): %v", s.DistinctID, err)
-		}
-		add(sdkAnswer{SDK: "go-local", Call: "GetAllFlags", ID: s.DistinctID, Flags: all})
+		payloadsAndAll(local, localRec, s)
 	})
 	// A reload sends the definitions' ETag back: nothing changed, so hedge answers 304.
 	if err := local.ReloadFeatureFlags(); err != nil {
@@ -968,13 +932,7 @@ func countLocal(m map[string]map[string]int, sdk, key string) {
 // that the events posthog-node captured with sendFeatureFlags carry every flag.
 func checkFlagEvents(t *testing.T, dataDir string, boot admin.Bootstrap, subjects *flagSubjects, all flagsManifest, expected map[string]map[string]hedgeFlag) {
 	t.Helper()
-	wh, err := warehouse.Open(context.Background(), warehouse.Config{Path: filepath.Join(dataDir, databaseFile)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer wh.Close()
-	db := wh.DB()
-
+	db := openDatabase(t, dataDir)
 	rows, err := db.Query(`SELECT distinct_id, properties FROM events WHERE event = '$feature_flag_called' AND team_id = ?`, boot.ProjectID)
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,38 +11,58 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/hedge-analytics/hedge/warehouse"
 )
 
 // sdkProject is the Node project that drives posthog-node and posthog-js; `make test`
 // installs its pinned packages with npm ci.
 const sdkProject = "edge/testdata/sdk-js"
 
-// TestNodeSDKs runs the real posthog-node and posthog-js (in jsdom) against a live
-// `hedge serve` and checks every event they sent in the database.
-func TestNodeSDKs(t *testing.T) {
+// requireSDKs skips the test when the SDKs are not installed in sdkProject, and fails
+// it when HEDGE_REQUIRE_SDK_TESTS is set (make test).
+func requireSDKs(t *testing.T) {
+	t.Helper()
 	if _, err := os.Stat(filepath.Join(sdkProject, "node_modules")); err != nil {
 		if os.Getenv("HEDGE_REQUIRE_SDK_TESTS") != "" {
 			t.Fatalf("the SDKs are not installed in %s (make test runs npm ci there): %v", sdkProject, err)
 		}
 		t.Skipf("the SDKs are not installed: run make test, or npm ci --prefix %s", sdkProject)
 	}
-	dataDir := t.TempDir()
-	hedge := startProcess(t, []string{"HEDGE_DATA=" + dataDir, "HEDGE_ADMIN_ADDR=127.0.0.1:0", "HEDGE_CAPTURE_ADDR=127.0.0.1:0"})
-	boot := readBootstrap(t, dataDir)
+}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	node := exec.CommandContext(ctx, "node", "run.mjs")
+// runNode runs node with args in the SDK project, env added to the test's environment,
+// and decodes the JSON manifest the script prints into manifest.
+func runNode(ctx context.Context, env []string, manifest any, args ...string) error {
+	node := exec.CommandContext(ctx, "node", args...)
 	node.Dir = sdkProject
-	node.Env = append(os.Environ(), "HEDGE_CAPTURE_URL="+hedge.captureURL, "HEDGE_PROJECT_KEY="+boot.ProjectAPIKey)
+	node.Env = append(os.Environ(), env...)
 	var stderr strings.Builder
 	node.Stderr = &stderr
 	out, err := node.Output()
 	if err != nil {
-		t.Fatalf("node run.mjs: %v\n%s\n%s", err, out, stderr.String())
+		return fmt.Errorf("%v\n%s\n%s", err, clip(out), stderr.String())
 	}
+	if err := json.Unmarshal(out, manifest); err != nil {
+		return fmt.Errorf("manifest: %v\n%s\n%s", err, clip(out), stderr.String())
+	}
+	return nil
+}
+
+// clip is the start and the end of a long output.
+func clip(out []byte) string {
+	if len(out) <= 4000 {
+		return string(out)
+	}
+	return string(out[:2000]) + "\n...\n" + string(out[len(out)-2000:])
+}
+
+// TestNodeSDKs runs the real posthog-node and posthog-js (in jsdom) against a live
+// `hedge serve` and checks every event they sent in the database.
+func TestNodeSDKs(t *testing.T) {
+	requireSDKs(t)
+	hedge, boot, dataDir := startServing(t)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	var manifest struct {
 		Events []struct {
 			SDK        string         `json:"sdk"`
@@ -59,8 +80,8 @@ func TestNodeSDKs(t *testing.T) {
 			Status int    `json:"status"`
 		} `json:"requests"`
 	}
-	if err := json.Unmarshal(out, &manifest); err != nil {
-		t.Fatalf("manifest: %v\n%s", err, out)
+	if err := runNode(ctx, []string{"HEDGE_CAPTURE_URL=" + hedge.captureURL, "HEDGE_PROJECT_KEY=" + boot.ProjectAPIKey}, &manifest, "run.mjs"); err != nil {
+		t.Fatalf("node run.mjs: %v", err)
 	}
 	if code := hedge.stop(t, syscall.SIGTERM); code != 0 {
 		t.Fatalf("hedge exited %d:\n%s", code, hedge.log())
@@ -77,12 +98,7 @@ func TestNodeSDKs(t *testing.T) {
 		t.Fatalf("requests by SDK %v: both SDKs must have sent", bySDK)
 	}
 
-	wh, err := warehouse.Open(context.Background(), warehouse.Config{Path: filepath.Join(dataDir, databaseFile)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer wh.Close()
-	db := wh.DB()
+	db := openDatabase(t, dataDir)
 	for _, e := range manifest.Events {
 		var lane, properties string
 		var ts time.Time

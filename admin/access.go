@@ -255,3 +255,15 @@ func recordOfPath[T any](a *API, c *fiber.Ctx, find func(ctx context.Context, te
 	}
 	return pr, record, err
 }
+
+// deletedWithPatch answers the DELETE of a record that is deleted with PATCH
+// {"deleted": true}, as PostHog does: 405 with no body, changing nothing, once the key,
+// its scope and the project are checked.
+func (a *API) deletedWithPatch(c *fiber.Ctx) error {
+	if _, err := a.projectOf(c, principalOf(c)); err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderAllow, "GET, PATCH")
+	c.Status(fiber.StatusMethodNotAllowed)
+	return nil
+}

@@ -137,6 +137,17 @@ func (env *testEnv) run(t *testing.T, scenarios []scenario) {
 	}
 }
 
+// refused is a scenario of the owner's request refused with DRF's 400 validation_error
+// of code, detail and attr ("" for null).
+func (env *testEnv) refused(name, method, path, body, attr, code, detail string) scenario {
+	a := "null"
+	if attr != "" {
+		a = `"` + attr + `"`
+	}
+	return scenario{name: name, method: method, path: path, key: env.owner, body: body, status: 400,
+		want: []string{fmt.Sprintf(`{"type":"validation_error","code":%q,"detail":%q,"attr":%s}`, code, detail, a)}}
+}
+
 func (env *testEnv) expand(s string) string {
 	return strings.ReplaceAll(s, "{org}", env.boot.OrganizationID)
 }

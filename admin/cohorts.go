@@ -20,7 +20,8 @@ func (a *API) bindCohorts() {
 	a.handle(fiber.MethodPost, base, "cohort:write", a.cohortCreate)
 	a.handle(fiber.MethodGet, base+":id/", "cohort:read", a.cohortRetrieve)
 	a.handle(fiber.MethodPatch, base+":id/", "cohort:write", a.cohortUpdate)
-	a.handle(fiber.MethodDelete, base+":id/", "cohort:write", a.cohortDelete)
+	// Not allowed, as in PostHog: cohorts are deleted with PATCH {"deleted": true}.
+	a.handle(fiber.MethodDelete, base+":id/", "cohort:write", a.deletedWithPatch)
 }
 
 // cohortRecord is a cohort in PostHog's shape. hedge computes no memberships: a
@@ -177,15 +178,4 @@ func (a *API) cohortUpdate(c *fiber.Ctx) error {
 		return errRecordNotFound()
 	}
 	return a.sendCohort(c, fiber.StatusOK, cohort)
-}
-
-// DELETE /api/projects/{project_id}/cohorts/{id}/ (cohort:write)
-// Not allowed, as in PostHog: cohorts are deleted with PATCH {"deleted": true}.
-func (a *API) cohortDelete(c *fiber.Ctx) error {
-	if _, err := a.projectOf(c, principalOf(c)); err != nil {
-		return err
-	}
-	c.Set(fiber.HeaderAllow, "GET, PATCH")
-	c.Status(fiber.StatusMethodNotAllowed)
-	return nil
 }

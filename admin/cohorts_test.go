@@ -1,9 +1,6 @@
 package admin
 
-import (
-	"fmt"
-	"testing"
-)
+import "testing"
 
 func TestCohorts(t *testing.T) {
 	env := newTestEnv(t, "")
@@ -18,14 +15,6 @@ func TestCohorts(t *testing.T) {
 		t.Fatalf("create: %d\n%s\nwant\n%s", status, stable(body), want)
 	}
 	nested := `{"properties":{"type":"AND","values":[{"key":"id","type":"cohort","value":1}]}}`
-	refused := func(name, method, path, body, attr, code, detail string) scenario {
-		a := "null"
-		if attr != "" {
-			a = `"` + attr + `"`
-		}
-		return scenario{name: name, method: method, path: path, key: env.owner, body: body, status: 400,
-			want: []string{fmt.Sprintf(`{"type":"validation_error","code":%q,"detail":%q,"attr":%s}`, code, detail, a)}}
-	}
 	env.run(t, []scenario{
 		{name: "static, no members", method: "POST", path: cohorts, key: env.owner, body: `{"name":"Listed","is_static":true}`, status: 201,
 			want: []string{`"id":2`, `"filters":{"properties":{"type":"AND","values":[]}}`, `"is_static":true`}},
@@ -39,14 +28,14 @@ func TestCohorts(t *testing.T) {
 			want: []string{`"detail":"API key missing required scope 'cohort:write'"`}},
 		{name: "update", method: "PATCH", path: cohorts + "1/", key: env.owner, body: `{"name":"Everyone","description":null}`, status: 200,
 			want: []string{`"name":"Everyone"`, `"description":""`, `"version":2`, `"filters":` + people}},
-		refused("no filters", "POST", cohorts, `{"name":"x"}`, "filters", "invalid_input", "Filters must be a dictionary with a 'properties' key."),
-		refused("filters without properties", "POST", cohorts, `{"filters":{"groups":[]}}`, "filters", "invalid_input",
+		env.refused("no filters", "POST", cohorts, `{"name":"x"}`, "filters", "invalid_input", "Filters must be a dictionary with a 'properties' key."),
+		env.refused("filters without properties", "POST", cohorts, `{"filters":{"groups":[]}}`, "filters", "invalid_input",
 			"Filters must be a dictionary with a 'properties' key."),
-		refused("group type", "POST", cohorts, `{"filters":{"properties":{"type":"NOT","values":[]}}}`, "filters", "invalid_input",
+		env.refused("group type", "POST", cohorts, `{"filters":{"properties":{"type":"NOT","values":[]}}}`, "filters", "invalid_input",
 			"Filters are not valid (a property group's type must be AND or OR)"),
-		refused("unknown cohort", "POST", cohorts, `{"filters":{"properties":{"type":"AND","values":[{"key":"id","type":"cohort","value":99}]}}}`, "",
+		env.refused("unknown cohort", "POST", cohorts, `{"filters":{"properties":{"type":"AND","values":[{"key":"id","type":"cohort","value":99}]}}}`, "",
 			"invalid_input", "Invalid Cohort ID in filter"),
-		refused("loop", "PATCH", cohorts+"1/", `{"filters":{"properties":{"type":"AND","values":[{"key":"id","type":"cohort","value":3}]}}}`, "",
+		env.refused("loop", "PATCH", cohorts+"1/", `{"filters":{"properties":{"type":"AND","values":[{"key":"id","type":"cohort","value":3}]}}}`, "",
 			"invalid_input", "Cohorts cannot reference other cohorts in a loop."),
 		{name: "delete", method: "PATCH", path: cohorts + "2/", key: env.owner, body: `{"deleted":true}`, status: 200, want: []string{`"deleted":true`}},
 		{name: "not listed", method: "GET", path: cohorts, key: env.owner, status: 200, want: []string{`"count":2`}},

@@ -22,7 +22,8 @@ func (a *API) bindDashboards() {
 	a.handle(fiber.MethodPost, "/projects/:project_id/dashboards/create_from_template_json/", "dashboard:write", a.dashboardFromTemplateJSON)
 	a.handle(fiber.MethodGet, "/projects/:project_id/dashboards/:id/", "dashboard:read", a.dashboardRetrieve)
 	a.handle(fiber.MethodPatch, "/projects/:project_id/dashboards/:id/", "dashboard:write", a.dashboardUpdate)
-	a.handle(fiber.MethodDelete, "/projects/:project_id/dashboards/:id/", "dashboard:write", a.dashboardDelete)
+	// Not allowed, as in PostHog: dashboards are deleted with PATCH {"deleted": true}.
+	a.handle(fiber.MethodDelete, "/projects/:project_id/dashboards/:id/", "dashboard:write", a.deletedWithPatch)
 	a.handle(fiber.MethodPatch, "/projects/:project_id/dashboards/:id/move_tile/", "dashboard:write", a.dashboardMoveTile)
 }
 
@@ -668,18 +669,6 @@ func (a *API) undelete(c *fiber.Ctx, pr project, d dashboardRow) error {
 		return fmt.Errorf("cannot commit restoring dashboard %d: %w", d.id, err)
 	}
 	return a.sendDashboard(c, pr, d.id, fiber.StatusOK)
-}
-
-// DELETE /api/projects/{project_id}/dashboards/{id}/ (dashboard:write)
-// 405 with no body, changing nothing, as PostHog: dashboards are deleted with
-// PATCH {"deleted": true}. The key, its scope and the project are checked first.
-func (a *API) dashboardDelete(c *fiber.Ctx) error {
-	if _, err := a.projectOf(c, principalOf(c)); err != nil {
-		return err
-	}
-	c.Set(fiber.HeaderAllow, "GET, PATCH")
-	c.Status(fiber.StatusMethodNotAllowed)
-	return nil
 }
 
 // PATCH /api/projects/{project_id}/dashboards/{id}/move_tile/ (dashboard:write)

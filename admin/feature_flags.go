@@ -23,7 +23,8 @@ func (a *API) bindFeatureFlags() {
 	a.handle(fiber.MethodPost, base, "feature_flag:write", a.featureFlagCreate)
 	a.handle(fiber.MethodGet, base+":id/", "feature_flag:read", a.featureFlagRetrieve)
 	a.handle(fiber.MethodPatch, base+":id/", "feature_flag:write", a.featureFlagUpdate)
-	a.handle(fiber.MethodDelete, base+":id/", "feature_flag:write", a.featureFlagDelete)
+	// Not allowed, as in PostHog: flags are deleted with PATCH {"deleted": true}.
+	a.handle(fiber.MethodDelete, base+":id/", "feature_flag:write", a.deletedWithPatch)
 }
 
 // featureFlagRecord is a flag in PostHog's shape. hedge has no experiments, surveys,
@@ -330,16 +331,4 @@ func (a *API) featureFlagUpdate(c *fiber.Ctx) error {
 		return errRecordNotFound()
 	}
 	return a.sendFlag(c, fiber.StatusOK, pr, f)
-}
-
-// DELETE /api/projects/{project_id}/feature_flags/{id}/ (feature_flag:write)
-// Not allowed, as in PostHog: flags are deleted with PATCH {"deleted": true}. 405
-// with no body once the key and the project are checked.
-func (a *API) featureFlagDelete(c *fiber.Ctx) error {
-	if _, err := a.projectOf(c, principalOf(c)); err != nil {
-		return err
-	}
-	c.Set(fiber.HeaderAllow, "GET, PATCH")
-	c.Status(fiber.StatusMethodNotAllowed)
-	return nil
 }

@@ -190,16 +190,8 @@ func TestFeatureFlagValidation(t *testing.T) {
 	people := env.cohort(t, `{"name":"People","filters":{"properties":{"type":"AND","values":[{"key":"email","type":"person","value":"x"}]}}}`)
 	events := env.cohort(t, `{"name":"Buyers","filters":{"properties":{"type":"AND","values":[{"key":"purchase","type":"behavioral","value":"performed_event"}]}}}`)
 	_ = people
-	refused := func(name, method, path, body, attr, code, detail string) scenario {
-		a := "null"
-		if attr != "" {
-			a = `"` + attr + `"`
-		}
-		return scenario{name: name, method: method, path: path, key: env.owner, body: body, status: 400,
-			want: []string{fmt.Sprintf(`{"type":"validation_error","code":%q,"detail":%q,"attr":%s}`, code, detail, a)}}
-	}
 	create := func(name, body, attr, code, detail string) scenario {
-		return refused(name, "POST", env.flagPath(), body, attr, code, detail)
+		return env.refused(name, "POST", env.flagPath(), body, attr, code, detail)
 	}
 	filters := func(name, filters, code, detail string) scenario {
 		return create(name, `{"key":"new","filters":`+filters+`}`, "filters", code, detail)
@@ -227,9 +219,9 @@ func TestFeatureFlagValidation(t *testing.T) {
 		filters("dependency missing", dependsOn(999), "invalid_input", "Flag dependency references non-existent flag with ID 999"),
 		filters("dependency disabled", dependsOn(off), "invalid_input",
 			fmt.Sprintf("Cannot create dependency on disabled flag 'off' (ID: %d). Flag dependencies must reference active flags only.", off)),
-		refused("dependency on itself", "PATCH", env.flagPath(alpha), `{"filters":`+dependsOn(alpha)+`}`, "filters", "invalid_input",
+		env.refused("dependency on itself", "PATCH", env.flagPath(alpha), `{"filters":`+dependsOn(alpha)+`}`, "filters", "invalid_input",
 			"Feature flag 'alpha' cannot depend on itself"),
-		refused("dependency cycle", "PATCH", env.flagPath(alpha), `{"filters":`+dependsOn(beta)+`}`, "filters", "invalid_input",
+		env.refused("dependency cycle", "PATCH", env.flagPath(alpha), `{"filters":`+dependsOn(beta)+`}`, "filters", "invalid_input",
 			"Circular dependency detected: alpha → beta → alpha"),
 		filters("variants sum", `{"groups":[{"properties":[]}],"multivariate":{"variants":[{"key":"a","rollout_percentage":60},{"key":"b","rollout_percentage":60}]}}`,
 			"invalid_input", "Invalid variant definitions: Variant rollout percentages must sum to 100."),
@@ -251,9 +243,9 @@ func TestFeatureFlagValidation(t *testing.T) {
 		filters("payload keys, boolean", `{"groups":[{"properties":[]}],"payloads":{"a":"1"}}`, "invalid_input", "Payload keys must be 'true' for boolean flags"),
 		create("runtime", `{"key":"new","evaluation_runtime":"edge"}`, "evaluation_runtime", "invalid_choice", `"edge" is not a valid choice.`),
 		create("bucketing", `{"key":"new","bucketing_identifier":"ip"}`, "bucketing_identifier", "invalid_choice", `"ip" is not a valid choice.`),
-		refused("delete a dependency", "PATCH", env.flagPath(alpha), `{"deleted":true}`, "", "invalid_input",
+		env.refused("delete a dependency", "PATCH", env.flagPath(alpha), `{"deleted":true}`, "", "invalid_input",
 			fmt.Sprintf("Cannot delete this feature flag because other flags depend on it: beta (ID: %d). Please update or delete the dependent flags first.", beta)),
-		refused("disable a dependency", "PATCH", env.flagPath(alpha), `{"active":false}`, "", "invalid_input",
+		env.refused("disable a dependency", "PATCH", env.flagPath(alpha), `{"active":false}`, "", "invalid_input",
 			fmt.Sprintf("Cannot disable this feature flag because other flags depend on it: beta (ID: %d). Please update or disable the dependent flags first.", beta)),
 	})
 	// Enabling a flag whose dependency was disabled since (possible when it was
@@ -261,7 +253,7 @@ func TestFeatureFlagValidation(t *testing.T) {
 	env.must(t, 200, "PATCH", env.flagPath(beta), env.owner, `{"active":false}`)
 	env.must(t, 200, "PATCH", env.flagPath(alpha), env.owner, `{"active":false}`)
 	env.run(t, []scenario{
-		refused("enable on a disabled dependency", "PATCH", env.flagPath(beta), `{"active":true}`, "", "invalid_input",
+		env.refused("enable on a disabled dependency", "PATCH", env.flagPath(beta), `{"active":true}`, "", "invalid_input",
 			fmt.Sprintf("Cannot enable this feature flag because it depends on disabled flags: alpha (ID: %d). Please enable the dependency flags first.", alpha)),
 	})
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,95 +12,19 @@ import (
 
 	"github.com/hedge-analytics/hedge/edge"
 	"github.com/hedge-analytics/hedge/flags"
+	"github.com/hedge-analytics/hedge/flags/flagcases"
 )
 
-// The evaluator's shared tables (flags/testdata), run against /flags/: each case's
-// flags and cohorts are made through the flag store, its stored persons and groups by
-// ingesting events, and its request is sent to the capture listener. The format of the
-// tables is documented beside the evaluator's own runner (flags/evaluate_test.go,
-// flags/match_test.go).
+// The evaluation's contract tables (package flagcases), run against /flags/: each
+// case's flags and cohorts are made through the flag store, its stored persons and
+// groups by ingesting events, and its request is sent to the capture listener.
 //
 // What the API cannot make is left out, each time with its reason in the test log:
 // a case whose setup cannot be made is skipped; a flag that the API refuses, or that
 // depends on one that was left out, is left out of the case (and out of its answer).
 
-// evaluationCase is a case of flags/testdata/evaluation_cases.json.
-type evaluationCase struct {
-	Name       string                `json:"name"`
-	Flags      []caseFlag            `json:"flags"`
-	Cohorts    []caseCohort          `json:"cohorts"`
-	GroupTypes map[string]string     `json:"group_types"`
-	Now        string                `json:"now"`
-	Timezone   string                `json:"timezone"`
-	Request    caseRequest           `json:"request"`
-	Want       map[string]caseAnswer `json:"want"`
-	Errors     bool                  `json:"errors_while_computing"`
-}
-
-type caseFlag struct {
-	ID                         int64           `json:"id"`
-	Key                        string          `json:"key"`
-	Active                     *bool           `json:"active"`
-	Deleted                    bool            `json:"deleted"`
-	EnsureExperienceContinuity bool            `json:"ensure_experience_continuity"`
-	EvaluationRuntime          string          `json:"evaluation_runtime"`
-	BucketingIdentifier        string          `json:"bucketing_identifier"`
-	EvaluationTags             []string        `json:"evaluation_tags"`
-	Filters                    json.RawMessage `json:"filters"`
-}
-
-type caseCohort struct {
-	ID       int64           `json:"id"`
-	IsStatic bool            `json:"is_static"`
-	Deleted  bool            `json:"deleted"`
-	Filters  json.RawMessage `json:"filters"`
-}
-
-type caseRequest struct {
-	DistinctID             string                     `json:"distinct_id"`
-	AnonDistinctID         string                     `json:"anon_distinct_id"`
-	DeviceID               string                     `json:"device_id"`
-	Groups                 map[string]string          `json:"groups"`
-	PersonProperties       json.RawMessage            `json:"person_properties"`
-	GroupProperties        map[string]json.RawMessage `json:"group_properties"`
-	FlagKeys               json.RawMessage            `json:"flag_keys"` // absent and [] differ
-	EvaluationRuntime      string                     `json:"evaluation_runtime"`
-	EvaluationContexts     []string                   `json:"evaluation_contexts"`
-	OnlySurveyFlags        bool                       `json:"only_evaluate_survey_feature_flags"`
-	StoredPersonProperties json.RawMessage            `json:"stored_person_properties"`
-	StoredGroupProperties  map[string]json.RawMessage `json:"stored_group_properties"`
-	HashKeyOverrides       map[string]string          `json:"hash_key_overrides"`
-	HashKeyOverrideError   bool                       `json:"hash_key_override_error"`
-}
-
-type caseAnswer struct {
-	Enabled        bool    `json:"enabled"`
-	Variant        *string `json:"variant"`
-	Reason         string  `json:"reason"`
-	ConditionIndex *int    `json:"condition_index"`
-	Description    *string `json:"description"`
-	Payload        *string `json:"payload"`
-	Failed         bool    `json:"failed"`
-}
-
-func readCases[C any](t *testing.T, file string) []C {
-	t.Helper()
-	data, err := os.ReadFile("../flags/testdata/" + file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cases struct{ Cases []C }
-	if err := json.Unmarshal(data, &cases); err != nil {
-		t.Fatalf("cannot decode %s: %v", file, err)
-	}
-	if len(cases.Cases) == 0 {
-		t.Fatalf("no cases in %s", file)
-	}
-	return cases.Cases
-}
-
 // setUpError is why a case cannot be set up through the API.
-func (c *evaluationCase) setUpError() string {
+func setUpError(c *flagcases.Evaluation) string {
 	r := &c.Request
 	switch {
 	case c.Now != "":
@@ -120,44 +43,15 @@ func (c *evaluationCase) setUpError() string {
 	return ""
 }
 
-// standardDescription is the description PostHog gives a reason code.
-func standardDescription(code string, index *int) string {
-	switch code {
-	case "condition_match":
-		return "Matched condition set " + strconv.Itoa(*index+1)
-	case "no_condition_match":
-		return "No matching condition set"
-	case "out_of_rollout_bound":
-		return "Out of rollout bound"
-	case "no_group_type":
-		return "No group type"
-	case "super_condition_value":
-		return "Super condition value"
-	case "holdout_condition_value":
-		return "Holdout condition value"
-	case "missing_dependency":
-		return "Flag cannot be evaluated due to missing dependency"
-	case "dependency_not_found_cohort":
-		return "Cohort dependency not found"
-	case "dependency_cycle_cohort":
-		return "Cohort dependency cycle detected"
-	case "cohort_filters_parsing_error":
-		return "Failed to parse cohort filters"
-	case "hash_key_override_error":
-		return "Failed to fetch hash key override for experience continuity"
-	}
-	return "?"
-}
-
 func TestEvaluationCasesThroughFlags(t *testing.T) {
 	env := newCaptureEnv(t, edge.Config{})
-	for _, c := range readCases[evaluationCase](t, "evaluation_cases.json") {
+	for _, c := range flagcases.Evaluations(t) {
 		t.Run(c.Name, func(t *testing.T) {
-			if reason := c.setUpError(); reason != "" {
+			if reason := setUpError(&c); reason != "" {
 				t.Skip(reason)
 			}
 			p := env.newProject(t, c.Timezone)
-			env.ingest(t, p.token, c.peopleEvents(t)...)
+			env.ingest(t, p.token, peopleEvents(t, &c)...)
 			s := newCaseSetup(t, env, p.id)
 			s.make(c.Cohorts, c.Flags)
 			for _, key := range slices.Sorted(maps.Keys(s.leftOut)) {
@@ -168,9 +62,9 @@ func TestEvaluationCasesThroughFlags(t *testing.T) {
 			if c.Request.OnlySurveyFlags {
 				path += "&only_evaluate_survey_feature_flags=true"
 			}
-			got := env.flagsFor(t, path, c.Request.body(p.token), nil)
+			got := env.flagsFor(t, path, requestBody(&c.Request, p.token), nil)
 
-			want := map[string]caseAnswer{}
+			want := map[string]flagcases.Answer{}
 			for key, w := range c.Want {
 				if s.leftOut[key] == "" {
 					want[key] = w
@@ -200,7 +94,7 @@ func TestEvaluationCasesThroughFlags(t *testing.T) {
 
 // peopleEvents are the events that make the case's project: its group types, in index
 // order, then its stored group and person properties.
-func (c *evaluationCase) peopleEvents(t *testing.T) []string {
+func peopleEvents(t *testing.T, c *flagcases.Evaluation) []string {
 	t.Helper()
 	var events []string
 	for i := range len(c.GroupTypes) {
@@ -222,8 +116,8 @@ func (c *evaluationCase) peopleEvents(t *testing.T) []string {
 	return events
 }
 
-// body is the /flags/ request body of the case.
-func (r *caseRequest) body(token string) map[string]any {
+// requestBody is the /flags/ request body of the case's request.
+func requestBody(r *flagcases.Request, token string) map[string]any {
 	b := map[string]any{"token": token, "distinct_id": r.DistinctID}
 	if r.AnonDistinctID != "" {
 		b["$anon_distinct_id"] = r.AnonDistinctID
@@ -313,23 +207,9 @@ func refs(v any, f func(kind string, id int64, set func(int64))) {
 	}
 }
 
-func decodeJSON(t *testing.T, raw json.RawMessage) any {
-	t.Helper()
-	if raw == nil {
-		return nil
-	}
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
 // make makes the cohorts, then the flags, each after those it references; then
 // deletes what must end deleted.
-func (s *caseSetup) make(cohorts []caseCohort, caseFlags []caseFlag) {
+func (s *caseSetup) make(cohorts []flagcases.Cohort, caseFlags []flagcases.Flag) {
 	t := s.t
 	t.Helper()
 	haveCohort := map[int64]bool{}
@@ -373,50 +253,31 @@ func (s *caseSetup) make(cohorts []caseCohort, caseFlags []caseFlag) {
 		return ready, why
 	}
 
-	for pending := cohorts; len(pending) > 0; {
-		var next []caseCohort
-		for _, c := range pending {
-			filters := decodeJSON(t, c.Filters)
-			ready, why := resolve(filters)
-			switch {
-			case why != "":
-				s.cohortLeftOut[c.ID] = "was left out: " + why
-			case !ready:
-				next = append(next, c)
-			default:
-				s.makeCohort(c, filters)
-			}
+	// attempt makes an item whose filters are raw: made is given the filters rewritten,
+	// leftOut why the item cannot be made; true when it waits for another.
+	attempt := func(raw json.RawMessage, made func(filters any), leftOut func(why string)) (waits bool) {
+		filters := flagcases.Decode(t, raw)
+		ready, why := resolve(filters)
+		switch {
+		case why != "":
+			leftOut(why)
+		case !ready:
+			return true
+		default:
+			made(filters)
 		}
-		if len(next) == len(pending) {
-			for _, c := range next {
-				s.cohortLeftOut[c.ID] = "cannot be made: the API refuses cohorts that use each other in a loop"
-			}
-			break
-		}
-		pending = next
+		return false
 	}
-
-	for pending := caseFlags; len(pending) > 0; {
-		var next []caseFlag
-		for _, f := range pending {
-			filters := decodeJSON(t, f.Filters)
-			ready, why := resolve(filters)
-			switch {
-			case why != "":
-				s.leftOut[f.Key] = why
-			case !ready:
-				next = append(next, f)
-			default:
-				s.makeFlag(f, filters)
-			}
-		}
-		if len(next) == len(pending) {
-			for _, f := range next {
-				s.leftOut[f.Key] = "the API refuses flags that depend on each other in a cycle"
-			}
-			break
-		}
-		pending = next
+	for _, c := range inRounds(cohorts, func(c flagcases.Cohort) bool {
+		return attempt(c.Filters, func(filters any) { s.makeCohort(c, filters) },
+			func(why string) { s.cohortLeftOut[c.ID] = "was left out: " + why })
+	}) {
+		s.cohortLeftOut[c.ID] = "cannot be made: the API refuses cohorts that use each other in a loop"
+	}
+	for _, f := range inRounds(caseFlags, func(f flagcases.Flag) bool {
+		return attempt(f.Filters, func(filters any) { s.makeFlag(f, filters) }, func(why string) { s.leftOut[f.Key] = why })
+	}) {
+		s.leftOut[f.Key] = "the API refuses flags that depend on each other in a cycle"
 	}
 
 	for _, id := range s.toDelete {
@@ -440,7 +301,7 @@ func (s *caseSetup) make(cohorts []caseCohort, caseFlags []caseFlag) {
 					continue
 				}
 				depends := false
-				refs(decodeJSON(t, mustMarshal(t, f.Filters)), func(kind string, id int64, _ func(int64)) {
+				refs(flagcases.Decode(t, mustMarshal(t, f.Filters)), func(kind string, id int64, _ func(int64)) {
 					depends = depends || kind == "flag" && slices.Contains(reached, id)
 				})
 				if depends {
@@ -458,6 +319,24 @@ func (s *caseSetup) make(cohorts []caseCohort, caseFlags []caseFlag) {
 			s.env.updateFlag(t, s.team, id, flags.FlagChange{Active: ptr(true)})
 		}
 	}
+}
+
+// inRounds calls step with each item, then again with those that waited, round after
+// round, until none waits or a round makes no progress; it returns those still waiting.
+func inRounds[T any](items []T, step func(T) (waits bool)) []T {
+	for pending := items; len(pending) > 0; {
+		var next []T
+		for _, x := range pending {
+			if step(x) {
+				next = append(next, x)
+			}
+		}
+		if len(next) == len(pending) {
+			return next
+		}
+		pending = next
+	}
+	return nil
 }
 
 func mustMarshal(t *testing.T, v any) []byte {
@@ -486,7 +365,7 @@ func (s *caseSetup) placeholderFlag(caseID int64) int64 {
 	return f.ID
 }
 
-func (s *caseSetup) makeCohort(c caseCohort, filters any) {
+func (s *caseSetup) makeCohort(c flagcases.Cohort, filters any) {
 	ch := flags.CohortChange{Name: ptr(fmt.Sprintf("cohort %d", c.ID))}
 	if c.IsStatic {
 		// A static cohort is a list of persons: its filters are not sent.
@@ -505,7 +384,7 @@ func (s *caseSetup) makeCohort(c caseCohort, filters any) {
 	}
 }
 
-func (s *caseSetup) makeFlag(f caseFlag, filters any) {
+func (s *caseSetup) makeFlag(f flagcases.Flag, filters any) {
 	ch := flags.FlagChange{Key: &f.Key, Filters: mustMarshal(s.t, filters), Active: f.Active, Deleted: &f.Deleted,
 		EnsureExperienceContinuity: &f.EnsureExperienceContinuity, EvaluationTags: f.EvaluationTags}
 	if f.EvaluationRuntime != "" {
@@ -524,31 +403,13 @@ func (s *caseSetup) makeFlag(f caseFlag, filters any) {
 
 // check compares a flag's answer with the case's; its metadata are those of the flag
 // as stored.
-func (s *caseSetup) check(key string, got flagDetails, w caseAnswer) {
+func (s *caseSetup) check(key string, got flagDetails, w flagcases.Answer) {
 	t := s.t
 	t.Helper()
-	wantDescription := standardDescription(w.Reason, w.ConditionIndex)
-	if w.Description != nil {
-		wantDescription = *w.Description
-	}
-	index := func(i *int) string {
-		if i == nil {
-			return "null"
-		}
-		return strconv.Itoa(*i)
-	}
-	text := func(s *string) string {
-		if s == nil {
-			return "null"
-		}
-		return strconv.Quote(*s)
-	}
-	gotText := fmt.Sprintf("enabled %v variant %s reason %s index %s description %q payload %s failed %v",
-		got.Enabled, text(got.Variant), got.Reason.Code, index(got.Reason.ConditionIndex), got.Reason.Description, text(got.Metadata.Payload), got.Failed)
-	wantText := fmt.Sprintf("enabled %v variant %s reason %s index %s description %q payload %s failed %v",
-		w.Enabled, text(w.Variant), w.Reason, index(w.ConditionIndex), wantDescription, text(w.Payload), w.Failed)
-	if gotText != wantText {
-		t.Errorf("%s: %s\nwant %s", key, gotText, wantText)
+	answer := flagcases.Answer{Enabled: got.Enabled, Variant: got.Variant, Reason: got.Reason.Code, ConditionIndex: got.Reason.ConditionIndex,
+		Description: &got.Reason.Description, Payload: got.Metadata.Payload, Failed: got.Failed}
+	if answer.String() != w.String() {
+		t.Errorf("%s: %s\nwant %s", key, answer, w)
 	}
 	var stored *flags.Flag
 	for _, id := range s.flags {
@@ -561,25 +422,12 @@ func (s *caseSetup) check(key string, got flagDetails, w caseAnswer) {
 	}
 }
 
-// operatorCase is a case of flags/testdata/operator_cases.json: one flag whose one
-// condition has one person filter (operator, value) against the person property
-// property (absent: not sent).
-type operatorCase struct {
-	Name     string          `json:"name"`
-	Operator string          `json:"operator"`
-	Value    json.RawMessage `json:"value"`
-	Property json.RawMessage `json:"property"`
-	Now      string          `json:"now"`
-	Timezone string          `json:"timezone"`
-	Want     bool            `json:"want"`
-}
-
 // TestOperatorCasesThroughFlags runs the operator table against /flags/. The cases are
 // independent flags, so the cases of one time zone share a project: case i is flag
 // "case-i" on person property "prop-i", and one request sends every case's property.
 func TestOperatorCasesThroughFlags(t *testing.T) {
 	env := newCaptureEnv(t, edge.Config{})
-	cases := readCases[operatorCase](t, "operator_cases.json")
+	cases := flagcases.Operators(t)
 	refused := map[int]string{}
 	answers := map[int]flagDetails{}
 	byZone := map[string][]int{}

@@ -3,133 +3,52 @@ package flags
 import (
 	"encoding/json"
 	"math"
-	"os"
 	"reflect"
 	"runtime"
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hedge-analytics/hedge/flags/flagcases"
 )
 
-// evaluationCase is one case of testdata/evaluation_cases.json, a table that the edge's
-// tests also run against /flags/ (a runner skips the cases whose setup it cannot make).
-//
-//   - flags: the project's flags as PostHog's definitions JSON ({"id", "key", "active"
-//     (default true), "deleted", "version", "ensure_experience_continuity",
-//     "evaluation_runtime", "bucketing_identifier", "evaluation_tags", "filters"}).
-//   - cohorts: [{"id", "is_static", "deleted", "filters": {"properties": …}}].
-//   - group_types: the project's group types, {"<index>": "<type>"}.
-//   - now (RFC 3339), timezone (IANA): the instant of relative dates and the project's
-//     time zone; absent: the current time and UTC.
-//   - request: what /flags/ is sent, under the body's names: distinct_id,
-//     anon_distinct_id ($anon_distinct_id), device_id, groups, person_properties,
-//     group_properties, flag_keys, evaluation_runtime, evaluation_contexts; and
-//     only_evaluate_survey_feature_flags (the query parameter). Besides, the state a
-//     runner must set up: stored_person_properties (the person's), stored_group_properties
-//     (by group type, the caller's group's), hash_key_overrides (the identifiers
-//     experience continuity keeps, by flag key), hash_key_override_error (reading them
-//     fails).
-//   - want: exactly the flags answered, by key: enabled, variant (null for none),
-//     reason (reason.code), condition_index (null for none), and when given
-//     description (else the standard one for the reason), payload (absent: null),
-//     failed (absent: false).
-//   - errors_while_computing: errorsWhileComputingFlags.
-type evaluationCase struct {
-	Name       string                `json:"name"`
-	Flags      []caseFlag            `json:"flags"`
-	Cohorts    []caseCohort          `json:"cohorts"`
-	GroupTypes map[string]string     `json:"group_types"`
-	Now        string                `json:"now"`
-	Timezone   string                `json:"timezone"`
-	Request    caseRequest           `json:"request"`
-	Want       map[string]caseAnswer `json:"want"`
-	Errors     bool                  `json:"errors_while_computing"`
-}
-
-type caseFlag struct {
-	ID                         int64    `json:"id"`
-	Key                        string   `json:"key"`
-	Active                     *bool    `json:"active"`
-	Deleted                    bool     `json:"deleted"`
-	Version                    int      `json:"version"`
-	EnsureExperienceContinuity bool     `json:"ensure_experience_continuity"`
-	EvaluationRuntime          string   `json:"evaluation_runtime"`
-	BucketingIdentifier        string   `json:"bucketing_identifier"`
-	EvaluationTags             []string `json:"evaluation_tags"`
-	Filters                    Filters  `json:"filters"`
-}
-
-type caseCohort struct {
-	ID       int64         `json:"id"`
-	IsStatic bool          `json:"is_static"`
-	Deleted  bool          `json:"deleted"`
-	Filters  CohortFilters `json:"filters"`
-}
-
-type caseRequest struct {
-	DistinctID             string                     `json:"distinct_id"`
-	AnonDistinctID         string                     `json:"anon_distinct_id"`
-	DeviceID               string                     `json:"device_id"`
-	Groups                 map[string]string          `json:"groups"`
-	PersonProperties       json.RawMessage            `json:"person_properties"`
-	GroupProperties        map[string]json.RawMessage `json:"group_properties"`
-	FlagKeys               []string                   `json:"flag_keys"`
-	EvaluationRuntime      string                     `json:"evaluation_runtime"`
-	EvaluationContexts     []string                   `json:"evaluation_contexts"`
-	OnlySurveyFlags        bool                       `json:"only_evaluate_survey_feature_flags"`
-	StoredPersonProperties json.RawMessage            `json:"stored_person_properties"`
-	StoredGroupProperties  map[string]json.RawMessage `json:"stored_group_properties"`
-	HashKeyOverrides       map[string]string          `json:"hash_key_overrides"`
-	HashKeyOverrideError   bool                       `json:"hash_key_override_error"`
-}
-
-type caseAnswer struct {
-	Enabled        bool    `json:"enabled"`
-	Variant        *string `json:"variant"`
-	Reason         string  `json:"reason"`
-	ConditionIndex *int    `json:"condition_index"`
-	Description    *string `json:"description"`
-	Payload        *string `json:"payload"`
-	Failed         bool    `json:"failed"`
-}
-
-func readEvaluationCases(t testing.TB) []evaluationCase {
+// caseDefinitions are the case's flags (sorted by key) and cohorts.
+func caseDefinitions(t testing.TB, c *flagcases.Evaluation) *Definitions {
 	t.Helper()
-	data, err := os.ReadFile("testdata/evaluation_cases.json")
-	if err != nil {
-		t.Fatalf("cannot read the evaluation cases: %v", err)
-	}
-	var file struct{ Cases []evaluationCase }
-	if err := json.Unmarshal(data, &file); err != nil {
-		t.Fatalf("cannot decode the evaluation cases: %v", err)
-	}
-	return file.Cases
-}
-
-// definitions are the case's flags (sorted by key) and cohorts.
-func (c *evaluationCase) definitions() *Definitions {
 	d := &Definitions{Team: 1, Cohorts: map[int64]*Cohort{}}
 	for _, f := range c.Flags {
 		flag := &Flag{
 			ID: f.ID, TeamID: 1, Key: f.Key, Active: f.Active == nil || *f.Active, Deleted: f.Deleted,
 			Version: f.Version, EnsureExperienceContinuity: f.EnsureExperienceContinuity,
 			EvaluationRuntime: f.EvaluationRuntime, BucketingIdentifier: f.BucketingIdentifier,
-			EvaluationTags: f.EvaluationTags, Filters: f.Filters,
+			EvaluationTags: f.EvaluationTags, Filters: filtersOf[Filters](t, f.Filters),
 		}
 		d.Flags = append(d.Flags, flag)
 	}
 	sort.Slice(d.Flags, func(i, j int) bool { return d.Flags[i].Key < d.Flags[j].Key })
 	for _, co := range c.Cohorts {
-		d.Cohorts[co.ID] = &Cohort{ID: co.ID, TeamID: 1, IsStatic: co.IsStatic, Deleted: co.Deleted, Filters: co.Filters}
+		d.Cohorts[co.ID] = &Cohort{ID: co.ID, TeamID: 1, IsStatic: co.IsStatic, Deleted: co.Deleted, Filters: filtersOf[CohortFilters](t, co.Filters)}
 	}
 	return d
 }
 
-func (c *evaluationCase) request(t testing.TB) *Request {
+// filtersOf decodes a case's filters; none are the zero value.
+func filtersOf[F any](t testing.TB, raw json.RawMessage) F {
+	t.Helper()
+	var f F
+	if raw != nil {
+		if err := json.Unmarshal(raw, &f); err != nil {
+			t.Fatalf("cannot decode the filters %s: %v", raw, err)
+		}
+	}
+	return f
+}
+
+// caseRequest is the case's request, with the state it finds.
+func caseRequest(t testing.TB, c *flagcases.Evaluation) *Request {
 	t.Helper()
 	q := &c.Request
 	r := &Request{
@@ -137,9 +56,10 @@ func (c *evaluationCase) request(t testing.TB) *Request {
 		PersonProperties: string(q.StoredPersonProperties), FlagKeys: q.FlagKeys, Runtime: q.EvaluationRuntime,
 		EvaluationContexts: q.EvaluationContexts, OnlySurveyFlags: q.OnlySurveyFlags,
 		HashKeyOverrides: q.HashKeyOverrides, HashKeyOverrideError: q.HashKeyOverrideError,
+		Now: c.Instant(), Location: c.Location(),
 	}
 	if q.PersonProperties != nil {
-		r.PersonPropertyOverrides, _ = decodeNumbers(t, q.PersonProperties).(map[string]any)
+		r.PersonPropertyOverrides, _ = flagcases.Decode(t, q.PersonProperties).(map[string]any)
 	}
 	if len(q.StoredGroupProperties) > 0 {
 		r.GroupProperties = map[string]string{}
@@ -150,7 +70,7 @@ func (c *evaluationCase) request(t testing.TB) *Request {
 	if len(q.GroupProperties) > 0 {
 		r.GroupPropertyOverrides = map[string]map[string]any{}
 		for name, raw := range q.GroupProperties {
-			r.GroupPropertyOverrides[name], _ = decodeNumbers(t, raw).(map[string]any)
+			r.GroupPropertyOverrides[name], _ = flagcases.Decode(t, raw).(map[string]any)
 		}
 	}
 	for index, name := range c.GroupTypes {
@@ -160,57 +80,16 @@ func (c *evaluationCase) request(t testing.TB) *Request {
 		}
 		r.GroupTypes[i] = name
 	}
-	if c.Now != "" {
-		now, err := time.Parse(time.RFC3339, c.Now)
-		if err != nil {
-			t.Fatalf("bad now: %v", err)
-		}
-		r.Now = now
-	}
-	if c.Timezone != "" {
-		loc, err := time.LoadLocation(c.Timezone)
-		if err != nil {
-			t.Fatalf("bad timezone: %v", err)
-		}
-		r.Location = loc
-	}
 	return r
 }
 
-// standardDescription is the description PostHog gives a reason code.
-func standardDescription(code string, index *int) string {
-	switch code {
-	case ReasonConditionMatch:
-		return "Matched condition set " + strconv.Itoa(*index+1)
-	case ReasonNoConditionMatch:
-		return "No matching condition set"
-	case ReasonOutOfRollout:
-		return "Out of rollout bound"
-	case ReasonNoGroupType:
-		return "No group type"
-	case ReasonSuperCondition:
-		return "Super condition value"
-	case ReasonHoldout:
-		return "Holdout condition value"
-	case ReasonMissingDep:
-		return "Flag cannot be evaluated due to missing dependency"
-	case "dependency_not_found_cohort":
-		return "Cohort dependency not found"
-	case "dependency_cycle_cohort":
-		return "Cohort dependency cycle detected"
-	case "cohort_filters_parsing_error":
-		return "Failed to parse cohort filters"
-	case "hash_key_override_error":
-		return "Failed to fetch hash key override for experience continuity"
-	}
-	return "?"
-}
-
+// TestEvaluationCases runs the evaluation table of the contract (package flagcases)
+// against Evaluate; the edge's tests run it against /flags/.
 func TestEvaluationCases(t *testing.T) {
-	for _, c := range readEvaluationCases(t) {
+	for _, c := range flagcases.Evaluations(t) {
 		t.Run(c.Name, func(t *testing.T) {
-			d := c.definitions()
-			results, errs := Evaluate(d, c.request(t))
+			d := caseDefinitions(t, &c)
+			results, errs := Evaluate(d, caseRequest(t, &c))
 			if errs != c.Errors {
 				t.Errorf("errorsWhileComputing = %v, want %v", errs, c.Errors)
 			}
@@ -232,59 +111,22 @@ func TestEvaluationCases(t *testing.T) {
 	}
 }
 
-func checkAnswer(t *testing.T, d *Definitions, r Result, w caseAnswer) {
+// checkAnswer compares r with the case's answer, and its id and version with its flag's.
+func checkAnswer(t *testing.T, d *Definitions, r Result, w flagcases.Answer) {
 	t.Helper()
-	wantVariant, wantDesc := "", standardDescription(w.Reason, w.ConditionIndex)
-	if w.Variant != nil {
-		wantVariant = *w.Variant
+	got := flagcases.Answer{Enabled: r.Enabled, Reason: r.Reason.Code, ConditionIndex: r.Reason.ConditionIndex,
+		Description: &r.Reason.Description, Payload: r.Payload, Failed: r.Failed}
+	if r.Variant != "" {
+		got.Variant = &r.Variant
 	}
-	if w.Description != nil {
-		wantDesc = *w.Description
-	}
-	var problems []string
-	if r.Enabled != w.Enabled || r.Variant != wantVariant {
-		problems = append(problems, "enabled "+strconv.FormatBool(r.Enabled)+" variant "+strconv.Quote(r.Variant))
-	}
-	if r.Reason.Code != w.Reason {
-		problems = append(problems, "reason "+r.Reason.Code)
-	}
-	if (r.Reason.ConditionIndex == nil) != (w.ConditionIndex == nil) ||
-		(r.Reason.ConditionIndex != nil && *r.Reason.ConditionIndex != *w.ConditionIndex) {
-		problems = append(problems, "condition index "+indexText(r.Reason.ConditionIndex))
-	}
-	if r.Reason.Description != wantDesc {
-		problems = append(problems, "description "+strconv.Quote(r.Reason.Description))
-	}
-	if (r.Payload == nil) != (w.Payload == nil) || (r.Payload != nil && *r.Payload != *w.Payload) {
-		problems = append(problems, "payload "+payloadText(r.Payload))
-	}
-	if r.Failed != w.Failed {
-		problems = append(problems, "failed "+strconv.FormatBool(r.Failed))
+	if got.String() != w.String() {
+		t.Errorf("%s: %s\nwant %s", r.Key, got, w)
 	}
 	for _, f := range d.Flags {
 		if f.Key == r.Key && (f.ID != r.ID || f.Version != r.Version) {
-			problems = append(problems, "id and version")
+			t.Errorf("%s: id %d version %d, want the flag's %d %d", r.Key, r.ID, r.Version, f.ID, f.Version)
 		}
 	}
-	if len(problems) > 0 {
-		t.Errorf("%s: %s; want enabled %v variant %s reason %s index %s description %q payload %s failed %v", r.Key,
-			strings.Join(problems, ", "), w.Enabled, payloadText(w.Variant), w.Reason, indexText(w.ConditionIndex),
-			wantDesc, payloadText(w.Payload), w.Failed)
-	}
-}
-
-func indexText(i *int) string {
-	if i == nil {
-		return "null"
-	}
-	return strconv.Itoa(*i)
-}
-
-func payloadText(s *string) string {
-	if s == nil {
-		return "null"
-	}
-	return strconv.Quote(*s)
 }
 
 // boundary finds a percentage whose share (percentage/100) is exactly h, so that the

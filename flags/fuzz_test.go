@@ -4,13 +4,15 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/hedge-analytics/hedge/flags/flagcases"
 )
 
 // FuzzMatch gives the operators any operator name, any filter value and any property
 // (JSON; "" for an absent property), stored or from the request: nothing may panic,
 // and both paths must agree.
 func FuzzMatch(f *testing.F) {
-	for _, c := range readOperatorCases(f) {
+	for _, c := range flagcases.Operators(f) {
 		f.Add(c.Operator, string(c.Value), string(c.Property))
 	}
 	f.Add("regex", `"(a|aa)*$"`, `"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!"`)
@@ -31,7 +33,7 @@ func FuzzMatch(f *testing.F) {
 		var stored, sent value
 		if present {
 			stored = rawValue([]byte(propertyJSON))
-			sent = anyValue(decodeNumbers(t, []byte(propertyJSON)))
+			sent = anyValue(flagcases.Decode(t, []byte(propertyJSON)))
 		}
 		a := matchValue(o, &fv, &stored, present, &mc)
 		b := matchValue(o, &fv, &sent, present, &mc)

@@ -4,79 +4,24 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
-	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hedge-analytics/hedge/flags/flagcases"
 )
 
-// operatorCase is one case of testdata/operator_cases.json, a table that the edge's
-// tests also run against /flags/. Each case is one flag, key "operator-case", whose only
-// condition (rollout 100) has one filter {"key": "prop", "type": "person", "operator":
-// operator, "value": value}; it is evaluated for distinct_id "user" whose request
-// person_properties are {"prop": property}, or nothing when the case has no "property"
-// key. The flag is enabled (condition_match, condition 0) exactly when want is true,
-// else disabled (no_condition_match, condition 0). "now" (RFC 3339) fixes the instant
-// of relative dates and "timezone" (IANA) the project's time zone; a runner that cannot
-// set them skips those cases.
-type operatorCase struct {
-	Name     string          `json:"name"`
-	Operator string          `json:"operator"`
-	Value    json.RawMessage `json:"value"`
-	Property json.RawMessage `json:"property"`
-	Now      string          `json:"now"`
-	Timezone string          `json:"timezone"`
-	Want     bool            `json:"want"`
-}
-
-func readOperatorCases(t testing.TB) []operatorCase {
-	t.Helper()
-	data, err := os.ReadFile("testdata/operator_cases.json")
-	if err != nil {
-		t.Fatalf("cannot read the operator cases: %v", err)
-	}
-	var file struct{ Cases []operatorCase }
-	if err := json.Unmarshal(data, &file); err != nil {
-		t.Fatalf("cannot decode the operator cases: %v", err)
-	}
-	return file.Cases
-}
-
-// decodeNumbers decodes JSON as the edge does: numbers as json.Number.
-func decodeNumbers(t testing.TB, raw []byte) any {
-	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var x any
-	if err := dec.Decode(&x); err != nil {
-		t.Fatalf("cannot decode %s: %v", raw, err)
-	}
-	return x
-}
-
+// TestOperatorCases runs the operator table of the contract (package flagcases) against
+// Evaluate; the edge's tests run it against /flags/.
 func TestOperatorCases(t *testing.T) {
-	for _, c := range readOperatorCases(t) {
+	for _, c := range flagcases.Operators(t) {
 		t.Run(c.Name, func(t *testing.T) {
 			flag := &Flag{ID: 1, Key: "operator-case", Active: true, Filters: Filters{Groups: []Condition{{
 				Properties: []PropertyFilter{{Key: "prop", Type: FilterPerson, Operator: c.Operator, Value: c.Value}},
 			}}}}
-			r := &Request{DistinctID: "user"}
+			r := &Request{DistinctID: "user", Now: c.Instant(), Location: c.Location()}
 			if c.Property != nil {
-				r.PersonPropertyOverrides = map[string]any{"prop": decodeNumbers(t, c.Property)}
-			}
-			if c.Now != "" {
-				now, err := time.Parse(time.RFC3339, c.Now)
-				if err != nil {
-					t.Fatalf("bad now: %v", err)
-				}
-				r.Now = now
-			}
-			if c.Timezone != "" {
-				loc, err := time.LoadLocation(c.Timezone)
-				if err != nil {
-					t.Fatalf("bad timezone: %v", err)
-				}
-				r.Location = loc
+				r.PersonPropertyOverrides = map[string]any{"prop": flagcases.Decode(t, c.Property)}
 			}
 			results, failed := Evaluate(&Definitions{Flags: []*Flag{flag}}, r)
 			if failed || len(results) != 1 {
@@ -97,7 +42,7 @@ func TestOperatorCases(t *testing.T) {
 // The stored properties go through another path than the request's: the same cases
 // against them.
 func TestOperatorCasesOnStoredProperties(t *testing.T) {
-	for _, c := range readOperatorCases(t) {
+	for _, c := range flagcases.Operators(t) {
 		if c.Property == nil {
 			continue
 		}
@@ -106,10 +51,10 @@ func TestOperatorCasesOnStoredProperties(t *testing.T) {
 		v := rawValue(bytes.TrimSpace(c.Property))
 		mc := matchContext{now: time.Now(), loc: time.UTC}
 		if c.Now != "" {
-			mc.now, _ = time.Parse(time.RFC3339, c.Now)
+			mc.now = c.Instant()
 		}
 		if c.Timezone != "" {
-			mc.loc, _ = time.LoadLocation(c.Timezone)
+			mc.loc = c.Location()
 		}
 		if got := matchValue(op, &fv, &v, true, &mc); got != c.Want {
 			t.Errorf("%s: %s %s against stored %s = %v, want %v", c.Name, c.Operator, c.Value, c.Property, got, c.Want)

@@ -159,21 +159,17 @@ type planBuilder struct {
 	p *plan
 }
 
-func (b *planBuilder) personKey(k string) int {
-	if i, ok := b.p.personKeys[k]; ok {
-		return i
-	}
-	i := len(b.p.personKeys)
-	b.p.personKeys[k] = i
-	return i
-}
+func (b *planBuilder) personKey(k string) int { return keyIndex(b.p.personKeys, k) }
 
-func (b *planBuilder) groupKey(k string) int {
-	if i, ok := b.p.groupKeys[k]; ok {
+func (b *planBuilder) groupKey(k string) int { return keyIndex(b.p.groupKeys, k) }
+
+// keyIndex is k's index in keys, given it when it has none: the next.
+func keyIndex(keys map[string]int, k string) int {
+	if i, ok := keys[k]; ok {
 		return i
 	}
-	i := len(b.p.groupKeys)
-	b.p.groupKeys[k] = i
+	i := len(keys)
+	keys[k] = i
 	return i
 }
 

@@ -84,16 +84,12 @@ func pyReprString(s string) string {
 	var b strings.Builder
 	b.WriteByte(quote)
 	for _, r := range s {
-		switch {
+		switch esc := whitespaceEscape(r); {
 		case r == rune(quote) || r == '\\':
 			b.WriteByte('\\')
 			b.WriteRune(r)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
+		case esc != "":
+			b.WriteString(esc)
 		case r < 0x20 || r == 0x7f:
 			fmt.Fprintf(&b, `\x%02x`, r)
 		case r > 0x7f && !unicode.IsPrint(r):
@@ -225,17 +221,13 @@ func writePythonJSON(dec *json.Decoder, b *strings.Builder) error {
 func writePythonString(b *strings.Builder, s string) {
 	b.WriteByte('"')
 	for _, r := range s {
-		switch {
+		switch esc := whitespaceEscape(r); {
 		case r == '"':
 			b.WriteString(`\"`)
 		case r == '\\':
 			b.WriteString(`\\`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
+		case esc != "":
+			b.WriteString(esc)
 		case r == '\b':
 			b.WriteString(`\b`)
 		case r == '\f':
@@ -252,6 +244,20 @@ func writePythonString(b *strings.Builder, s string) {
 		}
 	}
 	b.WriteByte('"')
+}
+
+// whitespaceEscape is how Python's repr() and json.dumps both escape a newline, a
+// carriage return and a tab: "" for any other rune.
+func whitespaceEscape(r rune) string {
+	switch r {
+	case '\n':
+		return `\n`
+	case '\r':
+		return `\r`
+	case '\t':
+		return `\t`
+	}
+	return ""
 }
 
 // pythonTypeName names the type of a decoded JSON value as Python's json module would

@@ -39,23 +39,8 @@ func parseVersionText(text string) (semver, bool) {
 		}
 		core = rest
 	}
-	if strings.HasPrefix(suffix, "-") {
-		end := strings.IndexByte(suffix, '+')
-		if end < 0 {
-			end = len(suffix)
-		}
-		v.pre, suffix = suffix[1:end], suffix[end:]
-		if !validIdentifiers(v.pre, true) {
-			return v, false
-		}
-	}
-	if strings.HasPrefix(suffix, "+") {
-		v.build = suffix[1:]
-		if !validIdentifiers(v.build, false) {
-			return v, false
-		}
-	}
-	return v, true
+	_, ok := v.readSuffix(suffix) // suffix is "" or starts with - or +: all of it is read
+	return v, ok
 }
 
 // canonicalVersion drops leading zeros from the numeric parts before any pre-release or
@@ -99,6 +84,13 @@ func parseStrictVersion(s string) (semver, bool) {
 	if v.patch, s, ok = numericPart(s[1:]); !ok {
 		return v, false
 	}
+	s, ok = v.readSuffix(s)
+	return v, ok && s == ""
+}
+
+// readSuffix reads the pre-release (-PRE) and build metadata (+BUILD) that s may start
+// with into v; rest is what follows them, false when one is not valid.
+func (v *semver) readSuffix(s string) (rest string, ok bool) {
 	if strings.HasPrefix(s, "-") {
 		end := strings.IndexByte(s, '+')
 		if end < 0 {
@@ -106,16 +98,16 @@ func parseStrictVersion(s string) (semver, bool) {
 		}
 		v.pre, s = s[1:end], s[end:]
 		if !validIdentifiers(v.pre, true) {
-			return v, false
+			return s, false
 		}
 	}
 	if strings.HasPrefix(s, "+") {
 		v.build, s = s[1:], ""
 		if !validIdentifiers(v.build, false) {
-			return v, false
+			return s, false
 		}
 	}
-	return v, s == ""
+	return s, true
 }
 
 // numericPart reads a number without leading zeros from the start of s.
@@ -471,40 +463,25 @@ func (c *comparator) matchesExact(v *semver) bool {
 	return v.major == c.major && (!c.hasMinor || v.minor == c.minor) && (!c.hasPatch || v.patch == c.patch) && v.pre == c.pre
 }
 
-func (c *comparator) matchesGreater(v *semver) bool {
-	if v.major != c.major {
-		return v.major > c.major
-	}
-	if !c.hasMinor {
-		return false
-	}
-	if v.minor != c.minor {
-		return v.minor > c.minor
-	}
-	if !c.hasPatch {
-		return false
-	}
-	if v.patch != c.patch {
-		return v.patch > c.patch
-	}
-	return comparePre(v.pre, c.pre) > 0
-}
+func (c *comparator) matchesGreater(v *semver) bool { return c.order(v) > 0 }
 
-func (c *comparator) matchesLess(v *semver) bool {
-	if v.major != c.major {
-		return v.major < c.major
+func (c *comparator) matchesLess(v *semver) bool { return c.order(v) < 0 }
+
+// order compares v with the parts the comparator gives: above 0 when v is greater,
+// below 0 when it is lower, 0 when it has the same major and the same minor and
+// patch where they are given (and, with the patch, no other pre-release order).
+func (c *comparator) order(v *semver) int {
+	switch {
+	case v.major != c.major:
+		return cmpUint(v.major, c.major)
+	case !c.hasMinor:
+		return 0
+	case v.minor != c.minor:
+		return cmpUint(v.minor, c.minor)
+	case !c.hasPatch:
+		return 0
+	case v.patch != c.patch:
+		return cmpUint(v.patch, c.patch)
 	}
-	if !c.hasMinor {
-		return false
-	}
-	if v.minor != c.minor {
-		return v.minor < c.minor
-	}
-	if !c.hasPatch {
-		return false
-	}
-	if v.patch != c.patch {
-		return v.patch < c.patch
-	}
-	return comparePre(v.pre, c.pre) < 0
+	return comparePre(v.pre, c.pre)
 }

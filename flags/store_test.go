@@ -334,34 +334,25 @@ func TestHashKeyOverrides(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	overrides := func(distinctID, anonID string) string {
+	// want checks the overrides read for distinctID (with anonID, when it identifies).
+	want := func(when, distinctID, anonID, want string) {
 		t.Helper()
 		o, err := s.HashKeyOverrides(ctx, d, distinctID, anonID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return fmt.Sprint(o)
+		if got := fmt.Sprint(o); got != want {
+			t.Fatalf("%s: %s, want %s", when, got, want)
+		}
 	}
-	if got := overrides("user", ""); got != "map[]" {
-		t.Fatalf("nothing stored yet: %s", got)
-	}
+	want("nothing stored yet", "user", "", "map[]")
 	// Identifying stores the anonymous id for both ids, for the active flags only.
-	if got := overrides("user", "anon-1"); got != "map[sticky:anon-1]" {
-		t.Fatalf("after identify: %s", got)
-	}
-	if got := overrides("user", ""); got != "map[sticky:anon-1]" {
-		t.Fatalf("the user later: %s", got)
-	}
-	if got := overrides("anon-1", ""); got != "map[sticky:anon-1]" {
-		t.Fatalf("the anonymous id later: %s", got)
-	}
+	want("after identify", "user", "anon-1", "map[sticky:anon-1]")
+	want("the user later", "user", "", "map[sticky:anon-1]")
+	want("the anonymous id later", "anon-1", "", "map[sticky:anon-1]")
 	// A second anonymous id changes nothing for the user, and gets a row of its own.
-	if got := overrides("user", "anon-2"); got != "map[sticky:anon-1]" {
-		t.Fatalf("a second anonymous id: %s", got)
-	}
-	if got := overrides("anon-2", ""); got != "map[sticky:anon-2]" {
-		t.Fatalf("the second anonymous id: %s", got)
-	}
+	want("a second anonymous id", "user", "anon-2", "map[sticky:anon-1]")
+	want("the second anonymous id", "anon-2", "", "map[sticky:anon-2]")
 	// Concurrent identifies of one user agree.
 	var wg sync.WaitGroup
 	results := make([]string, 8)

@@ -88,10 +88,8 @@ func rawValue(raw []byte) value {
 	case c == 'n':
 		return value{}
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var x any
-	if dec.Decode(&x) != nil {
+	x, err := decodeValue(raw)
+	if err != nil {
 		return value{}
 	}
 	return anyValue(x)
@@ -153,18 +151,7 @@ func numberText(text string, f float64) string {
 	return floatText(f)
 }
 
-func isIntegerLiteral(s string) bool {
-	s = strings.TrimPrefix(s, "-")
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
+func isIntegerLiteral(s string) bool { return isDigits(strings.TrimPrefix(s, "-")) }
 
 // floatText writes f with the shortest digits that read back as f: a point and a
 // fraction always ("5.0"); decimal notation while the point is within 16 digits of the

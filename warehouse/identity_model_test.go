@@ -225,6 +225,27 @@ func (e modelEvent) row() event {
 	return row
 }
 
+// randomSequence is the seed of a randomized test (-identity.seed, else a new one each
+// run), its generator on the test's own stream, and the model, empty.
+func randomSequence(stream uint64) (uint64, *rand.Rand, *identityModel) {
+	seed := *identitySeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	return seed, rand.New(rand.NewPCG(seed, stream)), &identityModel{byID: map[string]*modelPerson{}, groups: map[string]map[string]any{}}
+}
+
+// randomBatch is n random events, a second apart from at, applied to the model.
+func (m *identityModel) randomBatch(r *rand.Rand, at time.Time, n int) []event {
+	var events []event
+	for range n {
+		e := randomEvent(r, at.Add(time.Duration(len(events))*time.Second))
+		m.apply(e)
+		events = append(events, e.row())
+	}
+	return events
+}
+
 // TestIdentityRandomized replays a long random sequence of identity events through the
 // Writer, in batches on the realtime and historical lanes, and compares the persons
 // and groups it ends with to the model's. The Writer's person cache holds fewer
@@ -233,19 +254,9 @@ func (e modelEvent) row() event {
 // go test ./warehouse -run TestIdentityRandomized -identity.seed=N.
 func TestIdentityRandomized(t *testing.T) {
 	env := newIdentityEnv(t, warehouse.Config{PersonCacheSize: 64})
-	seed := *identitySeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	r := rand.New(rand.NewPCG(seed, 1))
-	model := &identityModel{byID: map[string]*modelPerson{}, groups: map[string]map[string]any{}}
+	seed, r, model := randomSequence(1)
 	for batch := range 40 {
-		var events []event
-		for range 50 {
-			e := randomEvent(r, env.at.Add(time.Duration(len(events))*time.Second))
-			model.apply(e)
-			events = append(events, e.row())
-		}
+		events := model.randomBatch(r, env.at, 50)
 		lane := warehouse.LaneRealtime
 		if batch%3 == 0 {
 			lane = warehouse.LaneHistorical

@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/hedge-analytics/hedge/warehouse"
 )
@@ -17,17 +15,22 @@ import (
 // The reads of flag evaluation (PersonProperties, GroupProperties, GroupTypeNames),
 // driven through Writer.Submit: each must answer as of the last commit, cached or not.
 
-// wantProps checks PersonProperties of distinctID in project: "-" stands for not found.
-func (env *identityEnv) wantProps(project int64, distinctID, want string) {
+// answer is what a lookup answered: "-" stands for not found; an error fails the test.
+func (env *identityEnv) answer(props string, found bool, err error) string {
 	env.t.Helper()
-	props, found, err := env.w.PersonProperties(context.Background(), project, distinctID)
 	if err != nil {
 		env.t.Fatal(err)
 	}
 	if !found {
-		props = "-"
+		return "-"
 	}
-	if props != want {
+	return props
+}
+
+// wantProps checks PersonProperties of distinctID in project: "-" stands for not found.
+func (env *identityEnv) wantProps(project int64, distinctID, want string) {
+	env.t.Helper()
+	if props := env.answer(env.w.PersonProperties(context.Background(), project, distinctID)); props != want {
 		env.t.Fatalf("properties of %q in project %d: %s, want %s", distinctID, project, props, want)
 	}
 }
@@ -35,14 +38,7 @@ func (env *identityEnv) wantProps(project int64, distinctID, want string) {
 // wantGroupProps checks GroupProperties: "-" stands for not found.
 func (env *identityEnv) wantGroupProps(typeIndex int, key, want string) {
 	env.t.Helper()
-	props, found, err := env.w.GroupProperties(context.Background(), team, typeIndex, key)
-	if err != nil {
-		env.t.Fatal(err)
-	}
-	if !found {
-		props = "-"
-	}
-	if props != want {
+	if props := env.answer(env.w.GroupProperties(context.Background(), team, typeIndex, key)); props != want {
 		env.t.Fatalf("properties of group %d/%s: %s, want %s", typeIndex, key, props, want)
 	}
 }
@@ -179,21 +175,10 @@ func TestLookupRestart(t *testing.T) {
 // merges. A failure names its seed; replay it with -identity.seed=N.
 func TestLookupRandomized(t *testing.T) {
 	env := newIdentityEnv(t, warehouse.Config{PersonCacheSize: 64, PropertiesCacheSize: 16})
-	seed := *identitySeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	r := rand.New(rand.NewPCG(seed, 2))
-	model := &identityModel{byID: map[string]*modelPerson{}, groups: map[string]map[string]any{}}
+	seed, r, model := randomSequence(2)
 	ctx := context.Background()
 	for batch := range 40 {
-		var events []event
-		for range 25 {
-			e := randomEvent(r, env.at.Add(time.Duration(len(events))*time.Second))
-			model.apply(e)
-			events = append(events, e.row())
-		}
-		env.send(events...)
+		env.send(model.randomBatch(r, env.at, 25)...)
 		// Twice: once reading what the cache lacks, once more from the cache.
 		for range 2 {
 			for _, id := range modelIDs {
@@ -202,14 +187,7 @@ func TestLookupRandomized(t *testing.T) {
 					b, _ := json.Marshal(p.props)
 					want = string(b)
 				}
-				props, found, err := env.w.PersonProperties(ctx, team, id)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !found {
-					props = "-"
-				}
-				if props != want {
+				if props := env.answer(env.w.PersonProperties(ctx, team, id)); props != want {
 					t.Fatalf("seed %d, batch %d: properties of %q %s, model %s", seed, batch, id, props, want)
 				}
 			}
@@ -220,14 +198,7 @@ func TestLookupRandomized(t *testing.T) {
 						b, _ := json.Marshal(props)
 						want = string(b)
 					}
-					props, found, err := env.w.GroupProperties(ctx, team, i, key)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if !found {
-						props = "-"
-					}
-					if props != want {
+					if props := env.answer(env.w.GroupProperties(ctx, team, i, key)); props != want {
 						t.Fatalf("seed %d, batch %d: group %d/%s %s, model %s", seed, batch, i, key, props, want)
 					}
 				}

@@ -32,11 +32,6 @@ func BenchmarkPersonProperties(b *testing.B) {
 		{"uncached-64", 16, "user-", true, 64 / runtime.GOMAXPROCS(0)},
 	} {
 		b.Run(bench.name, func(b *testing.B) {
-			w, err := Open(context.Background(), Config{Path: filepath.Join(b.TempDir(), "hedge.duckdb"), PropertiesCacheSize: bench.cacheSize})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer w.Close()
 			events := make([]Event, persons)
 			ids := make([]string, persons)
 			for i := range events {
@@ -45,29 +40,11 @@ func BenchmarkPersonProperties(b *testing.B) {
 				events[i].Set = fmt.Sprintf(`{"email":"user-%d@example.com","plan":"pro","$initial_referrer":"https://example.com/"}`, i)
 				ids[i] = fmt.Sprintf("%s%d", bench.prefix, i)
 			}
-			if err := w.Writer().Submit(&Batch{Events: events}); err != nil {
-				b.Fatal(err)
-			}
-			ctx := context.Background()
-			for _, id := range ids { // warm the cache
-				if _, _, err := w.PersonProperties(ctx, 1, id); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportAllocs()
-			b.SetParallelism(bench.perCore)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				i := rand.IntN(persons)
-				for pb.Next() {
-					i = (i + 1) % persons
-					_, found, err := w.PersonProperties(ctx, 1, ids[i])
-					if err != nil || found != bench.found {
-						b.Fatalf("%s: found %v, %v", ids[i], found, err)
-					}
-				}
+			w := lookupWarehouse(b, bench.cacheSize, events)
+			defer w.Close()
+			measureLookups(b, ids, bench.found, bench.perCore, func(ctx context.Context, id string) (string, bool, error) {
+				return w.PersonProperties(ctx, 1, id)
 			})
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lookups/s")
 		})
 	}
 }
@@ -84,11 +61,6 @@ func BenchmarkGroupProperties(b *testing.B) {
 		{"uncached", 16},
 	} {
 		b.Run(bench.name, func(b *testing.B) {
-			w, err := Open(context.Background(), Config{Path: filepath.Join(b.TempDir(), "hedge.duckdb"), PropertiesCacheSize: bench.cacheSize})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer w.Close()
 			events := make([]Event, groups)
 			keys := make([]string, groups)
 			for i := range events {
@@ -96,29 +68,52 @@ func BenchmarkGroupProperties(b *testing.B) {
 				events[i] = testEvent(1, EventGroupIdentify)
 				events[i].GroupType, events[i].GroupKey, events[i].GroupSet = "company", keys[i], `{"plan":"pro","seats":12}`
 			}
-			if err := w.Writer().Submit(&Batch{Events: events}); err != nil {
-				b.Fatal(err)
-			}
-			ctx := context.Background()
-			for _, key := range keys { // warm the cache
-				if _, _, err := w.GroupProperties(ctx, 1, 0, key); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				i := rand.IntN(groups)
-				for pb.Next() {
-					i = (i + 1) % groups
-					if _, found, err := w.GroupProperties(ctx, 1, 0, keys[i]); err != nil || !found {
-						b.Fatalf("%s: found %v, %v", keys[i], found, err)
-					}
-				}
+			w := lookupWarehouse(b, bench.cacheSize, events)
+			defer w.Close()
+			measureLookups(b, keys, true, 1, func(ctx context.Context, key string) (string, bool, error) {
+				return w.GroupProperties(ctx, 1, 0, key)
 			})
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lookups/s")
 		})
 	}
+}
+
+// lookupWarehouse opens a warehouse with a properties cache of cacheSize and stores
+// events in it.
+func lookupWarehouse(b *testing.B, cacheSize int, events []Event) *Warehouse {
+	w, err := Open(context.Background(), Config{Path: filepath.Join(b.TempDir(), "hedge.duckdb"), PropertiesCacheSize: cacheSize})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := w.Writer().Submit(&Batch{Events: events}); err != nil {
+		w.Close()
+		b.Fatal(err)
+	}
+	return w
+}
+
+// measureLookups looks up every key once (warming the cache), then measures lookups
+// from parallel goroutines, perCore at a time per GOMAXPROCS, each going through the
+// keys from a random one; every lookup must find (or not) as found says.
+func measureLookups(b *testing.B, keys []string, found bool, perCore int, lookup func(ctx context.Context, key string) (string, bool, error)) {
+	ctx := context.Background()
+	for _, key := range keys {
+		if _, _, err := lookup(ctx, key); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.SetParallelism(perCore)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := rand.IntN(len(keys))
+		for pb.Next() {
+			i = (i + 1) % len(keys)
+			if _, ok, err := lookup(ctx, keys[i]); err != nil || ok != found {
+				b.Fatalf("%s: found %v, %v", keys[i], ok, err)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lookups/s")
 }
 
 // BenchmarkInvalidate measures what the Writer pays after a commit that changed 5,000

@@ -16,6 +16,7 @@
 // remote_config_flag_id, node_remote, node_local, browsers}).
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { recording, requests, settled } from './record.mjs';
 
 const host = process.env.HEDGE_CAPTURE_URL;
 const key = process.env.HEDGE_PROJECT_KEY;
@@ -27,36 +28,11 @@ if (!host || !key || !personalApiKey || !subjectsFile) {
 }
 const subjects = JSON.parse(readFileSync(subjectsFile, 'utf8'));
 
-const requests = []; // {sdk, method, url, status, error?}
 // answers: {sdk, call, id, key?, value?, payload?, flags?, payloads?}; a value or a
 // payload the SDK answered undefined is null.
 const answers = [];
 const browsers = []; // {bundle, phase, id, anon?, hedge}: hedge's answer for what the browser sent
 const captures = []; // {uuid, id}: events captured with sendFeatureFlags
-let inflight = 0;
-
-// recording wraps fetch so that every request's outcome is known and awaited.
-const recording = (sdk, fetch) => async (url, options) => {
-  inflight++;
-  const method = options?.method ?? 'GET';
-  try {
-    const response = await fetch(url, options);
-    requests.push({ sdk, method, url: String(url), status: response.status });
-    return response;
-  } catch (err) {
-    requests.push({ sdk, method, url: String(url), status: 0, error: String(err) });
-    throw err;
-  } finally {
-    inflight--;
-  }
-};
-
-async function settled() {
-  for (let quiet = 0; quiet < 5; ) {
-    await new Promise((r) => setTimeout(r, 100));
-    quiet = inflight === 0 ? quiet + 1 : 0;
-  }
-}
 
 const orNull = (v) => (v === undefined ? null : v);
 
@@ -85,20 +61,26 @@ function options(s) {
   return o;
 }
 
-async function nodeRemote() {
+// nodeClient is a posthog-node client whose requests are recorded as sdk's, with
+// config added, and the errors it emits.
+async function nodeClient(sdk, config) {
   const { PostHog } = await import('posthog-node');
   const errors = [];
-  const watch = (client) => client.on('error', (err) => errors.push(String(err?.stack ?? err)));
-
-  // Remote evaluation: every read is a /flags/ request.
-  const remote = new PostHog(key, {
+  const client = new PostHog(key, {
     host,
     flushAt: 50,
     flushInterval: 100,
     featureFlagsRequestTimeoutMs,
-    fetch: recording('node-remote', globalThis.fetch),
+    fetch: recording(sdk, globalThis.fetch),
+    ...config,
   });
-  watch(remote);
+  client.on('error', (err) => errors.push(String(err?.stack ?? err)));
+  return { client, errors };
+}
+
+async function nodeRemote() {
+  // Remote evaluation: every read is a /flags/ request.
+  const { client: remote, errors } = await nodeClient('node-remote', {});
   await pool(subjects.node_remote, 8, async (s, i) => {
     const id = s.distinct_id;
     const o = options(s);
@@ -130,22 +112,9 @@ async function nodeRemote() {
 }
 
 async function nodeLocal() {
-  const { PostHog } = await import('posthog-node');
-  const errors = [];
-  const watch = (client) => client.on('error', (err) => errors.push(String(err?.stack ?? err)));
-
   // Local evaluation: the definitions from /flags/definitions, and /flags/ for what
   // cannot be decided locally (unless onlyEvaluateLocally).
-  const local = new PostHog(key, {
-    host,
-    personalApiKey,
-    featureFlagsPollingInterval: 60000,
-    featureFlagsRequestTimeoutMs,
-    flushAt: 50,
-    flushInterval: 100,
-    fetch: recording('node-local', globalThis.fetch),
-  });
-  watch(local);
+  const { client: local, errors } = await nodeClient('node-local', { personalApiKey, featureFlagsPollingInterval: 60000 });
   if (!(await local.waitForLocalEvaluationReady(10000))) {
     errors.push('posthog-node did not load the flag definitions');
   }

@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { JSDOM } from 'jsdom';
 import { PostHog } from 'posthog-node';
+import { recording, requests, settled } from './record.mjs';
 
 const host = process.env.HEDGE_CAPTURE_URL;
 const key = process.env.HEDGE_PROJECT_KEY;
@@ -16,30 +17,6 @@ if (!host || !key) {
 }
 
 const events = []; // {sdk, uuid?, event, distinct_id, lane, properties?}
-const requests = []; // {sdk, url, status}
-let inflight = 0;
-
-// recording wraps fetch so that every request's outcome is known and awaited.
-const recording = (sdk, fetch) => async (url, options) => {
-  inflight++;
-  try {
-    const response = await fetch(url, options);
-    requests.push({ sdk, url: String(url), status: response.status });
-    return response;
-  } catch (err) {
-    requests.push({ sdk, url: String(url), status: 0, error: String(err) });
-    throw err;
-  } finally {
-    inflight--;
-  }
-};
-
-async function settled() {
-  for (let quiet = 0; quiet < 5; ) {
-    await new Promise((r) => setTimeout(r, 100));
-    quiet = inflight === 0 ? quiet + 1 : 0;
-  }
-}
 
 const surveyID = '0190f0f0-0000-7000-8000-00000000beef';
 
