@@ -297,7 +297,9 @@ func TestWriterLaneOrder(t *testing.T) {
 				t.Error(err)
 			}
 		})
-		time.Sleep(2 * time.Millisecond) // queued in this order
+		// Queued in this order: the next goroutine starts well after this one has sent
+		// (on a loaded machine a goroutine can wait a few milliseconds to run).
+		time.Sleep(20 * time.Millisecond)
 	}
 	wg.Wait()
 	var got string
