@@ -138,7 +138,7 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 		WriteTimeout:  60 * time.Second,
 		IdleTimeout:   2 * time.Minute,
 	})
-	a.app.Use(a.recoverPanic)
+	a.app.Use(responseHeaders, a.recoverPanic)
 	if cfg.Pprof {
 		a.app.Use(pprof.New())
 	}

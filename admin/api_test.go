@@ -312,4 +312,38 @@ func TestPanicAnswers500(t *testing.T) {
 		t.Fatalf("panic answered %d %s, want 500 %s", resp.StatusCode, body, want)
 	}
 	env.run(t, []scenario{{name: "still serving", method: "GET", path: "/_health", status: 200, want: []string{`{"status":"ok"}`}}})
+	if got := resp.Header.Get("Cache-Control") + " " + resp.Header.Get("X-Content-Type-Options"); got != "no-store nosniff" {
+		t.Fatalf("the panic's answer has Cache-Control, X-Content-Type-Options %q", got)
+	}
+}
+
+// Every answer is nosniff, and no answer is cached unless its handler says it may be:
+// answers carry keys and people's data. Errors are answers too.
+func TestResponseHeaders(t *testing.T) {
+	env := newTestEnv(t, "")
+	token := env.boot.ProjectAPIKey
+	for _, r := range []struct {
+		method, path, key, body string
+		status                  int
+		cacheControl            string
+	}{
+		{"POST", "/api/personal_api_keys/", env.owner, `{"label":"ci","scopes":["*"]}`, 201, "no-store"},
+		{"GET", "/api/organizations/{org}/projects/", env.owner, "", 200, "no-store"},
+		{"GET", "/api/organizations/{org}/projects/", "", "", 401, "no-store"},
+		{"GET", "/api/nowhere/", env.owner, "", 404, "no-store"},
+		{"GET", "/_health", "", "", 200, "no-store"},
+		// Flag definitions are revalidated with their ETag, and hold no key.
+		{"GET", "/flags/definitions?token=" + token, env.owner, "", 200, "private, must-revalidate"},
+	} {
+		status, body, header := env.do(t, r.method, r.path, r.key, nil, r.body)
+		if status != r.status {
+			t.Fatalf("%s %s: %d %s", r.method, r.path, status, body)
+		}
+		if got := header.Get("Cache-Control"); got != r.cacheControl {
+			t.Errorf("%s %s: Cache-Control %q, want %q", r.method, r.path, got, r.cacheControl)
+		}
+		if got := header.Get("X-Content-Type-Options"); got != "nosniff" {
+			t.Errorf("%s %s: X-Content-Type-Options %q", r.method, r.path, got)
+		}
+	}
 }

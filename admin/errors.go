@@ -118,6 +118,21 @@ func (a *API) handleError(c *fiber.Ctx, err error) error {
 	return c.Status(apiErr.Status).JSON(apiErr)
 }
 
+// responseHeaders marks every answer nosniff, so that no browser takes JSON for a page
+// or a script, and makes it uncacheable unless its handler says otherwise: answers
+// carry keys (a new personal API key, a project's token) and people's data, which no
+// browser or shared cache may keep. It wraps every other handler, so errors and
+// recovered panics get the headers too.
+func responseHeaders(c *fiber.Ctx) error {
+	err := c.Next()
+	h := &c.Response().Header
+	h.Set(fiber.HeaderXContentTypeOptions, "nosniff")
+	if len(h.Peek(fiber.HeaderCacheControl)) == 0 {
+		h.Set(fiber.HeaderCacheControl, "no-store")
+	}
+	return err
+}
+
 // recoverPanic answers a handler's panic with the generic 500 and logs it once, with
 // its stack, so that a bug in one handler fails one request and never the listener.
 func (a *API) recoverPanic(c *fiber.Ctx) (err error) {

@@ -934,3 +934,26 @@ func TestGroupCommitFlushRows(t *testing.T) {
 		t.Fatalf("%d events in %d commits, the largest of %d rows; want %d events, at most 3 (and 3) a commit", events, commits, largest, requests)
 	}
 }
+
+// Every answer of the capture listener is nosniff: no browser may take it for a page
+// or a script, whatever its path or status.
+func TestNosniff(t *testing.T) {
+	env := newCaptureEnv(t, edge.Config{})
+	event := []byte(`{"api_key":"` + env.token + `","event":"e","distinct_id":"u"}`)
+	for _, r := range []struct {
+		method, path string
+		body         []byte
+		status       int
+	}{
+		{"POST", "/capture/", event, 200},
+		{"POST", "/capture/", []byte(`{`), 400},
+		{"GET", "/capture/", nil, 405},
+		{"GET", "/nowhere", nil, 404},
+		{"GET", "/_health", nil, 200},
+	} {
+		a := env.send(t, r.method, r.path, r.body, map[string]string{"Content-Type": "application/json"})
+		if a.status != r.status || a.header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s %s: %d, X-Content-Type-Options %q", r.method, r.path, a.status, a.header.Get("X-Content-Type-Options"))
+		}
+	}
+}

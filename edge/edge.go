@@ -141,6 +141,8 @@ func routeOf(path []byte) (route, bool) {
 
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	allowCORS(ctx)
+	// No browser may take an answer for a page or a script.
+	ctx.Response.Header.Set("X-Content-Type-Options", "nosniff")
 	if string(ctx.Path()) == "/_health" {
 		ctx.SetContentType("application/json")
 		ctx.SetBodyString(`{"status":"ok"}`)
