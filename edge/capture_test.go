@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -955,5 +956,42 @@ func TestNosniff(t *testing.T) {
 		if a.status != r.status || a.header.Get("X-Content-Type-Options") != "nosniff" {
 			t.Errorf("%s %s: %d, X-Content-Type-Options %q", r.method, r.path, a.status, a.header.Get("X-Content-Type-Options"))
 		}
+	}
+}
+
+// A lone UTF-16 surrogate is stored as U+FFFD, pairs and the rest of the batch as sent,
+// so the project's property reads keep working.
+func TestLoneSurrogates(t *testing.T) {
+	env := newCaptureEnv(t, edge.Config{})
+	body := `{"api_key":"` + env.token + `","batch":[` +
+		`{"event":"lone","distinct_id":"u1","properties":{"a":"x\ud800y","$set":{"name":"\udc00"}}},` +
+		`{"event":"pair","distinct_id":"u1","properties":{"a":"\ud83d\ude00","b":"\\ud800"}}]}`
+	if a := env.send(t, "POST", "/batch/", []byte(body), map[string]string{"Content-Type": "application/json"}); a.status != 200 {
+		t.Fatalf("answered %d %s", a.status, a.body)
+	}
+	rows, err := env.warehouse.DB().Query(`SELECT event, json_extract_string(properties, '$.a'), json_extract_string(properties, '$.b')
+		FROM events ORDER BY event`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var event string
+		var a, b *string
+		if err := rows.Scan(&event, &a, &b); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s %q %v", event, *a, b != nil && *b == `\ud800`))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"lone \"x\ufffdy\" false", "pair \"\U0001f600\" true"}; !slices.Equal(got, want) {
+		t.Fatalf("stored %q, want %q", got, want)
+	}
+	props, found, err := env.warehouse.PersonProperties(context.Background(), env.team, "u1")
+	if err != nil || !found || props != `{"name":"\ufffd"}` {
+		t.Fatalf("person properties %s %v %v", props, found, err)
 	}
 }

@@ -255,6 +255,10 @@ func (s *Server) capture(ctx *fasthttp.RequestCtx, rt route, q *request) *captur
 		return cerr
 	}
 	payloadBytesTotal.Add(len(payload))
+	// A lone UTF-16 surrogate (\ud800) is valid JSON but no character, and DuckDB's JSON
+	// functions refuse a document that holds one: stored as sent, it would fail every
+	// property read of the project. It is stored as U+FFFD, and the rest as sent.
+	jsontext.RepairSurrogates(payload)
 	if cerr := q.parsed.decode(payload, &q.res); cerr != nil {
 		return cerr
 	}
