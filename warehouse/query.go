@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"strconv"
 	"strings"
@@ -278,9 +279,31 @@ func readResult(rows *sql.Rows, maxRows int) (*Result, error) {
 }
 
 // jsonValue turns what duckdb-go scans into a value JSON can carry as PostHog would:
-// UUIDs and big numbers as text, times in UTC.
+// UUIDs and big numbers as text, times in UTC, NaN and infinities as null (JSON has
+// no such numbers; PostHog's answers carry null), maps as objects keyed by their keys'
+// text. No value makes an answer fail.
 func jsonValue(v any, dbType string) any {
 	switch v := v.(type) {
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil
+		}
+		return v
+	case float32:
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return nil
+		}
+		return v
+	case duckdb.Map:
+		object := make(map[string]any, len(v))
+		for k, value := range v {
+			key, ok := jsonValue(k, "").(string)
+			if !ok {
+				key = fmt.Sprint(jsonValue(k, ""))
+			}
+			object[key] = jsonValue(value, "")
+		}
+		return object
 	case []byte:
 		if dbType == "UUID" && len(v) == 16 {
 			id, _ := uuid.FromBytes(v)
@@ -296,7 +319,7 @@ func jsonValue(v any, dbType string) any {
 		return v.String()
 	case duckdb.Decimal:
 		f, _ := v.Value.Float64()
-		return f / float64Pow10(v.Scale)
+		return jsonValue(f/float64Pow10(v.Scale), "")
 	case duckdb.Interval:
 		return fmt.Sprintf("%d months %d days %d us", v.Months, v.Days, v.Micros)
 	case []any:

@@ -3,6 +3,7 @@ package warehouse
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -348,6 +349,18 @@ func TestHogQLForms(t *testing.T) {
 	f2(`SELECT x FROM (VALUES (2), (1)) v(x) ORDER BY x`, "[[1] [2]]")
 	f2(`SELECT event, count(*) FROM events GROUP BY ALL HAVING count(*) > (SELECT 1) ORDER BY ALL`, "[[$pageview 5]]")
 	f2(`SELECT current_date = today(), '{"a": 1}'::JSON->>'a'`, "[[true 1]]")
+
+	// Values JSON has no numbers for are null; maps are objects, keyed by their keys'
+	// text. Every answer encodes.
+	f2(`SELECT 0/0, 'nan'::DOUBLE, '-inf'::FLOAT, 1e308 * 10, [0/0, 1.5], 2.5::DECIMAL(4,1)`, "[[<nil> <nil> <nil> <nil> [<nil> 1.5] 2.5]]")
+	f2(`SELECT map([1, 2], ['a', 'b']), map(['k'], [[0/0]]), {'s': 'nan'::DOUBLE}`, "[[map[1:a 2:b] map[k:[<nil>]] map[s:<nil>]]]")
+	values, err := f.hogql(t, utc, `SELECT 0/0, map([1], [2]), {'a': 'inf'::DOUBLE}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text, err := json.Marshal(values.Results); err != nil || string(text) != `[[null,{"1":2},{"a":null}]]` {
+		t.Fatalf("encoded %s %v", text, err)
+	}
 
 	// Types and values come back JSON-ready.
 	result, err := f.hogql(t, utc, `SELECT uuid, timestamp, person_id FROM events ORDER BY timestamp LIMIT 1`)
