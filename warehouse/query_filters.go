@@ -154,6 +154,10 @@ func placeholders(n int) string {
 // relativeDate is parseDate's "-<n><unit>".
 var relativeDate = regexp.MustCompile(`^-(\d+)([hdwmqy])$`)
 
+// maxRelative bounds the count of a relative date: 1,000,000 hours is 114 years, and
+// longer units reach the year 1 sooner (a date before it is refused too).
+const maxRelative = 1_000_000
+
 // parseDate reads a date of a query in the project's time zone: "-<n><unit>" (hours,
 // days, weeks, months, quarters, years ago; days and longer from the start of that day),
 // "dStart", "mStart", "yStart" (the start of today, of this month, of this year), or an
@@ -175,21 +179,29 @@ func parseDate(s string, scope Scope, now time.Time, end bool) (time.Time, error
 		return time.Date(y, 1, 1, 0, 0, 0, 0, loc), nil
 	}
 	if m := relativeDate.FindStringSubmatch(s); m != nil {
-		n, _ := strconv.Atoi(m[1])
+		n, err := strconv.Atoi(m[1])
+		if err != nil || n > maxRelative {
+			return time.Time{}, queryErrorf("%q is too far in the past", s)
+		}
+		var t time.Time
 		switch m[2] {
 		case "h":
-			return local.Add(-time.Duration(n) * time.Hour).Truncate(time.Hour), nil
+			t = local.Add(-time.Duration(n) * time.Hour).Truncate(time.Hour)
 		case "d":
-			return today.AddDate(0, 0, -n), nil
+			t = today.AddDate(0, 0, -n)
 		case "w":
-			return today.AddDate(0, 0, -7*n), nil
+			t = today.AddDate(0, 0, -7*n)
 		case "m":
-			return today.AddDate(0, -n, 0), nil
+			t = today.AddDate(0, -n, 0)
 		case "q":
-			return today.AddDate(0, -3*n, 0), nil
+			t = today.AddDate(0, -3*n, 0)
 		case "y":
-			return today.AddDate(-n, 0, 0), nil
+			t = today.AddDate(-n, 0, 0)
 		}
+		if t.Year() < 1 {
+			return time.Time{}, queryErrorf("%q is too far in the past", s)
+		}
+		return t, nil
 	}
 	if t, err := time.ParseInLocation(time.DateOnly, s, loc); err == nil {
 		if end {

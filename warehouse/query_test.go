@@ -632,6 +632,40 @@ func TestTrendsQuery(t *testing.T) {
 	}
 }
 
+// date_from "all" starts at the project's first event; a range of more intervals than
+// a trend holds, or a relative date too far back, is a QueryError (a 400), not memory.
+func TestTrendsRanges(t *testing.T) {
+	f := newQueryFixture(t, Config{})
+	pageviews := "$pageview"
+	trend := func(from, to, interval string) (*TrendsResult, error) {
+		tq := TrendsQuery{Series: []TrendsSeries{{Event: &pageviews}}, Interval: interval}
+		tq.DateRange.DateFrom, tq.DateRange.DateTo = from, to
+		return f.w.Queries().Trends(context.Background(), utc, tq, f.now)
+	}
+	r, err := trend("all", "", "day")
+	if err != nil || len(r.Results) != 1 || r.Results[0].Count != 5 || r.Results[0].Days[0] != "2026-11-02" {
+		t.Fatalf("all: %+v %v", r, err)
+	}
+	refused := func(from, to, interval, want string) {
+		t.Helper()
+		_, err := trend(from, to, interval)
+		var qe *QueryError
+		if !errors.As(err, &qe) || qe.Detail != want {
+			t.Fatalf("%s..%s by %s: %v, want %q", from, to, interval, err, want)
+		}
+	}
+	refused("-100000y", "", "hour", `"-100000y" is too far in the past`)
+	refused("-99999999999999d", "", "day", `"-99999999999999d" is too far in the past`)
+	refused("-2y", "", "hour", "the date range spans more than 10000 hours: choose a longer interval or a shorter range")
+	refused("0001-01-01", "", "week", "the date range spans more than 10000 weeks: choose a longer interval or a shorter range")
+	if _, err := trend("-1y", "", "hour"); err != nil {
+		t.Fatalf("a year of hours: %v", err)
+	}
+	if _, err := trend("-800y", "", "month"); err != nil {
+		t.Fatalf("800 years of months: %v", err)
+	}
+}
+
 // More than 25 breakdown values: the 25 most frequent, and the rest as Other.
 func TestTrendsBreakdownOther(t *testing.T) {
 	w := openTestWarehouse(t, filepath.Join(t.TempDir(), "hedge.duckdb"), Config{})

@@ -94,14 +94,14 @@ func (q *Queries) Trends(ctx context.Context, scope Scope, tq TrendsQuery, now t
 	if err != nil {
 		return nil, queryErrorf("the project's time zone %q is unknown", scope.Timezone)
 	}
-	from, err := parseDate(cmp.Or(tq.DateRange.DateFrom, "-7d"), scope, now, false)
+	var from time.Time
+	if tq.DateRange.DateFrom == "all" {
+		from, err = q.firstEvent(ctx, scope, now)
+	} else {
+		from, err = parseDate(cmp.Or(tq.DateRange.DateFrom, "-7d"), scope, now, false)
+	}
 	if err != nil {
 		return nil, err
-	}
-	if tq.DateRange.DateFrom == "all" {
-		if from, err = q.firstEvent(ctx, scope, now); err != nil {
-			return nil, err
-		}
 	}
 	to := now
 	if tq.DateRange.DateTo != "" {
@@ -111,6 +111,12 @@ func (q *Queries) Trends(ctx context.Context, scope Scope, tq TrendsQuery, now t
 	}
 	if !to.After(from) {
 		return nil, queryErrorf("date_to must come after date_from")
+	}
+	// The buckets are built before any SQL runs, one per interval of the range: an
+	// hourly trend over centuries would take gigabytes. PostHog refuses ranges of too
+	// many intervals too.
+	if intervalsBetween(from, to, interval) > maxTrendBuckets {
+		return nil, queryErrorf("the date range spans more than %d %ss: choose a longer interval or a shorter range", maxTrendBuckets, interval)
 	}
 	buckets := bucketStarts(from.In(loc), to.In(loc), interval, scope.WeekStartDay)
 	result := &TrendsResult{Results: []TrendsLine{}, Timezone: scope.timezone()}
@@ -318,6 +324,26 @@ func bucketKey(b time.Time, interval string) string {
 		return b.UTC().Format(time.DateTime)
 	}
 	return b.Format(time.DateTime)
+}
+
+// maxTrendBuckets is how many intervals a trends query may span: ten years of days,
+// a year of hours.
+const maxTrendBuckets = 10_000
+
+// intervalsBetween is about how many intervals of the kind lie between from and to
+// (one more at most than bucketStarts makes). A range longer than a Duration holds
+// (292 years) counts as that long, which is past the cap for hours, days and weeks.
+func intervalsBetween(from, to time.Time, interval string) int64 {
+	hours := int64(to.Sub(from) / time.Hour)
+	switch interval {
+	case "hour":
+		return hours + 1
+	case "day":
+		return hours/24 + 1
+	case "week":
+		return hours/(24*7) + 1
+	}
+	return int64(to.Year()-from.Year())*12 + int64(to.Month()-from.Month()) + 1
 }
 
 // bucketStarts are the starts of the intervals from from's to to's, in from's location.
