@@ -85,7 +85,7 @@ type paginated struct {
 // with absolute next/previous links that keep the request's other query parameters.
 func (a *API) sendPage(c *fiber.Ctx, p page, count int, results any) error {
 	env := paginated{Count: count, Results: results}
-	if p.offset+p.limit < count {
+	if p.offset < count && p.limit < count-p.offset { // offset+limit < count, without overflow
 		next := a.pageURL(c, p.limit, p.offset+p.limit)
 		env.Next = &next
 	}
