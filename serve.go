@@ -70,6 +70,7 @@ func serveCommand(args []string, stderr io.Writer) int {
 	fs.DurationVar(&cfg.insightCacheTTL, "insight-cache-ttl", admin.DefaultInsightCacheTTL, "how long an insight's computed result is served while its project has no new events")
 	fs.DurationVar(&cfg.warehouse.Query.Timeout, "query-timeout", warehouse.DefaultQueryTimeout, "how long a query of the query API may run")
 	fs.IntVar(&cfg.warehouse.Query.MaxRows, "query-max-rows", warehouse.DefaultQueryMaxRows, "how many rows a HogQL query may return")
+	fs.IntVar(&cfg.warehouse.Query.MaxBytes, "query-max-bytes", warehouse.DefaultQueryMaxBytes, "about how many bytes of values a query's answer may hold; past it the answer is 400")
 	fs.StringVar(&cfg.warehouse.MemoryLimit, "duckdb-memory-limit", warehouse.DefaultMemoryLimit, "DuckDB's memory_limit; its resident memory runs about 450 MB above it under full ingest load, and large queries run faster with more")
 	fs.Int64Var(&cfg.edge.MaxInflightBytes, "max-inflight-bytes", edge.DefaultMaxInflightBytes, "bytes of request bodies and decompressed payloads held at once, at most; past it capture answers 503")
 	fs.Float64Var(&cfg.edge.OverflowRate, "overflow-rate", edge.DefaultOverflowRate, "events a second one distinct_id of a project may send before its events go to the overflow lane; 0: no overflow lane")

@@ -70,6 +70,7 @@ type Queries struct {
 	catalog  string // the database's catalog name, which the views name explicitly
 	timeout  time.Duration
 	maxRows  int
+	maxBytes int
 	// memoryLimit is DuckDB's memory_limit, as DuckDB writes it, for the message
 	// of a query that needs more.
 	memoryLimit string
@@ -77,25 +78,31 @@ type Queries struct {
 
 // The defaults of QueryLimits.
 const (
-	DefaultQueryTimeout = 30 * time.Second
-	DefaultQueryMaxRows = 100000
+	DefaultQueryTimeout  = 30 * time.Second
+	DefaultQueryMaxRows  = 100000
+	DefaultQueryMaxBytes = 64 << 20
 )
 
 // QueryLimits bound every user query: it is cancelled after Timeout, and refused if
-// it would return more than MaxRows rows. Zero values take DefaultQueryTimeout and
-// DefaultQueryMaxRows.
+// it would return more than MaxRows rows or about MaxBytes bytes of values (a few rows
+// of huge strings weigh as much as millions of small ones, and the answer is held
+// whole in memory). Zero values take the defaults above.
 type QueryLimits struct {
-	Timeout time.Duration
-	MaxRows int
+	Timeout  time.Duration
+	MaxRows  int
+	MaxBytes int
 }
 
 func newQueries(ctx context.Context, connector *duckdb.Connector, db *sql.DB, limits QueryLimits, versions *dataVersions) (*Queries, error) {
-	q := &Queries{db: sql.OpenDB(connector), versions: versions, timeout: limits.Timeout, maxRows: limits.MaxRows}
+	q := &Queries{db: sql.OpenDB(connector), versions: versions, timeout: limits.Timeout, maxRows: limits.MaxRows, maxBytes: limits.MaxBytes}
 	if q.timeout <= 0 {
 		q.timeout = DefaultQueryTimeout
 	}
 	if q.maxRows <= 0 {
 		q.maxRows = DefaultQueryMaxRows
+	}
+	if q.maxBytes <= 0 {
+		q.maxBytes = DefaultQueryMaxBytes
 	}
 	q.db.SetMaxOpenConns(4) // user queries are heavy: a few at a time
 	err := db.QueryRowContext(ctx, `SELECT current_database(), current_setting('memory_limit')`).Scan(&q.catalog, &q.memoryLimit)
@@ -151,7 +158,10 @@ func (q *Queries) run(ctx context.Context, scope Scope, query string, withPerson
 		return nil, q.failure(ctx, err)
 	}
 	defer rows.Close()
-	result, err := readResult(rows, maxRows)
+	result, err := readResult(rows, maxRows, q.maxBytes)
+	if errors.Is(err, errResultTooLarge) {
+		return nil, queryErrorf("the query's answer is larger than %d MB: select fewer or smaller values, or add a LIMIT", q.maxBytes>>20)
+	}
 	if err != nil {
 		return nil, q.failure(ctx, err)
 	}
@@ -244,7 +254,12 @@ func (q *Queries) views(scope Scope, withPersons bool) string {
 }
 
 // readResult reads up to maxRows rows, in JSON-ready values.
-func readResult(rows *sql.Rows, maxRows int) (*Result, error) {
+// errResultTooLarge is readResult's refusal of an answer past its byte bound.
+var errResultTooLarge = errors.New("result too large")
+
+// readResult reads at most maxRows rows (HasMore when there were more), and refuses
+// with errResultTooLarge once their values weigh more than maxBytes.
+func readResult(rows *sql.Rows, maxRows, maxBytes int) (*Result, error) {
 	columns, err := rows.Columns()
 	if err != nil {
 		return nil, err
@@ -272,6 +287,9 @@ func readResult(rows *sql.Rows, maxRows int) (*Result, error) {
 		}
 		for i, v := range values {
 			values[i] = jsonValue(v, r.Types[i])
+			if maxBytes -= valueSize(values[i]); maxBytes < 0 {
+				return nil, errResultTooLarge
+			}
 		}
 		r.Results = append(r.Results, values)
 	}
@@ -334,6 +352,27 @@ func jsonValue(v any, dbType string) any {
 		return v
 	}
 	return v
+}
+
+// valueSize is about how many bytes v takes in memory and in the answer.
+func valueSize(v any) int {
+	switch v := v.(type) {
+	case string:
+		return 16 + len(v)
+	case []any:
+		n := 24
+		for _, e := range v {
+			n += valueSize(e)
+		}
+		return n
+	case map[string]any:
+		n := 48
+		for k, e := range v {
+			n += 16 + len(k) + valueSize(e)
+		}
+		return n
+	}
+	return 16
 }
 
 func float64Pow10(n uint8) float64 {

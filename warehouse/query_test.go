@@ -386,6 +386,15 @@ func TestHogQLLimits(t *testing.T) {
 	if result, err := f.hogql(t, utc, `SELECT * FROM range(100)`); err != nil || len(result.Results) != 100 {
 		t.Fatalf("100 rows: %v", err)
 	}
+	// Few rows of huge values are as refused as many rows.
+	heavy := newQueryFixture(t, Config{Query: QueryLimits{MaxBytes: 1 << 20}})
+	if _, err := heavy.hogql(t, utc, `SELECT repeat('a', 100000) FROM range(20)`); !errors.As(err, &qe) ||
+		qe.Detail != "the query's answer is larger than 1 MB: select fewer or smaller values, or add a LIMIT" {
+		t.Fatalf("a heavy answer: %v", err)
+	}
+	if result, err := heavy.hogql(t, utc, `SELECT repeat('a', 100000) FROM range(5)`); err != nil || len(result.Results) != 5 {
+		t.Fatalf("a light enough answer: %v", err)
+	}
 	// A query that is wrong says why, as DuckDB sees it.
 	if _, err := f.hogql(t, utc, `SELECT no_such_column FROM events`); !errors.As(err, &qe) || !strings.Contains(qe.Detail, "no_such_column") {
 		t.Fatalf("a wrong query: %v", err)
