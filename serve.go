@@ -99,18 +99,20 @@ func serveCommand(args []string, stderr io.Writer) int {
 		log.Error("cannot start", "err", err)
 		return 1
 	}
+	code := 0
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down")
 	case err := <-s.failed:
 		log.Error("listener failed", "err", err)
+		code = 1 // a supervisor restarts what failed
 	}
 	stopSignals() // a second signal kills at once
 	if err := s.stop(); err != nil {
 		log.Error("unclean shutdown", "err", err)
 		return 1
 	}
-	return 0
+	return code
 }
 
 // server is the running process: the warehouse and the two listeners over it.
@@ -213,8 +215,8 @@ func start(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *server, e
 	edgeConfig.Flags, edgeConfig.People, edgeConfig.SDKAPI = s.flags, s.warehouse, s.api.Handler()
 	edgeConfig.Locations = s.api.ProjectTokens().Location
 	s.capture = edge.New(edgeConfig)
-	s.serve("management API", func() error { return s.api.Serve(adminLn) })
-	s.serve("capture", func() error { return s.capture.Serve(captureLn) })
+	s.serve("management API", func() error { return s.api.Serve(newRetryingListener(adminLn, "admin", log)) })
+	s.serve("capture", func() error { return s.capture.Serve(newRetryingListener(captureLn, "capture", log)) })
 	log.Info("serving", "admin_url", s.adminURL, "capture_url", s.captureURL)
 	return s, nil
 }
