@@ -9,6 +9,7 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	duckdb "github.com/duckdb/duckdb-go/v2"
@@ -74,7 +75,17 @@ type Queries struct {
 	// memoryLimit is DuckDB's memory_limit, as DuckDB writes it, for the message
 	// of a query that needs more.
 	memoryLimit string
+	// running holds each project's slots: a project runs at most projectQueries
+	// queries at once, so that it never holds the whole pool.
+	running sync.Map // int64 → chan struct{}
 }
+
+// queryConns is the size of the query pool, and projectQueries how many of its
+// connections one project may hold at once: another project's query always finds one.
+const (
+	queryConns     = 4
+	projectQueries = 2
+)
 
 // The defaults of QueryLimits.
 const (
@@ -104,7 +115,7 @@ func newQueries(ctx context.Context, connector *duckdb.Connector, db *sql.DB, li
 	if q.maxBytes <= 0 {
 		q.maxBytes = DefaultQueryMaxBytes
 	}
-	q.db.SetMaxOpenConns(4) // user queries are heavy: a few at a time
+	q.db.SetMaxOpenConns(queryConns) // user queries are heavy: a few at a time
 	err := db.QueryRowContext(ctx, `SELECT current_database(), current_setting('memory_limit')`).Scan(&q.catalog, &q.memoryLimit)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the catalog name: %w", err)
@@ -116,8 +127,29 @@ func newQueries(ctx context.Context, connector *duckdb.Connector, db *sql.DB, li
 // one version is current while the version stays the same.
 func (q *Queries) DataVersion(team int64) uint64 { return q.versions.get(team) }
 
+// begin starts one request of the query API for scope's project: the request's
+// deadline (q.timeout, for all the statements it runs), and one of the project's
+// slots, which done gives back. A project whose slots stay taken until the deadline
+// gets a QueryError.
+func (q *Queries) begin(ctx context.Context, scope Scope) (_ context.Context, done func(), err error) {
+	ctx, cancel := context.WithTimeout(ctx, q.timeout)
+	slots, _ := q.running.LoadOrStore(scope.Team, make(chan struct{}, projectQueries))
+	select {
+	case slots.(chan struct{}) <- struct{}{}:
+		return ctx, func() { <-slots.(chan struct{}); cancel() }, nil
+	case <-ctx.Done():
+		cancel()
+		return nil, nil, queryErrorf("the project's other %d queries ran until the time limit of %s: retry once they are done", projectQueries, q.timeout)
+	}
+}
+
 // HogQL runs a user's read-only SQL over the project's events, persons and groups.
 func (q *Queries) HogQL(ctx context.Context, scope Scope, query string) (*Result, error) {
+	ctx, done, err := q.begin(ctx, scope)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	rewritten, usesPerson, err := hogql.Rewrite(query)
 	if err != nil {
 		return nil, queryError(err)
@@ -137,10 +169,8 @@ func (q *Queries) HogQL(ctx context.Context, scope Scope, query string) (*Result
 
 // run checks query and runs it with args on a connection whose events, persons and
 // groups are views of scope's project, returning at most maxRows rows (HasMore when
-// there were more).
+// there were more). ctx is a request's, from begin.
 func (q *Queries) run(ctx context.Context, scope Scope, query string, withPersons bool, maxRows int, args ...any) (*Result, error) {
-	ctx, cancel := context.WithTimeout(ctx, q.timeout)
-	defer cancel()
 	conn, err := q.db.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cannot get a query connection: %w", err)

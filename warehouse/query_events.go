@@ -42,6 +42,11 @@ var starColumns = []string{"uuid", "event", "properties", "timestamp", "distinct
 
 // Events runs an EventsQuery.
 func (q *Queries) Events(ctx context.Context, scope Scope, eq EventsQuery, now time.Time) (*Result, error) {
+	ctx, done, err := q.begin(ctx, scope)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	if eq.Limit == 0 {
 		eq.Limit = defaultEventsLimit
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -672,6 +673,48 @@ func TestTrendsRanges(t *testing.T) {
 	}
 	if _, err := trend("-800y", "", "month"); err != nil {
 		t.Fatalf("800 years of months: %v", err)
+	}
+}
+
+// One project's heavy queries never hold the whole pool: another project's query
+// answers at once. The heavy project's queries past its slots wait, and a request's
+// statements share one time limit.
+func TestQueryFairness(t *testing.T) {
+	f := newQueryFixture(t, Config{Query: QueryLimits{Timeout: 3 * time.Second}})
+	var wg sync.WaitGroup
+	errs := make([]error, projectQueries+1)
+	for i := range errs {
+		wg.Go(func() { _, errs[i] = f.hogql(t, utc, `SELECT count(*) FROM range(1000000000000)`) })
+	}
+	time.Sleep(500 * time.Millisecond) // the heavy queries are running
+	other := Scope{Team: 2, Timezone: "UTC"}
+	start := time.Now()
+	result, err := f.hogql(t, other, `SELECT 1`)
+	if took := time.Since(start); err != nil || took > time.Second {
+		t.Fatalf("another project's SELECT 1: %v after %s", err, took)
+	}
+	if fmt.Sprint(result.Results) != "[[1]]" {
+		t.Fatalf("SELECT 1 answered %v", result.Results)
+	}
+	wg.Wait()
+	var timedOut, waited int
+	for _, err := range errs {
+		var qe *QueryError
+		switch {
+		case errors.As(err, &qe) && strings.Contains(qe.Detail, "ran past the time limit"):
+			timedOut++
+		case errors.As(err, &qe) && strings.Contains(qe.Detail, "other 2 queries ran until the time limit"):
+			waited++
+		default:
+			t.Fatalf("a heavy query: %v", err)
+		}
+	}
+	if timedOut != projectQueries || waited != 1 {
+		t.Fatalf("%d heavy queries timed out and %d waited for a slot, want %d and 1", timedOut, waited, projectQueries)
+	}
+	many := TrendsQuery{Series: make([]TrendsSeries, maxTrendSeries+1)}
+	if _, err := f.w.Queries().Trends(context.Background(), utc, many, f.now); err == nil || err.Error() != "a trends query has at most 50 series, not 51" {
+		t.Fatalf("51 series: %v", err)
 	}
 }
 

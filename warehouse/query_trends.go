@@ -83,6 +83,14 @@ type TrendsLine struct {
 
 // Trends runs a TrendsQuery.
 func (q *Queries) Trends(ctx context.Context, scope Scope, tq TrendsQuery, now time.Time) (*TrendsResult, error) {
+	if len(tq.Series) > maxTrendSeries {
+		return nil, queryErrorf("a trends query has at most %d series, not %d", maxTrendSeries, len(tq.Series))
+	}
+	ctx, done, err := q.begin(ctx, scope)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	if len(tq.Series) == 0 {
 		return nil, queryErrorf("a trends query needs at least one series")
 	}
@@ -325,6 +333,10 @@ func bucketKey(b time.Time, interval string) string {
 	}
 	return b.Format(time.DateTime)
 }
+
+// maxTrendSeries is how many series a trends query may have: each is a query of its
+// own, and all of them run within the request's time limit.
+const maxTrendSeries = 50
 
 // maxTrendBuckets is how many intervals a trends query may span: ten years of days,
 // a year of hours.
