@@ -59,36 +59,105 @@ func (a *API) organizationOf(c *fiber.Ctx, p *principal) (membership, error) {
 	return m, nil
 }
 
-// project is a project the caller may reach, with the caller's place in its organization.
+// Project access. A project is private when its access_control is on. One rule says
+// who reaches a project, on every route that names one (by path, by token or in a
+// body) and in every list of projects:
+//
+//   - a project that is not private: every member of its organization, at their
+//     organization level (1 member, 8 admin, 15 owner);
+//   - a private project: the organization's admins and owners, at their organization
+//     level, and the members added to it explicitly (explicit_members.go), at the
+//     higher of their organization level and their explicit level (1 member, 8 admin
+//     of the project);
+//   - nobody else: not a member of the organization, nor a member not added to it.
+//
+// The effective level is what the project's own rules compare (a project admin, level
+// 8 or more, may restrict dashboards, edit others' flags, manage explicit members).
+// Explicit memberships hang on the organization membership, so leaving the
+// organization ends them; on a project that is not private they are kept but change
+// nothing, and count again if it becomes private.
+//
+// projectLevelSQL is the rule as SQL over a project p, the user's membership m of its
+// organization and their explicit membership e of the project (projectMembersSQL): the
+// effective level, NULL when the user may not reach the project. Everything that
+// decides access goes through it: reachProject for a project a request names,
+// reachableProjectIDs for lists, projectLevelOf for another user.
+const projectLevelSQL = `CASE WHEN NOT p.access_control OR m.level >= 8 THEN m.level
+	WHEN e.level IS NOT NULL THEN greatest(m.level, e.level) END`
+
+// projectMembersSQL is the FROM clause of projectLevelSQL: the projects joined with the
+// membership of the user whose id is its one parameter (projects of other
+// organizations drop out) and that user's explicit memberships.
+const projectMembersSQL = `meta.projects p
+	JOIN meta.memberships m ON m.organization_id = p.organization_id AND m.user_id = ?
+	LEFT JOIN meta.explicit_project_members e ON e.team_id = p.id AND e.membership_id = m.id`
+
+// reachableProjectIDs is a subquery of the ids of the projects that the user whose id
+// is its one parameter may reach, in any organization.
+const reachableProjectIDs = `(SELECT p.id FROM ` + projectMembersSQL + ` WHERE (` + projectLevelSQL + `) IS NOT NULL)`
+
+// errNoProjectAccess is PostHog's 403 for a member of the organization on a private
+// project they were not added to.
+var errNoProjectAccess = errPermissionDenied("You don't have access to the project.")
+
+// project is a project the caller may reach, with the caller's effective level in it.
 type project struct {
 	id             int64
 	organizationID uuid.UUID
-	level          int // the caller's membership level in the project's organization
+	level          int  // the caller's effective level in the project (see projectLevelSQL)
+	private        bool // access_control: only its explicit members and the organization's admins reach it
 }
 
-// projectOf resolves the project_id path parameter for the caller, as organizationOf
-// does for organizations: a project id that is not a number, that no project has, or
-// whose organization the caller's user does not belong to all get the same 404. A key
-// scoped to other projects or organizations gets PostHog's 403.
+const projectLocal = "hedge.project"
+
+// requireProject is the gate of every route under /api/projects/{param}/ (handle puts
+// it before the handler, so no handler can skip it): the project that the path
+// parameter param names must be one the caller may reach, or the request ends here.
+// The handler finds the project with projectOf.
+func (a *API) requireProject(param string) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		pr, err := a.resolveProject(c, principalOf(c), param)
+		if err != nil {
+			return err
+		}
+		c.Locals(projectLocal, pr)
+		return c.Next()
+	}
+}
+
+// projectOf is the project of the path, as requireProject resolved it.
 func (a *API) projectOf(c *fiber.Ctx, p *principal) (project, error) {
+	if pr, ok := c.Locals(projectLocal).(project); ok {
+		return pr, nil
+	}
+	return a.resolveProject(c, p, "project_id")
+}
+
+// resolveProject resolves the path parameter param (a project id) for the caller, as
+// organizationOf does for organizations: a project id that is not a number, that no
+// project has, or whose organization the caller's user does not belong to all get the
+// same 404. A key scoped to other projects or organizations gets PostHog's 403, and so
+// does a member of the organization on a private project they were not added to
+// (PostHog's "You don't have access to the project.").
+func (a *API) resolveProject(c *fiber.Ctx, p *principal, param string) (project, error) {
 	notFound := errNotFound("Project not found.")
-	id, err := strconv.ParseInt(c.Params("project_id"), 10, 64)
+	id, err := strconv.ParseInt(c.Params(param), 10, 64)
 	if err != nil {
 		return project{}, notFound
 	}
-	return a.reachProject(c.UserContext(), p, id, notFound)
+	return a.reachProject(c.UserContext(), p, id, notFound, errNoProjectAccess)
 }
 
-// reachProject is the project with the given id if the caller may reach it: a member
-// of its organization, with a key not scoped to other projects or organizations
-// (PostHog's 403). refused is the answer when the project does not exist or the
-// caller is not a member.
-func (a *API) reachProject(ctx context.Context, p *principal, id int64, refused error) (project, error) {
+// reachProject is the project with the given id if the caller may reach it (the rule
+// of projectLevelSQL), with a key not scoped to other projects or organizations
+// (PostHog's 403s). refused is the answer when the project does not exist or the
+// caller is not a member of its organization; denied when the caller is a member who
+// may not reach it.
+func (a *API) reachProject(ctx context.Context, p *principal, id int64, refused, denied error) (project, error) {
 	pr := project{id: id}
-	err := a.db.QueryRowContext(ctx, `
-		SELECT p.organization_id, m.level FROM meta.projects p
-		JOIN meta.memberships m ON m.organization_id = p.organization_id AND m.user_id = ?
-		WHERE p.id = ?`, p.userID, id).Scan(&pr.organizationID, &pr.level)
+	var level sql.NullInt64
+	err := a.db.QueryRowContext(ctx, `SELECT p.organization_id, p.access_control, `+projectLevelSQL+` FROM `+projectMembersSQL+`
+		WHERE p.id = ?`, p.userID, id).Scan(&pr.organizationID, &pr.private, &level)
 	if errors.Is(err, sql.ErrNoRows) {
 		return project{}, refused
 	}
@@ -101,7 +170,26 @@ func (a *API) reachProject(ctx context.Context, p *principal, id int64, refused 
 	if len(p.scopedOrganizations) > 0 && !slices.Contains(p.scopedOrganizations, pr.organizationID.String()) {
 		return project{}, errPermissionDenied(fmt.Sprintf("API key does not have access to the requested organization: ID %s.", pr.organizationID))
 	}
+	if !level.Valid {
+		return project{}, denied
+	}
+	pr.level = int(level.Int64)
 	return pr, nil
+}
+
+// projectLevelOf is another user's effective level in a project; ok is false when the
+// user may not reach it (not a member of its organization, or a member not added to
+// a private project).
+func projectLevelOf(ctx context.Context, q querier, team, userID int64) (level int, ok bool, err error) {
+	var l sql.NullInt64
+	err = q.QueryRowContext(ctx, `SELECT `+projectLevelSQL+` FROM `+projectMembersSQL+` WHERE p.id = ?`, userID, team).Scan(&l)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("cannot look up the access of user %d to project %d: %w", userID, team, err)
+	}
+	return int(l.Int64), l.Valid, nil
 }
 
 // errAccessLevel is PostHog's 403 for a member whose level is below what the action

@@ -88,10 +88,17 @@ type route struct {
 }
 
 // handle registers an authenticated route under /api: the key is checked for scope
-// before handler runs.
+// before handler runs, and on a route under a project (/projects/:param/...) the
+// caller must reach the project its parameter names (requireProject) before handler
+// runs, whatever handler does.
 func (a *API) handle(method, path, scope string, handler fiber.Handler) {
 	a.routes = append(a.routes, route{method: method, path: "/api" + path, scope: scope})
-	a.api.Add(method, path, a.require(scope), handler)
+	handlers := []fiber.Handler{a.require(scope)}
+	if rest, ok := strings.CutPrefix(path, "/projects/:"); ok {
+		param, _, _ := strings.Cut(rest, "/")
+		handlers = append(handlers, a.requireProject(param))
+	}
+	a.api.Add(method, path, append(handlers, handler)...)
 }
 
 // querier is what *sql.DB and *sql.Tx have in common.
@@ -146,6 +153,7 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 	a.app.Get("/metrics", a.metrics)
 	a.api = a.app.Group("/api")
 	a.bindProjects()
+	a.bindExplicitMembers()
 	a.bindPersons()
 	a.bindGroups()
 	a.bindQuery()

@@ -56,6 +56,16 @@ func newMemberUUID(t *testing.T, env *testEnv) (string, string) {
 	return id, `{"level":8}`
 }
 
+// newExplicitUUID makes a member of the organization an explicit member of the
+// bootstrap project (which the matrix makes private).
+func newExplicitUUID(body string) func(*testing.T, *testEnv) (string, string) {
+	return func(t *testing.T, env *testEnv) (string, string) {
+		id, _ := env.member(t, unique("explicit")+"@example.com", levelMember, "*")
+		env.addExplicit(t, matrixProject(env), id, explicitMember)
+		return id, body
+	}
+}
+
 func newKeyID(t *testing.T, env *testEnv) (string, string) {
 	k := env.must(t, 201, "POST", "/api/personal_api_keys/", env.owner, `{"label":"matrix","scopes":["project:read"]}`)
 	return k["id"].(string), ""
@@ -109,6 +119,14 @@ func matrixCases(env *testEnv) map[string]matrixCase {
 		"GET /api/organizations/:organization_id/projects/:id/": {func(*testing.T, *testEnv) (string, string) {
 			return strconv.FormatInt(env.boot.ProjectID, 10), ""
 		}, 200},
+		"GET /api/projects/:project_id/explicit_members/": {noFixture, 200},
+		"POST /api/projects/:project_id/explicit_members/": {func(t *testing.T, env *testEnv) (string, string) {
+			id, _ := env.member(t, unique("explicit")+"@example.com", levelMember, "*")
+			return "", `{"user_uuid":"` + id + `"}`
+		}, 201},
+		"GET /api/projects/:project_id/explicit_members/:user__uuid/":    {newExplicitUUID(""), 200},
+		"PATCH /api/projects/:project_id/explicit_members/:user__uuid/":  {newExplicitUUID(`{"level":8}`), 200},
+		"DELETE /api/projects/:project_id/explicit_members/:user__uuid/": {newExplicitUUID(""), 204},
 	}
 	newFlag := func(body string) func(*testing.T, *testEnv) (string, string) {
 		return func(t *testing.T, env *testEnv) (string, string) {
@@ -153,11 +171,26 @@ func matrixCases(env *testEnv) map[string]matrixCase {
 // Routes added later are walked too: those without a matrixCase get the first three
 // checks and must not refuse the right key; routes of dashboards and insights must
 // have a case.
+//
+// The bootstrap project, which every route under a project is called on, is private,
+// and every route under /api/projects/{project_id}/ gets the private-project column:
+// 403 "You don't have access to the project." to a member of the organization not
+// added to it, success to an explicit admin of the project and to an admin of the
+// organization, and no access refusal to an explicit member (the same success on
+// reads). The organization's batch export routes, whose exports are the bootstrap
+// project's, do not show them to the member not added to it.
 func TestAuthorizationMatrix(t *testing.T) {
 	dnsAddr, _ := startDNS(t) // verify gets a quick NXDOMAIN, never the network
 	env := serveAPI(t, func(cfg *Config) { cfg.DNSServer = dnsAddr })
 	_, noScopeKey := env.member(t, "noscope@example.com", levelOwner, "unrelated_object:read")
 	_, outsiderKey := env.addUser(t, "outsider@example.com", uuid.Nil, levelOwner, "*")
+	env.exec(t, `UPDATE meta.projects SET access_control = true WHERE id = ?`, env.boot.ProjectID) // hedge has no project update route
+	_, plainMemberKey := env.member(t, "plain@example.com", levelMember, "*")
+	explicitMemberUUID, explicitMemberKey := env.member(t, "explicit-member@example.com", levelMember, "*")
+	projectAdminUUID, projectAdminKey := env.member(t, "project-admin@example.com", levelMember, "*")
+	_, orgAdminKey := env.member(t, "org-admin@example.com", levelAdmin, "*")
+	env.addExplicit(t, matrixProject(env), explicitMemberUUID, explicitMember)
+	env.addExplicit(t, matrixProject(env), projectAdminUUID, explicitAdmin)
 	var ownerID int64
 	if err := env.warehouse.DB().QueryRow(`SELECT id FROM meta.users WHERE email = 'owner@example.com'`).Scan(&ownerID); err != nil {
 		t.Fatal(err)
@@ -244,17 +277,57 @@ func TestAuthorizationMatrix(t *testing.T) {
 			}
 			// Gone after the route's test: the owner may hold only 10 keys.
 			t.Cleanup(func() { env.exec(t, `DELETE FROM meta.personal_api_keys WHERE secure_value = ?`, hashKey(scopedKey)) })
-			for _, key := range []struct{ name, key string }{{"the owner's * key", env.owner}, {"a key of scope " + scope, scopedKey}} {
+			succeeds := func(name, key string) {
+				t.Helper()
 				params, body := fixture()
-				status, _, text := env.call(t, r.method, path(params), key.key, body)
+				status, _, text := env.call(t, r.method, path(params), key, body)
 				switch {
 				case known && status != tc.status:
-					t.Fatalf("%s: %d, want %d: %s", key.name, status, tc.status, text)
+					t.Fatalf("%s: %d, want %d: %s", name, status, tc.status, text)
 				case status == 401 || status == 403:
-					t.Fatalf("%s refused: %d %s", key.name, status, text)
+					t.Fatalf("%s refused: %d %s", name, status, text)
 				case status == 404 && (strings.Contains(text, "Organization not found.") || strings.Contains(text, "Project not found.")):
-					t.Fatalf("%s treated as another tenant: %s", key.name, text)
+					t.Fatalf("%s treated as another tenant: %s", name, text)
 				}
+			}
+			succeeds("the owner's * key", env.owner)
+			succeeds("a key of scope "+scope, scopedKey)
+
+			// The private-project column.
+			const organizationExports = "/api/organizations/:organization_id/batch_exports/"
+			switch {
+			case strings.HasPrefix(r.path, "/api/projects/:project_id/"):
+				params, body := fixture()
+				if status, _, text := env.call(t, r.method, path(params), plainMemberKey, body); status != 403 || text != noProjectAccess {
+					t.Fatalf("a member not added to the private project: %d %s", status, text)
+				}
+				succeeds("an explicit admin of the private project", projectAdminKey)
+				succeeds("an admin of the organization", orgAdminKey)
+				params, body = fixture()
+				status, _, text := env.call(t, r.method, path(params), explicitMemberKey, body)
+				switch {
+				case text == noProjectAccess:
+					t.Fatalf("an explicit member of the private project refused: %s", text)
+				case r.method == "GET" && known && status != tc.status:
+					t.Fatalf("an explicit member of the private project: %d, want %d: %s", status, tc.status, text)
+				}
+			case strings.HasPrefix(r.path, organizationExports):
+				params, body := fixture()
+				status, _, text := env.call(t, r.method, path(params), plainMemberKey, body)
+				switch {
+				case r.path == organizationExports && r.method == "GET":
+					if status != 200 || !strings.Contains(text, `"count":0,`) {
+						t.Fatalf("a member not added to the private project lists its exports: %d %s", status, text)
+					}
+				case r.path == organizationExports:
+					if status != 403 || text != noProjectAccess {
+						t.Fatalf("a member not added to the private project creates an export of it: %d %s", status, text)
+					}
+				case status != 404 || !strings.Contains(text, `"detail":"Not found."`):
+					t.Fatalf("a member not added to the private project reaches its export: %d %s", status, text)
+				}
+				succeeds("an explicit admin of the private project", projectAdminKey)
+				succeeds("an admin of the organization", orgAdminKey)
 			}
 		})
 	}
@@ -326,12 +399,12 @@ func dashboardMatrixCases() map[string]routeCase {
 		}),
 		"GET " + dashboards + ":dashboard_id/collaborators/": byID(200, "dashboard:read", "", matrixDashboard(37)),
 		"POST " + dashboards + ":dashboard_id/collaborators/": plain(201, "dashboard:write", func(t *testing.T, env *testEnv) (string, string) {
-			user, _ := env.member(t, unique("collaborator")+"@example.com", levelMember, "*")
+			user, _ := newExplicitUUID("")(t, env)
 			return matrixDashboard(37)(t, env), `{"user_uuid":"` + user + `","level":37}`
 		}),
 		"DELETE " + dashboards + ":dashboard_id/collaborators/:user__uuid/": {matrixCase: matrixCase{status: 204}, scope: "dashboard:write",
 			params: func(t *testing.T, env *testEnv) (map[string]string, string) {
-				user, _ := env.member(t, unique("collaborator")+"@example.com", levelMember, "*")
+				user, _ := newExplicitUUID("")(t, env)
 				dashboard := matrixDashboard(37)(t, env)
 				env.must(t, 201, "POST", matrixProject(env)+"/dashboards/"+dashboard+"/collaborators/", env.owner, `{"user_uuid":"`+user+`","level":37}`)
 				return map[string]string{"dashboard_id": dashboard, "user__uuid": user}, ""

@@ -43,30 +43,33 @@ func (a *API) bindBatchExports() {
 }
 
 // exportScope is where a batch export path points: a whole organization (teamID 0)
-// or one project of it.
+// or one project of it, for the caller p.
 type exportScope struct {
 	organizationID uuid.UUID
 	teamID         int64
+	p              *principal
 }
 
 // exportScopeOf resolves the organization_id or project_id of the path. Any member
-// may manage the exports of their projects, as in PostHog.
+// may manage the exports of the projects they reach, as in PostHog.
 func (a *API) exportScopeOf(c *fiber.Ctx, p *principal) (exportScope, error) {
 	if c.Params("project_id") != "" {
 		pr, err := a.projectOf(c, p)
-		return exportScope{organizationID: pr.organizationID, teamID: pr.id}, err
+		return exportScope{organizationID: pr.organizationID, teamID: pr.id, p: p}, err
 	}
 	m, err := a.organizationWide(c, p)
-	return exportScope{organizationID: m.organizationID}, err
+	return exportScope{organizationID: m.organizationID, p: p}, err
 }
 
-// teams are the projects whose exports the scope holds.
+// teams are the projects whose exports the scope holds: under an organization, those
+// of its projects that the caller reaches (projectLevelSQL), so that a private
+// project's exports are neither listed nor found for a member not added to it.
 func (a *API) exportTeams(ctx context.Context, s exportScope) ([]int64, error) {
 	if s.teamID != 0 {
 		return []int64{s.teamID}, nil
 	}
 	return records.All(ctx, a.db, "the projects of an organization", scanID,
-		`SELECT id FROM meta.projects WHERE organization_id = ?`, s.organizationID)
+		`SELECT id FROM meta.projects WHERE organization_id = ? AND id IN `+reachableProjectIDs, s.organizationID, s.p.userID)
 }
 
 // batchExportRecord is the OpenAPI schema's Batch export with id, team_id, created_at,
@@ -331,20 +334,24 @@ func (a *API) batchExportCreate(c *fiber.Ctx) error {
 	return c.Status(fiber.StatusCreated).JSON(r)
 }
 
-// teamOfOrganization checks that team_id names a project of the organization.
+// teamOfOrganization checks that team_id names a project of the organization that the
+// caller reaches, as a path naming it must (a private project they were not added to:
+// 403 "You don't have access to the project.").
 func (a *API) teamOfOrganization(ctx context.Context, s exportScope, team optional[int64]) error {
 	if !team.Set || team.Null {
 		return errValidation("team_id", "required", "This field is required: the project whose data is exported.")
 	}
+	notHere := errValidation("team_id", "invalid_input", "Project does not exist on this organization.")
 	var ok bool
 	if err := a.db.QueryRowContext(ctx, `SELECT count(*) > 0 FROM meta.projects WHERE id = ? AND organization_id = ?`,
 		team.Value, s.organizationID).Scan(&ok); err != nil {
 		return fmt.Errorf("cannot look up project %d: %w", team.Value, err)
 	}
 	if !ok {
-		return errValidation("team_id", "invalid_input", "Project does not exist on this organization.")
+		return notHere
 	}
-	return nil
+	_, err := a.reachProject(ctx, s.p, team.Value, notHere, errNoProjectAccess)
+	return err
 }
 
 // exportOfPath is the batch export that the path's id names, secrets included, within

@@ -98,7 +98,7 @@ func isNotFound(err error) bool {
 // POST /api/projects/{project_id}/dashboards/{dashboard_id}/collaborators/ (dashboard:write)
 // Body {"user_uuid", "level": 37}, with PostHog's rules: only on dashboards
 // restricted to collaborators, only edit access, never for those who have it already
-// (its creator, project admins), never twice, only for members of the organization.
+// (its creator, project admins), never twice, only for users who reach the project.
 func (a *API) collaboratorAdd(c *fiber.Ctx) error {
 	p := principalOf(c)
 	pr, d, err := a.collaboratorDashboard(c)
@@ -140,14 +140,15 @@ func (a *API) collaboratorAdd(c *fiber.Ctx) error {
 	if err != nil {
 		return fmt.Errorf("cannot look up user %s: %w", userUUID, err)
 	}
-	// Project access is membership of the project's organization (hedge has no private projects).
-	var level int
-	err = a.db.QueryRowContext(ctx, `SELECT level FROM meta.memberships WHERE organization_id = ? AND user_id = ?`, pr.organizationID, userID).Scan(&level)
-	if errors.Is(err, sql.ErrNoRows) {
-		return errValidation("user_uuid", "invalid_input", "Cannot add collaborators that have no access to the project.")
-	}
+	// The collaborator must reach the project (projectLevelSQL: a member of its
+	// organization, and of the project when it is private); a project admin already
+	// edits every dashboard.
+	level, ok, err := projectLevelOf(ctx, a.db, pr.id, userID)
 	if err != nil {
-		return fmt.Errorf("cannot look up the membership of user %d: %w", userID, err)
+		return err
+	}
+	if !ok {
+		return errValidation("user_uuid", "invalid_input", "Cannot add collaborators that have no access to the project.")
 	}
 	if (d.createdBy != nil && *d.createdBy == userID) || level >= levelAdmin {
 		return errValidation("user_uuid", "invalid_input", "Cannot add collaborators that already have inherent access (the dashboard owner or a project admins).")

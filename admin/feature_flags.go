@@ -75,8 +75,8 @@ func (a *API) flagRecords(ctx context.Context, pr project, userID int64, list []
 	}
 	records := make([]featureFlagRecord, len(list))
 	for i, f := range list {
-		// The creator and the organization's admins manage a flag, everyone else in the
-		// project edits it (PostHog without access control).
+		// The creator and the project's admins (effective level 8 or more) manage a flag,
+		// everyone else in the project edits it (PostHog without per-flag access control).
 		access := "editor"
 		if f.CreatedBy == userID || pr.level >= levelAdmin {
 			access = "manager"

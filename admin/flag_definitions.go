@@ -31,9 +31,10 @@ var (
 // sdkProject authenticates a server SDK: a personal API key (401 without one or with
 // one that is not valid) of scope feature_flag:read (feature_flag:write implies it; 403
 // otherwise), and the project of the token parameter (401 when missing or unknown),
-// which the key must reach as it must reach a project of the management API: its
-// user a member of the project's organization (403 "You don't have access to the
-// project.", as PostHog says it; the project's token is public, so naming it confirms
+// which the key must reach as it must reach a project of the management API (the
+// rule of projectLevelSQL): its user a member of the project's organization, and of
+// the project itself when it is private (403 "You don't have access to the project."
+// either way, as PostHog says it; the project's token is public, so naming it confirms
 // nothing), the key not scoped to other projects or organizations (PostHog's 403s).
 func (a *API) sdkProject(c *fiber.Ctx) (int64, error) {
 	p, err := a.authenticate(c)
@@ -52,7 +53,7 @@ func (a *API) sdkProject(c *fiber.Ctx) (int64, error) {
 	if !ok {
 		return 0, errUnknownProjectToken
 	}
-	if _, err := a.reachProject(c.UserContext(), p, team, errPermissionDenied("You don't have access to the project.")); err != nil {
+	if _, err := a.reachProject(c.UserContext(), p, team, errNoProjectAccess, errNoProjectAccess); err != nil {
 		return 0, err
 	}
 	return team, nil

@@ -232,11 +232,33 @@ func (a *API) memberDelete(c *fiber.Ctx) error {
 	if t.level == levelOwner {
 		return errValidation("", "invalid_input", "Cannot leave the organization as its owner!")
 	}
-	if _, err := a.db.ExecContext(ctx, `DELETE FROM meta.memberships WHERE organization_id = ? AND user_id = ?`,
-		m.organizationID, t.userID); err != nil {
-		return fmt.Errorf("cannot remove user %d from %s: %w", t.userID, m.organizationID, err)
+	if err := removeMembership(ctx, a.db, m.organizationID, t.userID); err != nil {
+		return err
 	}
 	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// removeMembership takes the user out of the organization, and out of the private
+// projects they were added to there: explicit memberships end with the membership
+// they hang on (they would never count again anyway: a new membership has a new id).
+func removeMembership(ctx context.Context, db *sql.DB, organizationID uuid.UUID, userID int64) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("cannot begin removing user %d from %s: %w", userID, organizationID, err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `DELETE FROM meta.explicit_project_members WHERE membership_id IN
+		(SELECT id FROM meta.memberships WHERE organization_id = ? AND user_id = ?)`, organizationID, userID); err != nil {
+		return fmt.Errorf("cannot remove user %d from the projects of %s: %w", userID, organizationID, err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM meta.memberships WHERE organization_id = ? AND user_id = ?`,
+		organizationID, userID); err != nil {
+		return fmt.Errorf("cannot remove user %d from %s: %w", userID, organizationID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("cannot commit removing user %d from %s: %w", userID, organizationID, err)
+	}
+	return nil
 }
 
 // memberOfOrganization reports whether a user with this e-mail (any case) is a member.

@@ -173,7 +173,7 @@ func (a *API) loadOrganization(ctx context.Context, q querier, id uuid.UUID, p *
 		return r, fmt.Errorf("cannot read organization %s: %w", id, err)
 	}
 	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
-	if r.Teams, err = listProjects(ctx, q, id, p.scopedTeams, 0); err != nil {
+	if r.Teams, err = listProjects(ctx, q, id, p, 0); err != nil {
 		return r, err
 	}
 	return r, nil

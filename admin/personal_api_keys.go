@@ -150,8 +150,8 @@ func (in *personalAPIKeyInput) grantable(creator *principal) error {
 	return nil
 }
 
-// reachable checks that the user belongs to every organization and to the
-// organization of every project the key is scoped to (PostHog's messages).
+// reachable checks that the user belongs to every organization and reaches every
+// project the key is scoped to (projectLevelSQL), with PostHog's messages.
 func reachable(ctx context.Context, q querier, userID int64, in *personalAPIKeyInput) error {
 	for _, o := range in.ScopedOrganizations {
 		var member bool
@@ -164,11 +164,9 @@ func reachable(ctx context.Context, q querier, userID int64, in *personalAPIKeyI
 		}
 	}
 	for _, t := range in.ScopedTeams {
-		var member bool
-		if err := q.QueryRowContext(ctx, `SELECT count(*) > 0 FROM meta.projects p
-			JOIN meta.memberships m ON m.organization_id = p.organization_id AND m.user_id = ? WHERE p.id = ?`,
-			userID, t).Scan(&member); err != nil {
-			return fmt.Errorf("cannot check access of user %d to project %d: %w", userID, t, err)
+		_, member, err := projectLevelOf(ctx, q, t, userID)
+		if err != nil {
+			return err
 		}
 		if !member {
 			return errValidation("scoped_teams", "invalid_input", "You must be a member of all teams that you are scoping the key to.")

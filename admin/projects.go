@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,8 +42,10 @@ type projectListItem struct {
 }
 
 // GET /api/organizations/{organization_id}/projects/ (project:read)
-// The organization's projects, oldest first. A key scoped to some projects may not
-// list them: PostHog answers 403, as on every endpoint that is not one project's.
+// The organization's projects that the caller may reach, oldest first: a private
+// project is listed only to those who reach it (projectLevelSQL), as PostHog lists
+// the projects visible to the user. A key scoped to some projects may not list them:
+// PostHog answers 403, as on every endpoint that is not one project's.
 func (a *API) projectList(c *fiber.Ctx) error {
 	p := principalOf(c)
 	m, err := a.organizationWide(c, p)
@@ -55,14 +56,20 @@ func (a *API) projectList(c *fiber.Ctx) error {
 		what:  fmt.Sprintf("projects of %s", m.organizationID),
 		count: `SELECT count(*) FROM meta.projects WHERE ` + projectVisible,
 		list:  projectListColumns + ` WHERE ` + projectVisible + ` ORDER BY id`,
-		args:  []any{m.organizationID, nonNil(p.scopedTeams), nonNil(p.scopedTeams)},
+		args:  projectVisibleArgs(m.organizationID, p),
 		scan:  scanProjectListItem,
 	})
 }
 
 // projectVisible is the condition on meta.projects for the projects of an organization
-// that a key reaches: all of them, or those in its scoped_teams.
-const projectVisible = `organization_id = ? AND (len(?::BIGINT[]) = 0 OR list_contains(?::BIGINT[], id))`
+// that a key reaches: those its user may reach (reachableProjectIDs), all of them or
+// those in its scoped_teams. Its arguments are projectVisibleArgs.
+const projectVisible = `organization_id = ? AND id IN ` + reachableProjectIDs + `
+	AND (len(?::BIGINT[]) = 0 OR list_contains(?::BIGINT[], id))`
+
+func projectVisibleArgs(organizationID uuid.UUID, p *principal) []any {
+	return []any{organizationID, p.userID, nonNil(p.scopedTeams), nonNil(p.scopedTeams)}
+}
 
 // nonNil makes sure an empty list binds as [] and not as NULL.
 func nonNil[T any](list []T) []T {
@@ -86,11 +93,11 @@ func scanProjectListItem(row records.Scanner) (projectListItem, error) {
 	return it, err
 }
 
-// listProjects reads the organization's projects that scopedTeams allows (all when
-// empty), oldest first, at most limit of them when limit is positive.
-func listProjects(ctx context.Context, q querier, organizationID uuid.UUID, scopedTeams []int64, limit int) ([]projectListItem, error) {
+// listProjects reads the organization's projects that the key reaches (projectVisible),
+// oldest first, at most limit of them when limit is positive.
+func listProjects(ctx context.Context, q querier, organizationID uuid.UUID, p *principal, limit int) ([]projectListItem, error) {
 	query := projectListColumns + ` WHERE ` + projectVisible + ` ORDER BY id`
-	args := []any{organizationID, nonNil(scopedTeams), nonNil(scopedTeams)}
+	args := projectVisibleArgs(organizationID, p)
 	if limit > 0 {
 		query += ` LIMIT ?`
 		args = append(args, limit)
@@ -394,6 +401,13 @@ func (a *API) projectCreate(c *fiber.Ctx) error {
 			return err
 		}
 	}
+	if fields.AccessControl && m.level < levelAdmin {
+		// A member (who may create only a demo project) creating a private one is not
+		// shut out of it: they become its explicit admin.
+		if err := insertExplicitMember(ctx, tx, id, m.organizationID, p.userID, levelAdmin); err != nil {
+			return err
+		}
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("cannot commit project %q: %w", fields.Name, err)
 	}
@@ -402,32 +416,46 @@ func (a *API) projectCreate(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if level, ok, err := projectLevelOf(ctx, a.db, id, p.userID); err != nil {
+		return err
+	} else if ok {
+		r.EffectiveMembershipLevel = &level
+	}
 	return c.Status(fiber.StatusCreated).JSON(r)
 }
 
 // GET /api/organizations/{organization_id}/projects/{id}/ (project:read)
+// A private project the caller may not reach is not found, as it is not listed
+// (PostHog looks it up among the projects visible to the user); the routes under
+// /api/projects/{id}/ answer 403 for it instead, as PostHog's do.
 func (a *API) projectRetrieve(c *fiber.Ctx) error {
 	p := principalOf(c)
 	m, err := a.organizationOf(c, p)
 	if err != nil {
 		return err
 	}
+	notFound := errNotFound("Project not found.")
 	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
 	if err != nil {
-		return errNotFound("Project not found.")
+		return notFound
 	}
-	r, err := a.loadProject(c.UserContext(), m, id)
+	ctx := c.UserContext()
+	r, err := a.loadProject(ctx, m, id)
 	if err != nil {
 		return err
 	}
-	if len(p.scopedTeams) > 0 && !slices.Contains(p.scopedTeams, id) {
-		return errPermissionDenied(fmt.Sprintf("API key does not have access to the requested project: ID %d.", id))
+	pr, err := a.reachProject(ctx, p, id, notFound, notFound)
+	if err != nil {
+		return err
 	}
+	r.EffectiveMembershipLevel = &pr.level
 	return c.JSON(r)
 }
 
-// loadProject reads the full record of a project of m's organization, as m's member
-// sees it; a project of another organization is not found.
+// loadProject reads the full record of a project of m's organization; a project of
+// another organization is not found. Its effective_membership_level is m's level in
+// the organization, which the caller replaces with the effective level in the project
+// (projectLevelSQL) when they differ.
 func (a *API) loadProject(ctx context.Context, m membership, id int64) (projectRecord, error) {
 	r := projectRecord{ID: id, PersonOnEventsQueryingEnabled: "true", DefaultModifiers: "{}", ProductIntents: "[]"}
 	r.projectFields = defaultProjectFields()
@@ -457,8 +485,6 @@ func (a *API) loadProject(ctx context.Context, m membership, id int64) (projectR
 		return r, err
 	}
 	r.HasGroupTypes = len(groupTypes) > 0
-	// hedge has no per-project access control: a member's level in the project is
-	// their level in its organization.
 	level := m.level
 	r.EffectiveMembershipLevel = &level
 	return r, nil

@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -40,6 +41,7 @@ type pendingInvite struct {
 	email, firstName string
 	level            int
 	expired          bool
+	projectAccess    string // private_project_access, JSON [{"id", "level": "member"|"admin"}]
 }
 
 // signupScope is what a key must grant to accept an invite for its user: joining is
@@ -180,9 +182,9 @@ func (a *API) pendingInvite(ctx context.Context, param string) (pendingInvite, e
 	}
 	var inv pendingInvite
 	err = a.db.QueryRowContext(ctx, `SELECT i.organization_id, o.name, i.target_email, i.first_name, i.level,
-			i.created_at < now() - INTERVAL 3 DAY
+			i.created_at < now() - INTERVAL 3 DAY, i.private_project_access
 		FROM meta.invites i JOIN meta.organizations o ON o.id = i.organization_id WHERE i.id = ?`, id).
-		Scan(&inv.organizationID, &inv.organizationName, &inv.email, &inv.firstName, &inv.level, &inv.expired)
+		Scan(&inv.organizationID, &inv.organizationName, &inv.email, &inv.firstName, &inv.level, &inv.expired, &inv.projectAccess)
 	if errors.Is(err, sql.ErrNoRows) {
 		return inv, invalid
 	}
@@ -195,12 +197,40 @@ func (a *API) pendingInvite(ctx context.Context, param string) (pendingInvite, e
 	return inv, nil
 }
 
-// join makes the user a member at the invite's level and consumes every invite to
-// that e-mail in the organization; with newKey it also makes the user's first
-// personal API key and returns it.
+// join makes the user a member at the invite's level, an explicit member of the
+// private projects its private_project_access names (at "member" 1 or "admin" 8; as in
+// PostHog, a project since deleted or no longer private is passed over), and
+// consumes every invite to that e-mail in the organization; with newKey it also makes
+// the user's first personal API key and returns it.
 func (a *API) join(ctx context.Context, tx *sql.Tx, userID int64, invite pendingInvite, newKey bool) (string, error) {
 	if err := insertMembership(ctx, tx, invite.organizationID, userID, invite.level); err != nil {
 		return "", err
+	}
+	var access []projectAccess
+	if err := json.Unmarshal([]byte(invite.projectAccess), &access); err != nil {
+		return "", fmt.Errorf("cannot read the project access of the invite of %s: %w", invite.email, err)
+	}
+	levels := map[int64]int{} // a project named twice gets the higher level
+	for _, pa := range access {
+		level := explicitMember
+		if pa.Level == "admin" {
+			level = explicitAdmin
+		}
+		levels[pa.ID] = max(levels[pa.ID], level)
+	}
+	for team, level := range levels {
+		var private bool
+		err := tx.QueryRowContext(ctx, `SELECT access_control FROM meta.projects WHERE id = ? AND organization_id = ?`,
+			team, invite.organizationID).Scan(&private)
+		if errors.Is(err, sql.ErrNoRows) || (err == nil && !private) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("cannot look up project %d: %w", team, err)
+		}
+		if err := insertExplicitMember(ctx, tx, team, invite.organizationID, userID, level); err != nil {
+			return "", err
+		}
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM meta.invites WHERE organization_id = ? AND target_email = ?`,
 		invite.organizationID, invite.email); err != nil {

@@ -120,7 +120,7 @@ func (a *API) userMe(c *fiber.Ctx) error {
 	}
 	if len(r.Organizations) > 0 {
 		r.Organization = &r.Organizations[0]
-		teams, err := listProjects(ctx, a.db, uuid.MustParse(r.Organization.ID), p.scopedTeams, 1)
+		teams, err := listProjects(ctx, a.db, uuid.MustParse(r.Organization.ID), p, 1)
 		if err != nil {
 			return err
 		}
