@@ -112,3 +112,67 @@ func TestReadMigrationsRejects(t *testing.T) {
 	f(map[string]string{"0001_a.sql": "", "nonumber.sql": ""})   // no version
 	f(map[string]string{"0001_a.sql": "", "0001_again.sql": ""}) // duplicate
 }
+
+// Migration 10 rewrites the lone surrogate escapes of stored documents that DuckDB
+// cannot read, and leaves every readable document as it is.
+func TestMigrateLoneSurrogates(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "hedge.duckdb")
+	embedded, err := readMigrations(schemas.Migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := fstest.MapFS{}
+	for _, m := range embedded {
+		if m.version < 10 {
+			before["migrations/"+m.name+".sql"] = &fstest.MapFile{Data: []byte(m.sql)}
+		}
+	}
+	w, err := Open(ctx, Config{Path: path, Migrations: before})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := map[string]string{
+		"lone":    `{"a":"x\ud800y","b":"\ud83d\ude00"}`,
+		"pair":    `{"a":"\ud83d\ude00"}`,
+		"escaped": `{"a":"\\ud800"}`,
+	}
+	var events []Event
+	for name, props := range stored {
+		e := testEvent(1, name)
+		e.Properties = props
+		events = append(events, e)
+	}
+	if err := w.Writer().Submit(&Batch{Events: events}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.DB().Exec(`UPDATE persons SET properties = '{"name":"\udc00"}'`); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+
+	w, err = Open(ctx, Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	want := map[string]string{
+		"lone":    `{"a":"x\ufffdy","b":"\ufffd\ufffd"}`,
+		"pair":    stored["pair"],
+		"escaped": stored["escaped"],
+	}
+	for name, props := range want {
+		var got string
+		if err := w.DB().QueryRow(`SELECT properties FROM events WHERE event = ?`, name).Scan(&got); err != nil || got != props {
+			t.Fatalf("%s: %s %v, want %s", name, got, err, props)
+		}
+	}
+	var bad, persons int
+	if err := w.DB().QueryRow(`SELECT count(*) FILTER (properties <> '{"name":"\ufffd"}'), count(*) FROM persons`).Scan(&bad, &persons); err != nil || bad != 0 || persons == 0 {
+		t.Fatalf("%d of %d persons not repaired (%v)", bad, persons, err)
+	}
+	var n int
+	if err := w.DB().QueryRow(`SELECT count(json_extract_string(properties, '$.a')) FROM events`).Scan(&n); err != nil || n != 3 {
+		t.Fatalf("property reads after the repair: %d %v", n, err)
+	}
+}
