@@ -286,3 +286,48 @@ func receive(t *testing.T, box <-chan receivedMail) receivedMail {
 	}
 	return receivedMail{}
 }
+
+// The rule of every invite path: a caller deals only with invites it could have made,
+// whose level is at most its own and whose private projects it may grant. A pending
+// invite beyond it is neither combined nor replaced, alone or in a bulk request (which
+// then creates nothing); the list hides the id of such an invite; an expired invite,
+// which nobody can accept any more, is replaced by anyone.
+func TestInviteReach(t *testing.T) {
+	env := serveAPI(t, nil)
+	_, adminKey := env.member(t, "admin@example.com", levelAdmin, "organization_member:write")
+	_, memberKey := env.member(t, "member@example.com", levelMember, "organization_member:write")
+	private := int(env.must(t, 201, "POST", env.orgPath("projects/"), env.owner, `{"name":"Private","access_control":true}`)["id"].(float64))
+	invites := "/api/organizations/{org}/invites/"
+	beyond := `{"type":"authentication_error","code":"permission_denied","detail":"You cannot replace or combine an invite that grants more access than you may grant.","attr":null}`
+
+	// An admin's member-level invite to a private project: beyond a member's reach.
+	privateInvite := env.must(t, 201, "POST", env.orgPath("invites/"), adminKey,
+		fmt.Sprintf(`{"target_email":"p@example.com","private_project_access":[{"id":%d,"level":"admin"}]}`, private))["id"].(string)
+	ownerInvite := env.must(t, 201, "POST", env.orgPath("invites/"), env.owner, `{"target_email":"boss@example.com","level":15}`)["id"].(string)
+	env.run(t, []scenario{
+		{name: "a member combines with a private project it may not grant", method: "POST", path: invites, key: memberKey,
+			body: `{"target_email":"p@example.com","combine_pending_invites":true}`, status: 403, want: []string{beyond}},
+		{name: "nor replaces it", method: "POST", path: invites, key: memberKey, body: `{"target_email":"p@example.com"}`, status: 403, want: []string{beyond}},
+		{name: "a bulk request with one such item creates nothing", method: "POST", path: invites + "bulk/", key: memberKey,
+			body: `[{"target_email":"fine@example.com"},{"target_email":"boss@example.com","combine_pending_invites":true}]`, status: 403, want: []string{beyond}},
+		{name: "the list hides the ids of both from a member", method: "GET", path: invites, key: memberKey, status: 200,
+			want:    []string{`"count":2`, `"id":null,"target_email":"boss@example.com"`, `"id":null,"target_email":"p@example.com"`},
+			notWant: []string{privateInvite, ownerInvite, "fine@example.com"}},
+		{name: "an admin sees the private project's", method: "GET", path: invites, key: adminKey, status: 200,
+			want: []string{`"id":"` + privateInvite + `","target_email":"p@example.com"`, `"id":null,"target_email":"boss@example.com"`}},
+		{name: "and combines it", method: "POST", path: invites, key: adminKey, body: `{"target_email":"p@example.com","level":8,"combine_pending_invites":true}`,
+			status: 201, want: []string{`"level":8`, fmt.Sprintf(`"private_project_access":[{"id":%d,"level":"admin"}]`, private)}},
+	})
+	// Refused, the owner's invite is still there to accept.
+	if status, _, text := env.call(t, "POST", "/api/signup/"+ownerInvite+"/", "", `{"first_name":"Boss"}`); status != 201 || !strings.Contains(text, `"membership_level":15`) {
+		t.Fatalf("the owner's invite after refused combines: %d %s", status, text)
+	}
+
+	// Expired, an owner's invite can no longer be accepted: a member replaces it.
+	env.must(t, 201, "POST", env.orgPath("invites/"), env.owner, `{"target_email":"late@example.com","level":15}`)
+	env.exec(t, `UPDATE meta.invites SET created_at = now() - INTERVAL 4 DAY WHERE target_email = 'late@example.com'`)
+	fresh := env.must(t, 201, "POST", env.orgPath("invites/"), memberKey, `{"target_email":"late@example.com","combine_pending_invites":true}`)
+	if fresh["level"] != float64(levelMember) || fresh["id"] == nil {
+		t.Fatalf("a member's invite over an expired owner's one: %v", fresh)
+	}
+}
