@@ -376,7 +376,9 @@ type levelCase struct {
 
 // TestLevelMatrix walks the requests where the level decides, each with a member, an
 // admin and an owner (not the bootstrap owner: no creator's rights): an invite may
-// never end up above its inviter's level.
+// never end up above its inviter's level, and the insights and text cards of a
+// restricted dashboard are edited only by those who may edit that dashboard, through
+// whatever dashboard they are reached.
 func TestLevelMatrix(t *testing.T) {
 	env := newTestEnv(t, "")
 	keys := map[int]string{}
@@ -420,8 +422,36 @@ func TestLevelMatrix(t *testing.T) {
 			}
 		}
 	}
+	// restricted is a dashboard only its editors edit, made by the bootstrap owner,
+	// with an insight and a text card; copy is the caller's shallow copy of it
+	// (use_dashboard without duplicate_tiles), which shares them.
+	restricted := func(t *testing.T, key string) (insight, copyID, copyText int64, check func(t *testing.T, status int, answer string)) {
+		d, _ := env.dashboard(t, fmt.Sprintf(`{"name":%q,"restriction_level":37}`, unique("restricted")))
+		insight = env.insight(t, fmt.Sprintf(`{"name":"Guarded","query":%s,"dashboards":[%d]}`, viewsQuery, d))
+		env.must(t, 200, "PATCH", env.dashPath(d, ""), env.owner, `{"tiles":[{"text":{"body":"guarded"}}]}`)
+		c := env.must(t, 201, "POST", env.project+"/dashboards/", key, fmt.Sprintf(`{"name":"Copy","use_dashboard":%d}`, d))
+		copyID = int64(c["id"].(float64))
+		for _, tile := range c["tiles"].([]any) {
+			if tile.(map[string]any)["text"] != nil {
+				copyText = int64(tile.(map[string]any)["id"].(float64))
+			}
+		}
+		return insight, copyID, copyText, func(t *testing.T, status int, _ string) {
+			t.Helper()
+			if status < 400 {
+				return
+			}
+			original := env.must(t, 200, "GET", env.dashPath(d, ""), env.owner, "")
+			text := mustText(t, original["tiles"])
+			if !strings.Contains(text, `"name":"Guarded"`) || !strings.Contains(text, `"body":"guarded"`) || !strings.Contains(text, `"deleted":false`) {
+				t.Fatalf("a refused edit changed the restricted dashboard: %s", text)
+			}
+		}
+	}
+
 	onlyOwners := map[int]int{levelMember: 403, levelAdmin: 403, levelOwner: 201}
 	adminsUp := map[int]int{levelMember: 403, levelAdmin: 201, levelOwner: 201}
+	editors := map[int]int{levelMember: 403, levelAdmin: 200, levelOwner: 200}
 	for _, lc := range []levelCase{
 		{"combine with a pending owner invite", combine(levelOwner, false), onlyOwners},
 		{"combine with a pending admin invite", combine(levelAdmin, false), adminsUp},
@@ -430,6 +460,23 @@ func TestLevelMatrix(t *testing.T) {
 			email, unchanged := pendingInvite(t, levelOwner)
 			return "POST", invites, fmt.Sprintf(`{"target_email":%q,"level":1}`, email), func(t *testing.T, status int, _ string) { unchanged(t, status) }
 		}, onlyOwners},
+		{"rename the insight of a restricted dashboard reached through a copy", func(t *testing.T, env *testEnv, key string) (string, string, string, func(*testing.T, int, string)) {
+			insight, _, _, check := restricted(t, key)
+			return "PATCH", env.insightPath(insight), `{"name":"Mine"}`, check
+		}, editors},
+		{"delete the insight of a restricted dashboard reached through a copy", func(t *testing.T, env *testEnv, key string) (string, string, string, func(*testing.T, int, string)) {
+			insight, _, _, check := restricted(t, key)
+			return "PATCH", env.insightPath(insight), `{"deleted":true}`, func(t *testing.T, status int, answer string) {
+				check(t, status, answer)
+				if status == 200 {
+					env.must(t, 404, "GET", env.insightPath(insight), env.owner, "")
+				}
+			}
+		}, editors},
+		{"edit the text card of a restricted dashboard through a copy", func(t *testing.T, env *testEnv, key string) (string, string, string, func(*testing.T, int, string)) {
+			_, copyID, tile, check := restricted(t, key)
+			return "PATCH", env.dashPath(copyID, ""), fmt.Sprintf(`{"tiles":[{"id":%d,"text":{"body":"mine"}}]}`, tile), check
+		}, editors},
 	} {
 		for _, level := range []int{levelMember, levelAdmin, levelOwner} {
 			t.Run(lc.name+"/"+names[level], func(t *testing.T) {
