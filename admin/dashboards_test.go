@@ -1004,3 +1004,71 @@ func TestSharedContentEditRights(t *testing.T) {
 		t.Fatalf("renamed %v", i["name"])
 	}
 }
+
+// The public link answers what rendering the shared tiles needs, and nothing about
+// people or other objects: no user objects (e-mails, uuids, ids, distinct ids), no
+// other dashboards (an insight's dashboards and dashboard_tiles), no ids.
+func TestSharedLinkShape(t *testing.T) {
+	env := newTestEnv(t, "")
+	env.ingest(t, warehouse.Event{Name: "$pageview", DistinctID: "u", Timestamp: time.Now().UTC()})
+	editorID, editorKey := env.member(t, "editor@example.com", levelAdmin, "*")
+	id, _ := env.dashboard(t, `{"name": "Public", "description": "For everyone", "filters": {"date_from": "-7d"}, "tags": ["internal-tag"]}`)
+	unshared, _ := env.dashboard(t, `{"name": "Unshared"}`)
+	insight := env.insight(t, fmt.Sprintf(`{"name": "Views", "description": "Page views", "query": %s, "dashboards": [%d, %d]}`, viewsQuery, id, unshared))
+	env.must(t, 200, "PATCH", env.insightPath(insight), editorKey, `{"name": "Views"}`) // last_modified_by: the editor
+	env.must(t, 200, "PATCH", env.dashPath(id, ""), editorKey, `{"tiles": [{"text": {"body": "Read me"}, "layouts": {"sm": {"x": 0, "y": 9, "w": 6, "h": 2}}, "color": "blue"}]}`)
+	token := env.must(t, 200, "PATCH", env.dashPath(id, "sharing/"), env.owner, `{"enabled": true}`)["access_token"].(string)
+
+	status, d, text := env.call(t, "GET", "/shared/"+token, "", "")
+	if status != 200 {
+		t.Fatalf("the public link: %d %s", status, text)
+	}
+	var ownerID int64
+	var ownerUUID, ownerDistinct, editorDistinct string
+	if err := env.warehouse.DB().QueryRow(`SELECT id, uuid::VARCHAR, distinct_id FROM meta.users WHERE email = 'owner@example.com'`).Scan(&ownerID, &ownerUUID, &ownerDistinct); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.warehouse.DB().QueryRow(`SELECT distinct_id FROM meta.users WHERE email = 'editor@example.com'`).Scan(&editorDistinct); err != nil {
+		t.Fatal(err)
+	}
+	for _, leak := range []string{"owner@example.com", "editor@example.com", ownerUUID, editorID, ownerDistinct, editorDistinct,
+		`"created_by"`, `"last_modified_by"`, `"dashboards"`, `"dashboard_tiles"`, `"short_id"`, `"team"`, "internal-tag",
+		fmt.Sprintf(`"dashboard_id":%d`, unshared)} {
+		if strings.Contains(text, leak) {
+			t.Errorf("the public link carries %s: %s", leak, text)
+		}
+	}
+	// A trends result names its series' action by id ("$pageview"): no number is an id.
+	if ids := regexp.MustCompile(`"\w*id":\s*\d`).FindAllString(text, -1); len(ids) > 0 {
+		t.Errorf("the public link carries ids %v: %s", ids, text)
+	}
+	if got := strings.Join(keysOf(d), ","); got != "description,effective_privilege_level,effective_restriction_level,filters,name,tiles,user_access_level,variables" {
+		t.Errorf("dashboard fields %s", got)
+	}
+	if d["name"] != "Public" || d["description"] != "For everyone" || mustText(t, d["filters"]) != `{"date_from":"-7d"}` ||
+		d["effective_restriction_level"] != 37.0 || d["effective_privilege_level"] != 21.0 || d["user_access_level"] != "viewer" {
+		t.Errorf("the public dashboard %v", d)
+	}
+	tiles := d["tiles"].([]any)
+	if len(tiles) != 2 {
+		t.Fatalf("tiles %v", tiles)
+	}
+	card, views := tiles[0].(map[string]any), tiles[1].(map[string]any) // by the sm layout's y; the insight has none
+	for _, tile := range tiles {
+		if got := strings.Join(keysOf(tile.(map[string]any)), ","); got != "color,filters_overrides,insight,is_cached,last_refresh,layouts,order,text" {
+			t.Errorf("tile fields %s", got)
+		}
+	}
+	i, _ := views["insight"].(map[string]any)
+	if got := strings.Join(keysOf(i), ","); got != "description,is_cached,last_refresh,name,query,query_error,result" {
+		t.Errorf("insight fields %s", got)
+	}
+	if i["name"] != "Views" || i["description"] != "Page views" || mustText(t, i["query"]) != `{"kind":"TrendsQuery","series":[{"event":"$pageview"}]}` ||
+		i["result"] == nil || views["text"] != nil || views["order"] != 1.0 {
+		t.Errorf("the insight tile %v", views)
+	}
+	if mustText(t, card["text"]) != `{"body":"Read me"}` || card["insight"] != nil || card["color"] != "blue" || card["order"] != 0.0 ||
+		mustText(t, card["layouts"]) != `{"sm":{"h":2,"w":6,"x":0,"y":9}}` {
+		t.Errorf("the text tile %v", card)
+	}
+}
