@@ -3,6 +3,7 @@ package admin
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -193,6 +194,35 @@ func (m membership) withinReach(ctx context.Context, q querier, r *inviteRecord)
 			return err
 		}
 		r.ID = nil
+	}
+	return nil
+}
+
+// revokeInvitesBeyond deletes the invites the user made in the organization that are
+// beyond the user's new level there (0: no longer a member, so all of them). Whoever
+// made an invite got its id, which accepts it, so an invite left beyond its maker
+// would let a demoted or removed member come back above its level. Called under
+// membershipWrites, after the membership changed.
+func revokeInvitesBeyond(ctx context.Context, q querier, organizationID uuid.UUID, userID int64, level int) error {
+	invites, err := records.All(ctx, q, fmt.Sprintf("invites made by user %d", userID), scanInvite,
+		inviteColumns+` WHERE organization_id = ? AND created_by_id = ?`, organizationID, userID)
+	if err != nil {
+		return err
+	}
+	m := membership{organizationID: organizationID, level: level}
+	for _, r := range invites {
+		access, err := r.projectAccess()
+		if err != nil {
+			return err
+		}
+		if err := m.mayMakeInvite(ctx, q, r.Level, access); err == nil {
+			continue
+		} else if !isRefusal(err) {
+			return err
+		}
+		if _, err := q.ExecContext(ctx, `DELETE FROM meta.invites WHERE id = ?`, *r.ID); err != nil {
+			return fmt.Errorf("cannot revoke invite %s: %w", *r.ID, err)
+		}
 	}
 	return nil
 }
@@ -458,6 +488,26 @@ func (a *API) insertInvites(ctx context.Context, c *fiber.Ctx, p *principal, m m
 			return nil, err
 		}
 	}
+	// Under membershipWrites, with the caller's level read again: a demotion either
+	// comes first, and the invites are checked at the new level, or after, and
+	// revokes them (revokeInvitesBeyond).
+	membershipWrites.Lock()
+	locked := true
+	unlock := func() {
+		if locked {
+			locked = false
+			membershipWrites.Unlock()
+		}
+	}
+	defer unlock()
+	err := a.db.QueryRowContext(ctx, `SELECT level FROM meta.memberships WHERE organization_id = ? AND user_id = ?`,
+		m.organizationID, p.userID).Scan(&m.level)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errNotFound("Organization not found.")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot look up membership of user %d in %s: %w", p.userID, m.organizationID, err)
+	}
 	tx, err := a.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("cannot begin creating invites in %s: %w", m.organizationID, err)
@@ -521,6 +571,7 @@ func (a *API) insertInvites(ctx context.Context, c *fiber.Ctx, p *principal, m m
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("cannot commit invites in %s: %w", m.organizationID, err)
 	}
+	unlock()
 	// Sent after the commit (an invite must exist before anyone can accept it), and
 	// in the request so that it is done when the answer says emailing_attempt_made. A
 	// failure does not undo the invites: it is logged, and the invite can be resent by

@@ -331,3 +331,39 @@ func TestInviteReach(t *testing.T) {
 		t.Fatalf("a member's invite over an expired owner's one: %v", fresh)
 	}
 }
+
+// Whoever made an invite holds its id, which accepts it: an invite is never left
+// beyond its maker. When a member's level drops, the invites it made that it could no
+// longer make are revoked; when it leaves or is removed, all of them.
+func TestInvitesOfDemotedMaker(t *testing.T) {
+	env := serveAPI(t, nil)
+	adminUUID, adminKey := env.member(t, "admin@example.com", levelAdmin, "organization_member:write")
+	_, leaverKey := env.member(t, "leaver@example.com", levelAdmin, "organization_member:write")
+	removedUUID, removedKey := env.member(t, "removed@example.com", levelMember, "organization_member:write")
+	private := int(env.must(t, 201, "POST", env.orgPath("projects/"), env.owner, `{"name":"Private","access_control":true}`)["id"].(float64))
+	invite := func(key, body string) string {
+		return env.must(t, 201, "POST", env.orgPath("invites/"), key, body)["id"].(string)
+	}
+	adminLevel := invite(adminKey, `{"target_email":"a1@example.com","level":8}`)
+	privateProject := invite(adminKey, fmt.Sprintf(`{"target_email":"a2@example.com","private_project_access":[{"id":%d,"level":"member"}]}`, private))
+	memberLevel := invite(adminKey, `{"target_email":"a3@example.com"}`)
+	byLeaver := invite(leaverKey, `{"target_email":"l1@example.com"}`)
+	byRemoved := invite(removedKey, `{"target_email":"r1@example.com"}`)
+	byOwner := invite(env.owner, `{"target_email":"o1@example.com","level":8}`)
+
+	env.must(t, 200, "PATCH", env.orgPath("members/"+adminUUID+"/"), env.owner, `{"level":1}`)
+	env.must(t, 204, "DELETE", env.orgPath("members/@me/"), leaverKey, "")
+	env.must(t, 204, "DELETE", env.orgPath("members/"+removedUUID+"/"), env.owner, "")
+
+	left := map[string]bool{}
+	for _, r := range env.must(t, 200, "GET", env.orgPath("invites/"), env.owner, "")["results"].([]any) {
+		left[r.(map[string]any)["id"].(string)] = true
+	}
+	for id, want := range map[string]bool{adminLevel: false, privateProject: false, memberLevel: true, byLeaver: false, byRemoved: false, byOwner: true} {
+		if left[id] != want {
+			t.Errorf("invite %s: kept %v, want %v", id, left[id], want)
+		}
+	}
+	env.run(t, []scenario{{name: "a revoked invite accepts nobody", method: "POST", path: "/api/signup/" + adminLevel + "/", body: `{"first_name":"A"}`,
+		status: 400, want: []string{`"detail":"The provided invite ID is not valid."`}}})
+}
