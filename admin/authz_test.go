@@ -405,7 +405,8 @@ func TestLevelMatrix(t *testing.T) {
 		}
 	}
 	// combine is an invite at level 1 to the e-mail of a pending invite at level,
-	// combined with it; the answer must not carry an id above the caller's level.
+	// combined with it: refused, the pending invite unchanged and no id answered,
+	// unless the caller could have made the pending invite itself.
 	combine := func(level int, bulk bool) func(*testing.T, *testEnv, string) (string, string, string, func(*testing.T, int, string)) {
 		return func(t *testing.T, env *testEnv, key string) (string, string, string, func(*testing.T, int, string)) {
 			email, unchanged := pendingInvite(t, level)
