@@ -10,6 +10,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
+
+	"github.com/hedge-analytics/hedge/internal/records"
 )
 
 // Who may do what: the caller's membership of the organization or project a path names,
@@ -314,6 +316,46 @@ func (a *API) mayEdit(ctx context.Context, d dashboardRow, pr project, userID in
 }
 
 var errNoEditRights = errPermissionDenied("You don't have edit permissions for this dashboard.")
+
+// Content shared between dashboards. An insight may be placed on several dashboards,
+// and a shallow copy of a dashboard (use_dashboard without duplicate_tiles) puts the
+// very insights and text cards of the original on the copy. The rule: an insight or a
+// text card is edited (changed, deleted, restored) only by whoever may edit every live
+// dashboard it is on, so that the content of a restricted dashboard stays its editors'
+// whichever dashboard, or the insight itself, it is reached through. Content on no live
+// dashboard is anyone's in the project. A tile's own fields (layouts, color, filter
+// overrides, being on the dashboard at all) are its dashboard's, and need edit rights
+// on that dashboard only.
+
+// contentKind is the column of meta.dashboard_tiles that points at a kind of content.
+type contentKind string
+
+const (
+	insightContent contentKind = "insight_id"
+	textContent    contentKind = "text_id"
+)
+
+// mayEditContent reports whether the user may edit the insight or text card id of the
+// project, by the rule above. q is the transaction when a write is under way, so that
+// the tiles it changed count.
+func (a *API) mayEditContent(ctx context.Context, q querier, pr project, userID int64, kind contentKind, id int64) (bool, error) {
+	dashboards, err := records.All(ctx, q, fmt.Sprintf("dashboards of %s %d", kind, id), scanDashboard, dashboardColumns+`
+		WHERE d.team_id = ? AND NOT d.deleted
+		AND d.id IN (SELECT dashboard_id FROM meta.dashboard_tiles WHERE `+string(kind)+` = ? AND NOT deleted)`, pr.id, id)
+	if err != nil || len(dashboards) == 0 {
+		return err == nil, err
+	}
+	levels, err := a.collaboratorLevels(ctx, pr.id, userID)
+	if err != nil {
+		return false, err
+	}
+	for _, d := range dashboards {
+		if !dashboardAccessFor(d, userID, pr.level, levels[d.id]).canEdit {
+			return false, nil
+		}
+	}
+	return true, nil
+}
 
 // editableDashboard is the request's dashboard when the caller may edit it.
 func (a *API) editableDashboard(c *fiber.Ctx) (dashboardRow, error) {

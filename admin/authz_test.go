@@ -436,3 +436,133 @@ func matrixInsight(t *testing.T, env *testEnv) string {
 	i := env.must(t, 201, "POST", matrixProject(env)+"/insights/", env.owner, fmt.Sprintf(`{"name":%q,"dashboards":[%s]}`, unique("matrix"), matrixDashboard(37)(t, env)))
 	return strconv.FormatInt(int64(i["id"].(float64)), 10)
 }
+
+// levelCase is a request whose answer depends on the caller's level in the
+// organization: prepare makes its fixtures (as the bootstrap owner, or as the caller
+// when the attack needs a step of the caller's own) and returns the request; check,
+// when set, looks at the fixtures afterwards (unchanged by a refusal).
+type levelCase struct {
+	name    string
+	prepare func(t *testing.T, env *testEnv, key string) (method, path, body string, check func(t *testing.T, status int, answer string))
+	want    map[int]int // status by the caller's level
+}
+
+// TestLevelMatrix walks the requests where the level decides, each with a member, an
+// admin and an owner (not the bootstrap owner: no creator's rights): an invite may
+// never end up above its inviter's level, and the insights and text cards of a
+// restricted dashboard are edited only by those who may edit that dashboard, through
+// whatever dashboard they are reached.
+func TestLevelMatrix(t *testing.T) {
+	env := newTestEnv(t, "")
+	keys := map[int]string{}
+	for _, level := range []int{levelMember, levelAdmin, levelOwner} {
+		_, keys[level] = env.member(t, unique("level")+"@example.com", level, "*")
+	}
+	names := map[int]string{levelMember: "member", levelAdmin: "admin", levelOwner: "owner"}
+	invites := env.orgPath("invites/")
+
+	// pendingInvite is an invite the bootstrap owner made at level, and a check that
+	// the invite (id, level) is still there, unchanged, when the caller was refused.
+	pendingInvite := func(t *testing.T, level int) (string, func(t *testing.T, status int)) {
+		email := unique("pending") + "@example.com"
+		id := env.must(t, 201, "POST", invites, env.owner, fmt.Sprintf(`{"target_email":%q,"level":%d}`, email, level))["id"].(string)
+		return email, func(t *testing.T, status int) {
+			t.Helper()
+			if status < 400 {
+				return
+			}
+			var level2 int
+			if err := env.warehouse.DB().QueryRow(`SELECT level FROM meta.invites WHERE id = ?`, id).Scan(&level2); err != nil || level2 != level {
+				t.Fatalf("a refused request changed the pending invite: level %d, %v", level2, err)
+			}
+		}
+	}
+	// combine is an invite at level 1 to the e-mail of a pending invite at level,
+	// combined with it: refused, the pending invite unchanged and no id answered,
+	// unless the caller could have made the pending invite itself.
+	combine := func(level int, bulk bool) func(*testing.T, *testEnv, string) (string, string, string, func(*testing.T, int, string)) {
+		return func(t *testing.T, env *testEnv, key string) (string, string, string, func(*testing.T, int, string)) {
+			email, unchanged := pendingInvite(t, level)
+			body := fmt.Sprintf(`{"target_email":%q,"level":1,"combine_pending_invites":true}`, email)
+			path := invites
+			if bulk {
+				body, path = "["+body+"]", invites+"bulk/"
+			}
+			return "POST", path, body, func(t *testing.T, status int, answer string) {
+				unchanged(t, status)
+				if status == 201 && !strings.Contains(answer, fmt.Sprintf(`"level":%d`, level)) {
+					t.Fatalf("combined into %s, want level %d", answer, level)
+				}
+			}
+		}
+	}
+	// restricted is a dashboard only its editors edit, made by the bootstrap owner,
+	// with an insight and a text card; copy is the caller's shallow copy of it
+	// (use_dashboard without duplicate_tiles), which shares them.
+	restricted := func(t *testing.T, key string) (insight, copyID, copyText int64, check func(t *testing.T, status int, answer string)) {
+		d, _ := env.dashboard(t, fmt.Sprintf(`{"name":%q,"restriction_level":37}`, unique("restricted")))
+		insight = env.insight(t, fmt.Sprintf(`{"name":"Guarded","query":%s,"dashboards":[%d]}`, viewsQuery, d))
+		env.must(t, 200, "PATCH", env.dashPath(d, ""), env.owner, `{"tiles":[{"text":{"body":"guarded"}}]}`)
+		c := env.must(t, 201, "POST", env.project+"/dashboards/", key, fmt.Sprintf(`{"name":"Copy","use_dashboard":%d}`, d))
+		copyID = int64(c["id"].(float64))
+		for _, tile := range c["tiles"].([]any) {
+			if tile.(map[string]any)["text"] != nil {
+				copyText = int64(tile.(map[string]any)["id"].(float64))
+			}
+		}
+		return insight, copyID, copyText, func(t *testing.T, status int, _ string) {
+			t.Helper()
+			if status < 400 {
+				return
+			}
+			original := env.must(t, 200, "GET", env.dashPath(d, ""), env.owner, "")
+			text := mustText(t, original["tiles"])
+			if !strings.Contains(text, `"name":"Guarded"`) || !strings.Contains(text, `"body":"guarded"`) || !strings.Contains(text, `"deleted":false`) {
+				t.Fatalf("a refused edit changed the restricted dashboard: %s", text)
+			}
+		}
+	}
+
+	onlyOwners := map[int]int{levelMember: 403, levelAdmin: 403, levelOwner: 201}
+	adminsUp := map[int]int{levelMember: 403, levelAdmin: 201, levelOwner: 201}
+	editors := map[int]int{levelMember: 403, levelAdmin: 200, levelOwner: 200}
+	for _, lc := range []levelCase{
+		{"combine with a pending owner invite", combine(levelOwner, false), onlyOwners},
+		{"combine with a pending admin invite", combine(levelAdmin, false), adminsUp},
+		{"bulk: combine with a pending owner invite", combine(levelOwner, true), map[int]int{levelMember: 403, levelAdmin: 403, levelOwner: 200}},
+		{"replace a pending owner invite", func(t *testing.T, env *testEnv, key string) (string, string, string, func(*testing.T, int, string)) {
+			email, unchanged := pendingInvite(t, levelOwner)
+			return "POST", invites, fmt.Sprintf(`{"target_email":%q,"level":1}`, email), func(t *testing.T, status int, _ string) { unchanged(t, status) }
+		}, onlyOwners},
+		{"rename the insight of a restricted dashboard reached through a copy", func(t *testing.T, env *testEnv, key string) (string, string, string, func(*testing.T, int, string)) {
+			insight, _, _, check := restricted(t, key)
+			return "PATCH", env.insightPath(insight), `{"name":"Mine"}`, check
+		}, editors},
+		{"delete the insight of a restricted dashboard reached through a copy", func(t *testing.T, env *testEnv, key string) (string, string, string, func(*testing.T, int, string)) {
+			insight, _, _, check := restricted(t, key)
+			return "PATCH", env.insightPath(insight), `{"deleted":true}`, func(t *testing.T, status int, answer string) {
+				check(t, status, answer)
+				if status == 200 {
+					env.must(t, 404, "GET", env.insightPath(insight), env.owner, "")
+				}
+			}
+		}, editors},
+		{"edit the text card of a restricted dashboard through a copy", func(t *testing.T, env *testEnv, key string) (string, string, string, func(*testing.T, int, string)) {
+			_, copyID, tile, check := restricted(t, key)
+			return "PATCH", env.dashPath(copyID, ""), fmt.Sprintf(`{"tiles":[{"id":%d,"text":{"body":"mine"}}]}`, tile), check
+		}, editors},
+	} {
+		for _, level := range []int{levelMember, levelAdmin, levelOwner} {
+			t.Run(lc.name+"/"+names[level], func(t *testing.T) {
+				method, path, body, check := lc.prepare(t, env, keys[level])
+				status, answer, _ := env.do(t, method, path, keys[level], nil, body)
+				if status != lc.want[level] {
+					t.Fatalf("%s %s: %d, want %d: %s", method, path, status, lc.want[level], answer)
+				}
+				if check != nil {
+					check(t, status, answer)
+				}
+			})
+		}
+	}
+}

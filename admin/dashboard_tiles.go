@@ -146,13 +146,23 @@ type tileEdit struct {
 	Deleted          optional[bool]    `json:"deleted"`
 }
 
+// errTextNotEditable refuses to change a text card that is also on a dashboard the
+// caller may not edit (mayEditContent), in the words of errInsightNotEditable.
+var errTextNotEditable = errPermissionDenied("This text card is on a dashboard that can only be edited by its owner, " +
+	"team members invited to editing the dashboard, and project admins.")
+
 // The longest text card body and tile color (PostHog's model limits).
 const (
 	maxTextBody  = 4000
 	maxTileColor = 400
 )
 
-func editTiles(ctx context.Context, tx *sql.Tx, team, dashboardID, userID int64, edits []tileEdit) error {
+// editTiles applies the edits of PATCH dashboard {"tiles": [...]} to the dashboard,
+// which the caller may edit. A text card's body is the card's, which may be on other
+// dashboards too (a shallow copy shares it): changing it needs edit rights on every
+// one of them (mayEditContent).
+func (a *API) editTiles(ctx context.Context, tx *sql.Tx, pr project, dashboardID, userID int64, edits []tileEdit) error {
+	team := pr.id
 	for i, e := range edits {
 		attr := fmt.Sprintf("tiles__%d", i)
 		if e.Text != nil && e.Text.Body != nil && len([]rune(*e.Text.Body)) > maxTextBody {
@@ -213,6 +223,11 @@ func editTiles(ctx context.Context, tx *sql.Tx, team, dashboardID, userID int64,
 			return err
 		}
 		if e.Text != nil && e.Text.Body != nil && textID != nil {
+			if ok, err := a.mayEditContent(ctx, tx, pr, userID, textContent, *textID); err != nil {
+				return err
+			} else if !ok {
+				return errTextNotEditable
+			}
 			if _, err := tx.ExecContext(ctx, `UPDATE meta.texts SET body = ?, last_modified_by = ?, last_modified_at = now() WHERE id = ?`,
 				*e.Text.Body, userID, *textID); err != nil {
 				return fmt.Errorf("cannot update text %d: %w", *textID, err)

@@ -554,7 +554,7 @@ func (a *API) dashboardUpdate(c *fiber.Ctx) error {
 		return err
 	}
 	if in.Tiles.Set {
-		if err := editTiles(ctx, tx, pr.id, d.id, p.userID, in.Tiles.Value); err != nil {
+		if err := a.editTiles(ctx, tx, pr, d.id, p.userID, in.Tiles.Value); err != nil {
 			return err
 		}
 	}
@@ -645,10 +645,13 @@ func softDeleteDashboard(ctx context.Context, tx *sql.Tx, id int64, deleteInsigh
 	return nil
 }
 
-// undelete restores a deleted dashboard, its tiles and their deleted insights.
+// undelete restores a deleted dashboard, its tiles and their deleted insights: those
+// the caller may edit (mayEditContent), as restoring an insight is editing it. An
+// insight also on a restricted dashboard the caller may not edit stays deleted.
 func (a *API) undelete(c *fiber.Ctx, pr project, d dashboardRow) error {
 	ctx := c.UserContext()
-	if err := a.mayEdit(ctx, d, pr, principalOf(c).userID); err != nil {
+	userID := principalOf(c).userID
+	if err := a.mayEdit(ctx, d, pr, userID); err != nil {
 		return err
 	}
 	tx, err := a.db.BeginTx(ctx, nil)
@@ -659,10 +662,26 @@ func (a *API) undelete(c *fiber.Ctx, pr project, d dashboardRow) error {
 	for _, statement := range []string{
 		`UPDATE meta.dashboards SET deleted = false WHERE id = ?`,
 		`UPDATE meta.dashboard_tiles SET deleted = false WHERE dashboard_id = ?`,
-		`UPDATE meta.insights SET deleted = false WHERE deleted AND id IN (SELECT insight_id FROM meta.dashboard_tiles WHERE dashboard_id = ?)`,
 	} {
 		if _, err := tx.ExecContext(ctx, statement, d.id); err != nil {
 			return fmt.Errorf("cannot restore dashboard %d: %w", d.id, err)
+		}
+	}
+	deleted, err := records.All(ctx, tx, fmt.Sprintf("deleted insights of dashboard %d", d.id), scanID,
+		`SELECT id FROM meta.insights WHERE deleted AND id IN (SELECT insight_id FROM meta.dashboard_tiles WHERE dashboard_id = ?) ORDER BY id`, d.id)
+	if err != nil {
+		return err
+	}
+	for _, id := range deleted {
+		ok, err := a.mayEditContent(ctx, tx, pr, userID, insightContent, id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE meta.insights SET deleted = false WHERE id = ?`, id); err != nil {
+			return fmt.Errorf("cannot restore insight %d: %w", id, err)
 		}
 	}
 	if err := tx.Commit(); err != nil {

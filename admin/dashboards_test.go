@@ -913,3 +913,162 @@ func TestDashboardActionScopes(t *testing.T) {
 			body: template, status: 200, want: []string{`"name":"T"`}},
 	})
 }
+
+// The insights and text cards of a restricted dashboard are edited only by its editors,
+// whichever dashboard they are reached through: a member's shallow copy shares them,
+// and the member edits the copy's tiles (their layouts, colors, being on the copy) and
+// its own content, never the shared content. Restoring a dashboard restores only the
+// insights the caller may edit. A deleted dashboard no longer restricts.
+func TestSharedContentEditRights(t *testing.T) {
+	env := newTestEnv(t, "")
+	collaboratorID, collaboratorKey := env.member(t, "collaborator@example.com", levelMember, "*")
+	_, memberKey := env.member(t, "member@example.com", levelMember, "*")
+	restricted, _ := env.dashboard(t, `{"name": "Restricted", "restriction_level": 37}`)
+	env.must(t, 201, "POST", env.dashPath(restricted, "collaborators/"), env.owner, fmt.Sprintf(`{"user_uuid": %q, "level": 37}`, collaboratorID))
+	insight := env.insight(t, fmt.Sprintf(`{"name": "Guarded", "query": %s, "dashboards": [%d]}`, viewsQuery, restricted))
+	env.must(t, 200, "PATCH", env.dashPath(restricted, ""), env.owner, `{"tiles": [{"text": {"body": "guarded"}}]}`)
+	open, _ := env.dashboard(t, `{"name": "Open"}`)
+
+	shallow := env.must(t, 201, "POST", env.project+"/dashboards/", memberKey, fmt.Sprintf(`{"name": "Copy", "use_dashboard": %d}`, restricted))
+	copyID := int64(shallow["id"].(float64))
+	var insightTile, textTile int64
+	for _, tile := range shallow["tiles"].([]any) {
+		if tile := tile.(map[string]any); tile["text"] != nil {
+			textTile = int64(tile["id"].(float64))
+		} else {
+			insightTile = int64(tile["id"].(float64))
+		}
+	}
+	canEdit := func(what string) []string {
+		return []string{`{"type":"authentication_error","code":"permission_denied","detail":"This ` + what +
+			` is on a dashboard that can only be edited by its owner, team members invited to editing the dashboard, and project admins.","attr":null}`}
+	}
+	env.run(t, []scenario{
+		{name: "the text card through the copy, with a tile edit", method: "PATCH", path: env.dashPath(copyID, ""), key: memberKey,
+			body:   fmt.Sprintf(`{"name": "Renamed copy", "tiles": [{"id": %d, "color": "red"}, {"id": %d, "text": {"body": "mine"}}]}`, insightTile, textTile),
+			status: 403, want: canEdit("text card")},
+		{name: "the insight's query", method: "PATCH", path: env.insightPath(insight), key: memberKey,
+			body: `{"query": {"kind": "TrendsQuery", "series": [{"event": "mine"}]}}`, status: 403, want: canEdit("insight")},
+		{name: "the insight onto another dashboard", method: "PATCH", path: env.insightPath(insight), key: memberKey,
+			body: fmt.Sprintf(`{"dashboards": [%d, %d, %d]}`, restricted, copyID, open), status: 403, want: canEdit("insight")},
+		{name: "the copy's own tiles", method: "PATCH", path: env.dashPath(copyID, ""), key: memberKey,
+			body:   fmt.Sprintf(`{"tiles": [{"id": %d, "color": "red", "layouts": {"sm": {"x": 0, "y": 1}}}, {"id": %d, "color": "blue"}, {"text": {"body": "my own card"}}]}`, insightTile, textTile),
+			status: 200, want: []string{`"color":"red"`, `"color":"blue"`, `"body":"my own card"`}},
+	})
+	original := mustText(t, env.must(t, 200, "GET", env.dashPath(restricted, ""), env.owner, "")["tiles"])
+	if !strings.Contains(original, `"body":"guarded"`) || strings.Contains(original, `"color":"red"`) || strings.Contains(original, "my own card") ||
+		!strings.Contains(original, `"name":"Guarded"`) || strings.Contains(original, `"event": "mine"`) {
+		t.Fatalf("the restricted dashboard after the member's edits: %s", original)
+	}
+	// The member's own text card on the copy is its own.
+	ownCard := tileIDs(env.must(t, 200, "GET", env.dashPath(copyID, ""), memberKey, ""))
+	env.must(t, 200, "PATCH", env.dashPath(copyID, ""), memberKey, fmt.Sprintf(`{"tiles": [{"id": %d, "text": {"body": "edited"}}]}`, ownCard[len(ownCard)-1]))
+	// A collaborator of the restricted dashboard edits the shared card through the copy.
+	env.must(t, 200, "PATCH", env.dashPath(copyID, ""), collaboratorKey, fmt.Sprintf(`{"tiles": [{"id": %d, "text": {"body": "by the collaborator"}}]}`, textTile))
+	if text := mustText(t, env.must(t, 200, "GET", env.dashPath(restricted, ""), env.owner, "")["tiles"]); !strings.Contains(text, "by the collaborator") {
+		t.Fatalf("the collaborator's edit is not on the restricted dashboard: %s", text)
+	}
+	// A deep copy is the member's own.
+	deep := env.must(t, 201, "POST", env.project+"/dashboards/", memberKey, fmt.Sprintf(`{"name": "Deep", "use_dashboard": %d, "duplicate_tiles": true}`, restricted))
+	for _, tile := range deep["tiles"].([]any) {
+		tile := tile.(map[string]any)
+		if tile["insight"] != nil {
+			env.must(t, 200, "PATCH", env.insightPath(int64(tile["insight"].(map[string]any)["id"].(float64))), memberKey, `{"name": "My copy"}`)
+		} else {
+			env.must(t, 200, "PATCH", env.dashPath(int64(deep["id"].(float64)), ""), memberKey, fmt.Sprintf(`{"tiles": [{"id": %d, "text": {"body": "my copy"}}]}`, int64(tile["id"].(float64))))
+		}
+	}
+
+	// Deleted by its editor, the insight stays deleted when the member deletes and
+	// restores its copy: restoring is editing it.
+	env.must(t, 200, "PATCH", env.insightPath(insight), env.owner, `{"deleted": true}`)
+	env.must(t, 200, "PATCH", env.dashPath(copyID, ""), memberKey, `{"deleted": true}`)
+	env.must(t, 200, "PATCH", env.dashPath(copyID, ""), memberKey, `{"deleted": false}`)
+	env.must(t, 404, "GET", env.insightPath(insight), env.owner, "")
+	// The restricted dashboard's editor restores it with the dashboard.
+	env.must(t, 200, "PATCH", env.dashPath(restricted, ""), env.owner, `{"deleted": true}`)
+	env.must(t, 200, "PATCH", env.dashPath(restricted, ""), env.owner, `{"deleted": false}`)
+	env.must(t, 200, "GET", env.insightPath(insight), env.owner, "")
+
+	// An insight only on an open dashboard, deleted with it by a member, comes back with it.
+	mine, _ := env.dashboard(t, `{"name": "Mine"}`)
+	own := env.insight(t, fmt.Sprintf(`{"name": "Own", "query": %s, "dashboards": [%d]}`, viewsQuery, mine))
+	env.must(t, 200, "PATCH", env.dashPath(mine, ""), memberKey, `{"deleted": true, "delete_insights": true}`)
+	env.must(t, 404, "GET", env.insightPath(own), env.owner, "")
+	env.must(t, 200, "PATCH", env.dashPath(mine, ""), memberKey, `{"deleted": false}`)
+	env.must(t, 200, "GET", env.insightPath(own), memberKey, "")
+
+	// Once the restricted dashboard is deleted, nothing restricts its content.
+	env.must(t, 200, "PATCH", env.dashPath(restricted, ""), env.owner, `{"deleted": true}`)
+	if i := env.must(t, 200, "PATCH", env.insightPath(insight), memberKey, `{"name": "Free now"}`); i["name"] != "Free now" {
+		t.Fatalf("renamed %v", i["name"])
+	}
+}
+
+// The public link answers what rendering the shared tiles needs, and nothing about
+// people or other objects: no user objects (e-mails, uuids, ids, distinct ids), no
+// other dashboards (an insight's dashboards and dashboard_tiles), no ids.
+func TestSharedLinkShape(t *testing.T) {
+	env := newTestEnv(t, "")
+	env.ingest(t, warehouse.Event{Name: "$pageview", DistinctID: "u", Timestamp: time.Now().UTC()})
+	editorID, editorKey := env.member(t, "editor@example.com", levelAdmin, "*")
+	id, _ := env.dashboard(t, `{"name": "Public", "description": "For everyone", "filters": {"date_from": "-7d"}, "tags": ["internal-tag"]}`)
+	unshared, _ := env.dashboard(t, `{"name": "Unshared"}`)
+	insight := env.insight(t, fmt.Sprintf(`{"name": "Views", "description": "Page views", "query": %s, "dashboards": [%d, %d]}`, viewsQuery, id, unshared))
+	env.must(t, 200, "PATCH", env.insightPath(insight), editorKey, `{"name": "Views"}`) // last_modified_by: the editor
+	env.must(t, 200, "PATCH", env.dashPath(id, ""), editorKey, `{"tiles": [{"text": {"body": "Read me"}, "layouts": {"sm": {"x": 0, "y": 9, "w": 6, "h": 2}}, "color": "blue"}]}`)
+	token := env.must(t, 200, "PATCH", env.dashPath(id, "sharing/"), env.owner, `{"enabled": true}`)["access_token"].(string)
+
+	status, d, text := env.call(t, "GET", "/shared/"+token, "", "")
+	if status != 200 {
+		t.Fatalf("the public link: %d %s", status, text)
+	}
+	var ownerID int64
+	var ownerUUID, ownerDistinct, editorDistinct string
+	if err := env.warehouse.DB().QueryRow(`SELECT id, uuid::VARCHAR, distinct_id FROM meta.users WHERE email = 'owner@example.com'`).Scan(&ownerID, &ownerUUID, &ownerDistinct); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.warehouse.DB().QueryRow(`SELECT distinct_id FROM meta.users WHERE email = 'editor@example.com'`).Scan(&editorDistinct); err != nil {
+		t.Fatal(err)
+	}
+	for _, leak := range []string{"owner@example.com", "editor@example.com", ownerUUID, editorID, ownerDistinct, editorDistinct,
+		`"created_by"`, `"last_modified_by"`, `"dashboards"`, `"dashboard_tiles"`, `"short_id"`, `"team"`, "internal-tag",
+		fmt.Sprintf(`"dashboard_id":%d`, unshared)} {
+		if strings.Contains(text, leak) {
+			t.Errorf("the public link carries %s: %s", leak, text)
+		}
+	}
+	// A trends result names its series' action by id ("$pageview"): no number is an id.
+	if ids := regexp.MustCompile(`"\w*id":\s*\d`).FindAllString(text, -1); len(ids) > 0 {
+		t.Errorf("the public link carries ids %v: %s", ids, text)
+	}
+	if got := strings.Join(keysOf(d), ","); got != "description,effective_privilege_level,effective_restriction_level,filters,name,tiles,user_access_level,variables" {
+		t.Errorf("dashboard fields %s", got)
+	}
+	if d["name"] != "Public" || d["description"] != "For everyone" || mustText(t, d["filters"]) != `{"date_from":"-7d"}` ||
+		d["effective_restriction_level"] != 37.0 || d["effective_privilege_level"] != 21.0 || d["user_access_level"] != "viewer" {
+		t.Errorf("the public dashboard %v", d)
+	}
+	tiles := d["tiles"].([]any)
+	if len(tiles) != 2 {
+		t.Fatalf("tiles %v", tiles)
+	}
+	card, views := tiles[0].(map[string]any), tiles[1].(map[string]any) // by the sm layout's y; the insight has none
+	for _, tile := range tiles {
+		if got := strings.Join(keysOf(tile.(map[string]any)), ","); got != "color,filters_overrides,insight,is_cached,last_refresh,layouts,order,text" {
+			t.Errorf("tile fields %s", got)
+		}
+	}
+	i, _ := views["insight"].(map[string]any)
+	if got := strings.Join(keysOf(i), ","); got != "description,is_cached,last_refresh,name,query,query_error,result" {
+		t.Errorf("insight fields %s", got)
+	}
+	if i["name"] != "Views" || i["description"] != "Page views" || mustText(t, i["query"]) != `{"kind":"TrendsQuery","series":[{"event":"$pageview"}]}` ||
+		i["result"] == nil || views["text"] != nil || views["order"] != 1.0 {
+		t.Errorf("the insight tile %v", views)
+	}
+	if mustText(t, card["text"]) != `{"body":"Read me"}` || card["insight"] != nil || card["color"] != "blue" || card["order"] != 0.0 ||
+		mustText(t, card["layouts"]) != `{"sm":{"h":2,"w":6,"x":0,"y":9}}` {
+		t.Errorf("the text tile %v", card)
+	}
+}

@@ -96,6 +96,12 @@ func errDatetimeFormat(attr string) *Error {
 // see, whether or not it exists.
 func errRecordNotFound() *Error { return errNotFound("Not found.") }
 
+// isRefusal reports an error that is an answer to the caller (an *Error), not a failure.
+func isRefusal(err error) bool {
+	var apiErr *Error
+	return errors.As(err, &apiErr)
+}
+
 var errServer = &Error{Status: http.StatusInternalServerError, Type: "server_error", Code: "error",
 	Detail: "A server error occurred."}
 

@@ -179,40 +179,17 @@ func copyInsight(ctx context.Context, tx *sql.Tx, team, id, userID int64) (*int6
 	return &copied, nil
 }
 
-// errInsightNotEditable is PostHog's CanEditInsight refusal.
+// errInsightNotEditable refuses to edit an insight on a dashboard the caller may not
+// edit (mayEditContent), in PostHog's words.
 var errInsightNotEditable = errPermissionDenied("This insight is on a dashboard that can only be edited by its owner, " +
 	"team members invited to editing the dashboard, and project admins.")
-
-// canEditInsight is PostHog's CanEditInsight: an insight on no live dashboard may be
-// edited by anyone in the project, one on dashboards by whoever may edit at least one
-// of them (mayEdit).
-func (a *API) canEditInsight(ctx context.Context, pr project, userID int64, dashboards []int64) (bool, error) {
-	if len(dashboards) == 0 {
-		return true, nil
-	}
-	levels, err := a.collaboratorLevels(ctx, pr.id, userID)
-	if err != nil {
-		return false, err
-	}
-	for _, id := range dashboards {
-		d, err := loadDashboard(ctx, a.db, pr.id, id, false)
-		if isNotFound(err) {
-			continue // deleted meanwhile
-		}
-		if err != nil {
-			return false, err
-		}
-		if dashboardAccessFor(d, userID, pr.level, levels[d.id]).canEdit {
-			return true, nil
-		}
-	}
-	return false, nil
-}
 
 // placeOnDashboards makes ids the live dashboards the insight is on (current are those
 // it is on now): a tile on each one of ids that lacks one, its tiles taken off the
 // others. The caller must be able to edit every dashboard it adds the insight to or
-// takes it off (403 naming the dashboard); dashboards it stays on are not checked.
+// takes it off (403 naming the dashboard). On an update the caller may already edit
+// every dashboard the insight is on (mayEditContent), so taking it off one is refused
+// only if a collaboration went away meanwhile.
 func (a *API) placeOnDashboards(ctx context.Context, tx *sql.Tx, pr project, userID, insightID int64, current, ids []int64) error {
 	levels, err := a.collaboratorLevels(ctx, pr.id, userID)
 	if err != nil {
@@ -367,7 +344,8 @@ func (a *API) insightRetrieve(c *fiber.Ctx) error {
 // PATCH /api/projects/{project_id}/insights/{id}/ (insight:write)
 // Changes the fields sent; {"deleted": true} soft-deletes it (its tiles show nothing
 // more), dashboards sets the dashboards it is on. An insight on dashboards needs edit
-// rights on one of them (PostHog's CanEditInsight).
+// rights on every one of them (mayEditContent): one on a restricted dashboard is
+// edited only by those who may edit that dashboard, whatever other dashboard it is on.
 func (a *API) insightUpdate(c *fiber.Ctx) error {
 	p := principalOf(c)
 	pr, err := a.projectOf(c, p)
@@ -385,7 +363,7 @@ func (a *API) insightUpdate(c *fiber.Ctx) error {
 	}
 	// Edit rights first, then the body, as DRF checks object permissions before the
 	// serializer.
-	if ok, err := a.canEditInsight(ctx, pr, p.userID, current.Dashboards); err != nil {
+	if ok, err := a.mayEditContent(ctx, a.db, pr, p.userID, insightContent, id); err != nil {
 		return err
 	} else if !ok {
 		return errInsightNotEditable

@@ -77,7 +77,7 @@ type projectAccess struct {
 // validate checks an invite against the inviter's membership m, with PostHog's rules
 // and messages: the inviter cannot invite above their own level (403),
 // nor someone who is already a member (400); projects must be the organization's, and
-// only admins may grant a private one.
+// only those who may grant a private one grant it (mayMakeInvite).
 func (in *inviteInput) validate(ctx context.Context, q querier, m membership) error {
 	switch {
 	case !in.TargetEmail.Set || in.TargetEmail.Null:
@@ -94,8 +94,9 @@ func (in *inviteInput) validate(ctx context.Context, q querier, m membership) er
 	if !validLevel(in.Level.Value) {
 		return errInvalidChoice("level", fmt.Sprint(in.Level.Value))
 	}
-	if in.Level.Value > m.level {
-		return errPermissionDenied("You cannot invite a user with a higher permission level than your own.")
+	// The level first, as PostHog validates the field before the rest.
+	if err := m.mayGiveLevel(in.Level.Value); err != nil {
+		return err
 	}
 	member, err := memberOfOrganization(ctx, q, m.organizationID, in.TargetEmail.Value)
 	if err != nil {
@@ -108,18 +109,134 @@ func (in *inviteInput) validate(ctx context.Context, q querier, m membership) er
 		return err
 	}
 	for _, pa := range in.access {
-		var private bool
-		err := q.QueryRowContext(ctx, `SELECT access_control FROM meta.projects WHERE id = ? AND organization_id = ?`,
-			pa.ID, m.organizationID).Scan(&private)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		var found bool
+		if err := q.QueryRowContext(ctx, `SELECT count(*) > 0 FROM meta.projects WHERE id = ? AND organization_id = ?`,
+			pa.ID, m.organizationID).Scan(&found); err != nil {
 			return fmt.Errorf("cannot look up project %d: %w", pa.ID, err)
 		}
-		if err != nil || (private && m.level < levelAdmin) {
-			return errValidation("private_project_access", "invalid_input",
-				"Project does not exist on this organization, or it is private and you do not have access to it.")
+		if !found {
+			return errNoProjectToGrant()
+		}
+	}
+	return m.mayMakeInvite(ctx, q, in.Level.Value, in.access)
+}
+
+// Who may hold an invite. An invite's id is the one secret that accepts it (POST
+// /api/signup/{invite_id}/ needs nothing else), so holding the id is holding the
+// invite. The rule, for every path that makes, changes or shows an invite: a caller
+// deals only with invites they could have made themselves, whose level is at most
+// their own and whose private projects they may grant. An invite is checked on what
+// it is after every transformation (the level and project access requested, then
+// those stored after combining pending invites); a pending invite beyond the caller
+// is neither combined nor replaced; and an answer (the list, the invite just made)
+// shows the id only of an invite within the caller's reach.
+
+// mayMakeInvite is nil when the caller of membership m could have made an invite of
+// level with project access, else the refusal: PostHog's 403 for a level above the
+// caller's, its 400 on private_project_access for a private project the caller may
+// not grant.
+func (m membership) mayMakeInvite(ctx context.Context, q querier, level int, access []projectAccess) error {
+	if err := m.mayGiveLevel(level); err != nil {
+		return err
+	}
+	return m.mayGrantProjects(ctx, q, access)
+}
+
+// mayGiveLevel is the level half of mayMakeInvite: nobody invites above their own level.
+func (m membership) mayGiveLevel(level int) error {
+	if level > m.level {
+		return errPermissionDenied("You cannot invite a user with a higher permission level than your own.")
+	}
+	return nil
+}
+
+// mayGrantProjects is the project half of mayMakeInvite: only admins and owners grant
+// access to a private project.
+func (m membership) mayGrantProjects(ctx context.Context, q querier, access []projectAccess) error {
+	if m.level >= levelAdmin || len(access) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(access))
+	for i, pa := range access {
+		ids[i] = pa.ID
+	}
+	var private bool
+	if err := q.QueryRowContext(ctx, `SELECT count(*) > 0 FROM meta.projects
+		WHERE organization_id = ? AND access_control AND list_contains(?::BIGINT[], id)`, m.organizationID, ids).Scan(&private); err != nil {
+		return fmt.Errorf("cannot look up the projects of an invite in %s: %w", m.organizationID, err)
+	}
+	if private {
+		return errNoProjectToGrant()
+	}
+	return nil
+}
+
+func errNoProjectToGrant() error {
+	return errValidation("private_project_access", "invalid_input",
+		"Project does not exist on this organization, or it is private and you do not have access to it.")
+}
+
+// errInviteBeyond refuses to replace or combine a pending invite the caller could not
+// have made.
+func errInviteBeyond() error {
+	return errPermissionDenied("You cannot replace or combine an invite that grants more access than you may grant.")
+}
+
+// withinReach applies mayMakeInvite to an invite about to be answered: its id is
+// cleared when the caller of membership m could not have made it.
+func (m membership) withinReach(ctx context.Context, q querier, r *inviteRecord) error {
+	access, err := r.projectAccess()
+	if err != nil {
+		return err
+	}
+	if err := m.mayMakeInvite(ctx, q, r.Level, access); err != nil {
+		if !isRefusal(err) {
+			return err
+		}
+		r.ID = nil
+	}
+	return nil
+}
+
+// revokeInvitesBeyond deletes the invites the user made in the organization that are
+// beyond the user's new level there (0: no longer a member, so all of them). Whoever
+// made an invite got its id, which accepts it, so an invite left beyond its maker
+// would let a demoted or removed member come back above its level. Called under
+// membershipWrites, after the membership changed.
+func revokeInvitesBeyond(ctx context.Context, q querier, organizationID uuid.UUID, userID int64, level int) error {
+	invites, err := records.All(ctx, q, fmt.Sprintf("invites made by user %d", userID), scanInvite,
+		inviteColumns+` WHERE organization_id = ? AND created_by_id = ?`, organizationID, userID)
+	if err != nil {
+		return err
+	}
+	m := membership{organizationID: organizationID, level: level}
+	for _, r := range invites {
+		access, err := r.projectAccess()
+		if err != nil {
+			return err
+		}
+		if err := m.mayMakeInvite(ctx, q, r.Level, access); err == nil {
+			continue
+		} else if !isRefusal(err) {
+			return err
+		}
+		if _, err := q.ExecContext(ctx, `DELETE FROM meta.invites WHERE id = ?`, *r.ID); err != nil {
+			return fmt.Errorf("cannot revoke invite %s: %w", *r.ID, err)
 		}
 	}
 	return nil
+}
+
+// projectAccess is the invite's stored private_project_access.
+func (r inviteRecord) projectAccess() ([]projectAccess, error) {
+	var access []projectAccess
+	if len(r.PrivateProjectAccess) == 0 {
+		return access, nil
+	}
+	if err := json.Unmarshal(r.PrivateProjectAccess, &access); err != nil {
+		return nil, fmt.Errorf("cannot read the project access of invite to %s: %w", r.TargetEmail, err)
+	}
+	return access, nil
 }
 
 // validEmail accepts a bare address, as DRF's EmailField does (no display name).
@@ -228,13 +345,12 @@ func withCreators(ctx context.Context, q querier, invites []inviteRecord) error 
 // GET /api/organizations/{organization_id}/invites/ (organization_member:read)
 // Every invite of the organization, expired ones too (is_expired), newest first.
 //
-// Decision: an invite's id is also the secret that accepts it (POST
-// /api/signup/{invite_id}/ needs nothing else), and in PostHog every member may list
-// every invite, so a plain member could read an owner-level invite's id and sign up
-// as an owner. hedge keeps PostHog's list, every invite in it, but shows an invite's
-// id only to members whose level is at least the invite's; for the others id is
-// null. Whoever sees an id could have made that invite themselves (nobody invites
-// above their own level), so reading the list grants nothing new.
+// Decision: in PostHog every member may list every invite with its id, the secret
+// that accepts it, so a plain member could read an owner-level invite's id and sign
+// up as an owner. hedge keeps PostHog's list, every invite in it, but shows an
+// invite's id only to a caller who could have made that invite (withinReach: its level
+// at most theirs, its private projects theirs to grant); for the others id is null.
+// Reading the list thus grants nothing new.
 func (a *API) inviteList(c *fiber.Ctx) error {
 	p := principalOf(c)
 	m, err := a.organizationWide(c, p)
@@ -255,8 +371,8 @@ func (a *API) inviteList(c *fiber.Ctx) error {
 		return err
 	}
 	for i := range invites {
-		if invites[i].Level > m.level {
-			invites[i].ID = nil
+		if err := m.withinReach(c.UserContext(), a.db, &invites[i]); err != nil {
+			return err
 		}
 	}
 	return a.sendPage(c, pg, count, invites)
@@ -265,7 +381,9 @@ func (a *API) inviteList(c *fiber.Ctx) error {
 // POST /api/organizations/{organization_id}/invites/ (organization_member:write)
 // Any member may invite, up to their own level. The invite replaces the pending ones
 // for the same e-mail; with combine_pending_invites it keeps the highest level and
-// all the project access of the unexpired ones.
+// all the project access of the unexpired ones. Neither may take in a pending invite
+// beyond the caller's reach (403), and the answer's id is null for an invite beyond it
+// (withinReach: never the case once created, but the one rule of every answer).
 func (a *API) inviteCreate(c *fiber.Ctx, mail *mailer) error {
 	p := principalOf(c)
 	m, err := a.organizationWide(c, p)
@@ -280,12 +398,15 @@ func (a *API) inviteCreate(c *fiber.Ctx, mail *mailer) error {
 	if err := in.validate(ctx, a.db, m); err != nil {
 		return err
 	}
-	ids, err := a.insertInvites(ctx, c, p, m, mail, []inviteInput{in})
+	ids, err := a.insertInvites(ctx, c, p, m, mail, []inviteInput{in}, false)
 	if err != nil {
 		return err
 	}
 	invites, err := loadInvites(ctx, a.db, `WHERE id = ?`, ids[0])
 	if err != nil {
+		return err
+	}
+	if err := m.withinReach(ctx, a.db, &invites[0]); err != nil {
 		return err
 	}
 	return c.Status(fiber.StatusCreated).JSON(invites[0])
@@ -323,7 +444,7 @@ func (a *API) inviteBulk(c *fiber.Ctx, mail *mailer) error {
 			return prefixAttr(err, prefix)
 		}
 	}
-	if _, err := a.insertInvites(ctx, c, p, m, mail, inputs); err != nil {
+	if _, err := a.insertInvites(ctx, c, p, m, mail, inputs, true); err != nil {
 		return err
 	}
 	c.Status(fiber.StatusOK)
@@ -355,14 +476,37 @@ func prefixAttr(err error, prefix string) error {
 
 // insertInvites creates validated invites in one transaction, each replacing the
 // older invites to its e-mail, then e-mails those with send_email (default true) when
-// a mailer is configured. It returns the new invites' ids, in order.
-func (a *API) insertInvites(ctx context.Context, c *fiber.Ctx, p *principal, m membership, mail *mailer, inputs []inviteInput) ([]uuid.UUID, error) {
+// a mailer is configured. It returns the new invites' ids, in order. A pending
+// (unexpired) invite beyond the caller's reach is neither replaced nor combined, and
+// the invite stored, after combining, is checked again (mayMakeInvite); a refusal
+// creates none, and in a bulk request names its item.
+func (a *API) insertInvites(ctx context.Context, c *fiber.Ctx, p *principal, m membership, mail *mailer, inputs []inviteInput, bulk bool) ([]uuid.UUID, error) {
 	var letter inviteLetter
 	if mail != nil {
 		var err error
 		if letter, err = a.inviteLetterOf(ctx, a.db, c, p, m); err != nil {
 			return nil, err
 		}
+	}
+	// Under membershipWrites, with the caller's level read again: a demotion either
+	// comes first, and the invites are checked at the new level, or after, and
+	// revokes them (revokeInvitesBeyond).
+	membershipWrites.Lock()
+	locked := true
+	unlock := func() {
+		if locked {
+			locked = false
+			membershipWrites.Unlock()
+		}
+	}
+	defer unlock()
+	err := a.db.QueryRowContext(ctx, `SELECT level FROM meta.memberships WHERE organization_id = ? AND user_id = ?`,
+		m.organizationID, p.userID).Scan(&m.level)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errNotFound("Organization not found.")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot look up membership of user %d in %s: %w", p.userID, m.organizationID, err)
 	}
 	tx, err := a.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -372,21 +516,39 @@ func (a *API) insertInvites(ctx context.Context, c *fiber.Ctx, p *principal, m m
 	ids := make([]uuid.UUID, len(inputs))
 	var messages []mailMessage
 	for i, in := range inputs {
+		refused := func(err error) error {
+			if bulk {
+				return prefixAttr(err, fmt.Sprintf("%d__", i))
+			}
+			return err
+		}
+		pending, err := records.All(ctx, tx, "invites", scanInvite,
+			inviteColumns+` WHERE organization_id = ? AND target_email = ? AND created_at >= now() - INTERVAL 3 DAY`,
+			m.organizationID, in.TargetEmail.Value)
+		if err != nil {
+			return nil, err
+		}
 		level, access := in.Level.Value, in.access
-		if in.CombinePendingInvites {
-			pending, err := loadInvites(ctx, tx, `WHERE organization_id = ? AND target_email = ? AND created_at >= now() - INTERVAL 3 DAY`,
-				m.organizationID, in.TargetEmail.Value)
+		for _, old := range pending {
+			oldAccess, err := old.projectAccess()
 			if err != nil {
 				return nil, err
 			}
-			for _, old := range pending {
-				level = max(level, old.Level)
-				var oldAccess []projectAccess
-				if err := json.Unmarshal(old.PrivateProjectAccess, &oldAccess); err != nil {
-					return nil, fmt.Errorf("cannot read the project access of invite %s: %w", *old.ID, err)
+			// Replacing is cancelling, and combining takes its level and projects: both
+			// need an invite the caller could have made.
+			if err := m.mayMakeInvite(ctx, tx, old.Level, oldAccess); err != nil {
+				if isRefusal(err) {
+					return nil, refused(errInviteBeyond())
 				}
+				return nil, err
+			}
+			if in.CombinePendingInvites {
+				level = max(level, old.Level)
 				access = mergeProjectAccess(oldAccess, access)
 			}
+		}
+		if err := m.mayMakeInvite(ctx, tx, level, access); err != nil {
+			return nil, refused(err)
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM meta.invites WHERE organization_id = ? AND target_email = ?`,
 			m.organizationID, in.TargetEmail.Value); err != nil {
@@ -409,6 +571,7 @@ func (a *API) insertInvites(ctx context.Context, c *fiber.Ctx, p *principal, m m
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("cannot commit invites in %s: %w", m.organizationID, err)
 	}
+	unlock()
 	// Sent after the commit (an invite must exist before anyone can accept it), and
 	// in the request so that it is done when the answer says emailing_attempt_made. A
 	// failure does not undo the invites: it is logged, and the invite can be resent by

@@ -286,3 +286,84 @@ func receive(t *testing.T, box <-chan receivedMail) receivedMail {
 	}
 	return receivedMail{}
 }
+
+// The rule of every invite path: a caller deals only with invites it could have made,
+// whose level is at most its own and whose private projects it may grant. A pending
+// invite beyond it is neither combined nor replaced, alone or in a bulk request (which
+// then creates nothing); the list hides the id of such an invite; an expired invite,
+// which nobody can accept any more, is replaced by anyone.
+func TestInviteReach(t *testing.T) {
+	env := serveAPI(t, nil)
+	_, adminKey := env.member(t, "admin@example.com", levelAdmin, "organization_member:write")
+	_, memberKey := env.member(t, "member@example.com", levelMember, "organization_member:write")
+	private := int(env.must(t, 201, "POST", env.orgPath("projects/"), env.owner, `{"name":"Private","access_control":true}`)["id"].(float64))
+	invites := "/api/organizations/{org}/invites/"
+	beyond := `{"type":"authentication_error","code":"permission_denied","detail":"You cannot replace or combine an invite that grants more access than you may grant.","attr":null}`
+
+	// An admin's member-level invite to a private project: beyond a member's reach.
+	privateInvite := env.must(t, 201, "POST", env.orgPath("invites/"), adminKey,
+		fmt.Sprintf(`{"target_email":"p@example.com","private_project_access":[{"id":%d,"level":"admin"}]}`, private))["id"].(string)
+	ownerInvite := env.must(t, 201, "POST", env.orgPath("invites/"), env.owner, `{"target_email":"boss@example.com","level":15}`)["id"].(string)
+	env.run(t, []scenario{
+		{name: "a member combines with a private project it may not grant", method: "POST", path: invites, key: memberKey,
+			body: `{"target_email":"p@example.com","combine_pending_invites":true}`, status: 403, want: []string{beyond}},
+		{name: "nor replaces it", method: "POST", path: invites, key: memberKey, body: `{"target_email":"p@example.com"}`, status: 403, want: []string{beyond}},
+		{name: "a bulk request with one such item creates nothing", method: "POST", path: invites + "bulk/", key: memberKey,
+			body: `[{"target_email":"fine@example.com"},{"target_email":"boss@example.com","combine_pending_invites":true}]`, status: 403, want: []string{beyond}},
+		{name: "the list hides the ids of both from a member", method: "GET", path: invites, key: memberKey, status: 200,
+			want:    []string{`"count":2`, `"id":null,"target_email":"boss@example.com"`, `"id":null,"target_email":"p@example.com"`},
+			notWant: []string{privateInvite, ownerInvite, "fine@example.com"}},
+		{name: "an admin sees the private project's", method: "GET", path: invites, key: adminKey, status: 200,
+			want: []string{`"id":"` + privateInvite + `","target_email":"p@example.com"`, `"id":null,"target_email":"boss@example.com"`}},
+		{name: "and combines it", method: "POST", path: invites, key: adminKey, body: `{"target_email":"p@example.com","level":8,"combine_pending_invites":true}`,
+			status: 201, want: []string{`"level":8`, fmt.Sprintf(`"private_project_access":[{"id":%d,"level":"admin"}]`, private)}},
+	})
+	// Refused, the owner's invite is still there to accept.
+	if status, _, text := env.call(t, "POST", "/api/signup/"+ownerInvite+"/", "", `{"first_name":"Boss"}`); status != 201 || !strings.Contains(text, `"membership_level":15`) {
+		t.Fatalf("the owner's invite after refused combines: %d %s", status, text)
+	}
+
+	// Expired, an owner's invite can no longer be accepted: a member replaces it.
+	env.must(t, 201, "POST", env.orgPath("invites/"), env.owner, `{"target_email":"late@example.com","level":15}`)
+	env.exec(t, `UPDATE meta.invites SET created_at = now() - INTERVAL 4 DAY WHERE target_email = 'late@example.com'`)
+	fresh := env.must(t, 201, "POST", env.orgPath("invites/"), memberKey, `{"target_email":"late@example.com","combine_pending_invites":true}`)
+	if fresh["level"] != float64(levelMember) || fresh["id"] == nil {
+		t.Fatalf("a member's invite over an expired owner's one: %v", fresh)
+	}
+}
+
+// Whoever made an invite holds its id, which accepts it: an invite is never left
+// beyond its maker. When a member's level drops, the invites it made that it could no
+// longer make are revoked; when it leaves or is removed, all of them.
+func TestInvitesOfDemotedMaker(t *testing.T) {
+	env := serveAPI(t, nil)
+	adminUUID, adminKey := env.member(t, "admin@example.com", levelAdmin, "organization_member:write")
+	_, leaverKey := env.member(t, "leaver@example.com", levelAdmin, "organization_member:write")
+	removedUUID, removedKey := env.member(t, "removed@example.com", levelMember, "organization_member:write")
+	private := int(env.must(t, 201, "POST", env.orgPath("projects/"), env.owner, `{"name":"Private","access_control":true}`)["id"].(float64))
+	invite := func(key, body string) string {
+		return env.must(t, 201, "POST", env.orgPath("invites/"), key, body)["id"].(string)
+	}
+	adminLevel := invite(adminKey, `{"target_email":"a1@example.com","level":8}`)
+	privateProject := invite(adminKey, fmt.Sprintf(`{"target_email":"a2@example.com","private_project_access":[{"id":%d,"level":"member"}]}`, private))
+	memberLevel := invite(adminKey, `{"target_email":"a3@example.com"}`)
+	byLeaver := invite(leaverKey, `{"target_email":"l1@example.com"}`)
+	byRemoved := invite(removedKey, `{"target_email":"r1@example.com"}`)
+	byOwner := invite(env.owner, `{"target_email":"o1@example.com","level":8}`)
+
+	env.must(t, 200, "PATCH", env.orgPath("members/"+adminUUID+"/"), env.owner, `{"level":1}`)
+	env.must(t, 204, "DELETE", env.orgPath("members/@me/"), leaverKey, "")
+	env.must(t, 204, "DELETE", env.orgPath("members/"+removedUUID+"/"), env.owner, "")
+
+	left := map[string]bool{}
+	for _, r := range env.must(t, 200, "GET", env.orgPath("invites/"), env.owner, "")["results"].([]any) {
+		left[r.(map[string]any)["id"].(string)] = true
+	}
+	for id, want := range map[string]bool{adminLevel: false, privateProject: false, memberLevel: true, byLeaver: false, byRemoved: false, byOwner: true} {
+		if left[id] != want {
+			t.Errorf("invite %s: kept %v, want %v", id, left[id], want)
+		}
+	}
+	env.run(t, []scenario{{name: "a revoked invite accepts nobody", method: "POST", path: "/api/signup/" + adminLevel + "/", body: `{"first_name":"A"}`,
+		status: 400, want: []string{`"detail":"The provided invite ID is not valid."`}}})
+}

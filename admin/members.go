@@ -157,7 +157,8 @@ func (t editedMember) mayEdit(self bool, newLevel int) error {
 
 // PATCH /api/organizations/{organization_id}/members/{user__uuid}/ (organization_member:write)
 // Changes a member's level: admins edit members and admins, only owners make owners,
-// nobody changes their own level.
+// nobody changes their own level. The invites the member made that its new level could
+// not make are revoked (revokeInvitesBeyond).
 func (a *API) memberUpdate(c *fiber.Ctx) error {
 	p := principalOf(c)
 	m, err := a.organizationWide(c, p)
@@ -192,6 +193,9 @@ func (a *API) memberUpdate(c *fiber.Ctx) error {
 			WHERE organization_id = ? AND user_id = ?`, in.Level.Value, m.organizationID, t.userID); err != nil {
 			return fmt.Errorf("cannot change the level of user %d in %s: %w", t.userID, m.organizationID, err)
 		}
+		if err := revokeInvitesBeyond(ctx, a.db, m.organizationID, t.userID, in.Level.Value); err != nil {
+			return err
+		}
 	}
 	r, err := scanMember(a.db.QueryRowContext(ctx, memberColumns+` WHERE m.organization_id = ? AND m.user_id = ?`,
 		m.organizationID, t.userID))
@@ -213,6 +217,7 @@ func levelText(level optional[int]) string {
 // and admins. An owner can neither leave nor be removed, by anyone: PostHog's
 // User.leave refuses every owner, not only the last one, so another
 // owner must first make them an admin. An organization thus always keeps an owner.
+// The invites the member made are revoked (revokeInvitesBeyond).
 func (a *API) memberDelete(c *fiber.Ctx) error {
 	p := principalOf(c)
 	m, err := a.organizationWide(c, p)
@@ -233,6 +238,9 @@ func (a *API) memberDelete(c *fiber.Ctx) error {
 		return errValidation("", "invalid_input", "Cannot leave the organization as its owner!")
 	}
 	if err := removeMembership(ctx, a.db, m.organizationID, t.userID); err != nil {
+		return err
+	}
+	if err := revokeInvitesBeyond(ctx, a.db, m.organizationID, t.userID, 0); err != nil {
 		return err
 	}
 	return c.SendStatus(fiber.StatusNoContent)

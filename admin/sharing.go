@@ -145,7 +145,8 @@ func (a *API) sharingRefresh(c *fiber.Ctx) error {
 
 // GET /shared/{access_token} (no key)
 // A shared dashboard as JSON, with its tiles and their results, while its sharing is
-// enabled. Public viewers see it as PostHog shows it to them: restricted, view only.
+// enabled, in the public view (sharedDashboardRecord). Public viewers see it as
+// PostHog shows it to them: restricted, view only.
 func (a *API) sharedDashboard(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	var team, id int64
@@ -165,6 +166,76 @@ func (a *API) sharedDashboard(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	r.EffectiveRestrictionLevel, r.UserAccessLevel = restrictionOnlyEditors, "viewer"
-	return c.JSON(r)
+	return c.JSON(publicView(r))
+}
+
+// The public view of a shared dashboard. Anyone holding the link reads it, so it
+// carries only what rendering the shared tiles needs, field by field (an allowlist:
+// a field added to the records the API answers its users does not reach it): the
+// dashboard's name, description, filters and variables; per tile its layouts, color,
+// filter overrides and place (order, which is also its key); the insight's name,
+// description, query and result, or the text card's body. Nothing about people (no
+// user objects: no e-mail, uuid, id or distinct id), nothing about other objects (an
+// insight's dashboards and tiles elsewhere, tags), and no ids of its own.
+
+// sharedDashboardRecord is a shared dashboard in its public view.
+type sharedDashboardRecord struct {
+	Name                      *string            `json:"name"`
+	Description               string             `json:"description"`
+	Filters                   rawJSON            `json:"filters"`
+	Variables                 rawJSON            `json:"variables"`
+	EffectiveRestrictionLevel int                `json:"effective_restriction_level"` // 37: restricted
+	EffectivePrivilegeLevel   int                `json:"effective_privilege_level"`   // 21: view only
+	UserAccessLevel           string             `json:"user_access_level"`           // viewer
+	Tiles                     []sharedTileRecord `json:"tiles"`
+}
+
+// sharedTileRecord is a tile of a shared dashboard: an insight or a text card.
+type sharedTileRecord struct {
+	Insight          *sharedInsightRecord `json:"insight"`
+	Text             *sharedTextRecord    `json:"text"`
+	Layouts          rawJSON              `json:"layouts"`
+	Color            *string              `json:"color"`
+	FiltersOverrides rawJSON              `json:"filters_overrides"`
+	Order            int                  `json:"order"`
+	LastRefresh      *time.Time           `json:"last_refresh"`
+	IsCached         bool                 `json:"is_cached"`
+}
+
+// sharedInsightRecord is the insight of a shared tile: what it shows and its result.
+type sharedInsightRecord struct {
+	Name        *string    `json:"name"`
+	Description string     `json:"description"`
+	Query       rawJSON    `json:"query"`
+	Result      any        `json:"result"`
+	LastRefresh *time.Time `json:"last_refresh"`
+	IsCached    bool       `json:"is_cached"`
+	QueryError  *string    `json:"query_error"`
+}
+
+// sharedTextRecord is the text card of a shared tile.
+type sharedTextRecord struct {
+	Body string `json:"body"`
+}
+
+// publicView is the public view of the full dashboard r.
+func publicView(r dashboardRecord) sharedDashboardRecord {
+	v := sharedDashboardRecord{
+		Name: r.Name, Description: r.Description, Filters: r.Filters, Variables: r.Variables,
+		EffectiveRestrictionLevel: restrictionOnlyEditors, EffectivePrivilegeLevel: restrictionEveryoneEdits, UserAccessLevel: "viewer",
+		Tiles: make([]sharedTileRecord, 0, len(r.Tiles)),
+	}
+	for _, t := range r.Tiles {
+		tile := sharedTileRecord{Layouts: t.Layouts, Color: t.Color, FiltersOverrides: t.FiltersOverrides, Order: t.Order,
+			LastRefresh: t.LastRefresh, IsCached: t.IsCached}
+		if i := t.Insight; i != nil {
+			tile.Insight = &sharedInsightRecord{Name: i.Name, Description: i.Description, Query: i.Query, Result: i.Result,
+				LastRefresh: i.LastRefresh, IsCached: i.IsCached, QueryError: i.QueryError}
+		}
+		if t.Text != nil {
+			tile.Text = &sharedTextRecord{Body: t.Text.Body}
+		}
+		v.Tiles = append(v.Tiles, tile)
+	}
+	return v
 }
