@@ -33,6 +33,7 @@ func validLevel(level int) bool {
 // membership is the caller's place in the organization named by the request path.
 type membership struct {
 	organizationID uuid.UUID
+	userID         int64
 	level          int // 1 member, 8 admin, 15 owner
 }
 
@@ -46,7 +47,7 @@ func (a *API) organizationOf(c *fiber.Ctx, p *principal) (membership, error) {
 	if err != nil {
 		return membership{}, notFound
 	}
-	m := membership{organizationID: id}
+	m := membership{organizationID: id, userID: p.userID}
 	err = a.db.QueryRowContext(c.UserContext(),
 		`SELECT level FROM meta.memberships WHERE organization_id = ? AND user_id = ?`, id, p.userID).Scan(&m.level)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -150,8 +150,9 @@ func (m membership) mayGiveLevel(level int) error {
 	return nil
 }
 
-// mayGrantProjects is the project half of mayMakeInvite: only admins and owners grant
-// access to a private project.
+// mayGrantProjects is the project half of mayMakeInvite: a private project is granted
+// only by those who administer it: the organization's admins and owners, and its
+// explicit project admins (as PostHog lets them).
 func (m membership) mayGrantProjects(ctx context.Context, q querier, access []projectAccess) error {
 	if m.level >= levelAdmin || len(access) == 0 {
 		return nil
@@ -160,13 +161,19 @@ func (m membership) mayGrantProjects(ctx context.Context, q querier, access []pr
 	for i, pa := range access {
 		ids[i] = pa.ID
 	}
-	var private bool
-	if err := q.QueryRowContext(ctx, `SELECT count(*) > 0 FROM meta.projects
-		WHERE organization_id = ? AND access_control AND list_contains(?::BIGINT[], id)`, m.organizationID, ids).Scan(&private); err != nil {
-		return fmt.Errorf("cannot look up the projects of an invite in %s: %w", m.organizationID, err)
+	private, err := records.All(ctx, q, fmt.Sprintf("private projects of an invite in %s", m.organizationID), scanID,
+		`SELECT id FROM meta.projects WHERE organization_id = ? AND access_control AND list_contains(?::BIGINT[], id)`, m.organizationID, ids)
+	if err != nil {
+		return err
 	}
-	if private {
-		return errNoProjectToGrant()
+	for _, team := range private {
+		level, ok, err := projectLevelOf(ctx, q, team, m.userID)
+		if err != nil {
+			return err
+		}
+		if !ok || level < levelAdmin {
+			return errNoProjectToGrant()
+		}
 	}
 	return nil
 }
@@ -209,7 +216,7 @@ func revokeInvitesBeyond(ctx context.Context, q querier, organizationID uuid.UUI
 	if err != nil {
 		return err
 	}
-	m := membership{organizationID: organizationID, level: level}
+	m := membership{organizationID: organizationID, userID: userID, level: level}
 	for _, r := range invites {
 		access, err := r.projectAccess()
 		if err != nil {

@@ -308,3 +308,28 @@ func TestExplicitMembersOrder(t *testing.T) {
 		t.Fatalf("order: %s", text)
 	}
 }
+
+// A private project is granted in an invite by those who administer it: the
+// organization's admins and owners, and its explicit project admins; an explicit
+// project member, or a plain member, may not.
+func TestInviteGrantsPrivateProject(t *testing.T) {
+	env := newTestEnv(t, "")
+	id, project, _ := env.privateProject(t, "Private")
+	projectAdminUUID, projectAdminKey := env.member(t, "padmin@example.com", levelMember, "*")
+	projectMemberUUID, projectMemberKey := env.member(t, "pmember@example.com", levelMember, "*")
+	_, memberKey := env.member(t, "member@example.com", levelMember, "*")
+	env.addExplicit(t, project, projectAdminUUID, explicitAdmin)
+	env.addExplicit(t, project, projectMemberUUID, explicitMember)
+	invite := func(email string) string {
+		return fmt.Sprintf(`{"target_email":%q,"level":1,"private_project_access":[{"id":%d,"level":"member"}]}`, email, id)
+	}
+	refused := `Project does not exist on this organization, or it is private and you do not have access to it.`
+	env.run(t, []scenario{
+		{name: "an explicit project admin", method: "POST", path: env.orgPath("invites/"), key: projectAdminKey, body: invite("a@example.com"), status: 201},
+		{name: "an explicit project member", method: "POST", path: env.orgPath("invites/"), key: projectMemberKey, body: invite("b@example.com"), status: 400,
+			want: []string{refused}},
+		{name: "a member not added", method: "POST", path: env.orgPath("invites/"), key: memberKey, body: invite("c@example.com"), status: 400,
+			want: []string{refused}},
+		{name: "the owner", method: "POST", path: env.orgPath("invites/"), key: env.owner, body: invite("d@example.com"), status: 201},
+	})
+}
