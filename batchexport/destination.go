@@ -48,6 +48,8 @@ type Policy struct {
 	// link-local address (a MinIO beside hedge, say). Off, an export cannot be aimed at
 	// the services of hedge's own network.
 	AllowPrivateEndpoints bool
+	// Resolver looks up the host names of S3 endpoints; nil: the system's resolver.
+	Resolver *net.Resolver
 }
 
 // InvalidConfig is a destination config that a batch export cannot use. Its Detail is
@@ -127,10 +129,11 @@ type s3Target struct {
 	bucket, region, prefix       string
 	accessKeyID, secretAccessKey string
 	allowPrivate                 bool
+	resolver                     *net.Resolver
 }
 
 func (p Policy) s3Target(config map[string]any) (s3Target, error) {
-	t := s3Target{endpoint: "s3.amazonaws.com", secure: true, allowPrivate: p.AllowPrivateEndpoints}
+	t := s3Target{endpoint: "s3.amazonaws.com", secure: true, allowPrivate: p.AllowPrivateEndpoints, resolver: p.Resolver}
 	var err error
 	if t.bucket, err = requiredString(config, "bucket_name", "the bucket to upload to"); err != nil {
 		return t, err
@@ -302,7 +305,7 @@ func deliverS3(ctx context.Context, t s3Target, team int64, runID string, files 
 		Secure:       t.secure,
 		Region:       t.region,
 		BucketLookup: lookup,
-		Transport:    s3Transport(t.allowPrivate),
+		Transport:    s3Transport(t.allowPrivate, t.resolver),
 		// A failed run is retried as a whole, with backoff (Runner); a few quick tries
 		// here ride out a dropped connection.
 		MaxRetries: 3,
@@ -326,8 +329,8 @@ func deliverS3(ctx context.Context, t s3Target, team int64, runID string, files 
 // s3Transport dials S3 refusing, unless allowPrivate, any address that is not public:
 // checked on the address actually dialled, so a name that resolves to a private
 // address is refused too.
-func s3Transport(allowPrivate bool) http.RoundTripper {
-	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+func s3Transport(allowPrivate bool, resolver *net.Resolver) http.RoundTripper {
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Resolver: resolver}
 	if !allowPrivate {
 		dialer.Control = func(network, address string, _ syscall.RawConn) error {
 			host, _, err := net.SplitHostPort(address)
