@@ -213,7 +213,8 @@ func (in *batchExportInput) apply(e *batchexport.Export, creating bool, policy b
 // applyDestination validates the destination: a type hedge can export to, which an
 // update cannot change, and the config that type needs, within what policy allows. An
 // update's config is merged over the stored one, so that secrets need not be sent
-// again.
+// again, unless it changes where they are sent (an S3 endpoint_url): then each secret
+// field is required.
 func (in *batchExportInput) applyDestination(e *batchexport.Export, creating bool, policy batchexport.Policy) error {
 	d := in.Destination
 	if !creating && !d.Set {
@@ -237,6 +238,11 @@ func (in *batchExportInput) applyDestination(e *batchexport.Export, creating boo
 	}
 	if e.Config == nil {
 		e.Config = map[string]any{}
+	}
+	if !creating {
+		if secret := batchexport.MissingSecret(e.DestinationType, e.Config, d.Value.Config.Value); secret != "" {
+			return errRequired("destination__config__" + secret)
+		}
 	}
 	maps.Copy(e.Config, d.Value.Config.Value)
 	var invalid *batchexport.InvalidConfig

@@ -223,3 +223,38 @@ func TestBatchExportPause(t *testing.T) {
 		env.must(t, 404, "POST", base+"nope/unpause/", key, "")
 	}
 }
+
+// The stored credentials of an S3 destination sign uploads to its endpoint only: a
+// PATCH that changes endpoint_url must send them again, or anyone allowed to edit the
+// export could aim the next signed upload at a server of their own.
+func TestBatchExportEndpointChangeNeedsCredentials(t *testing.T) {
+	env := serveAPI(t, nil)
+	_, key := env.member(t, "member@example.com", levelMember, "batch_export:write")
+	created := env.must(t, 201, "POST", "/api/projects/1/batch_exports/", key, `{"name":"s3","interval":"hour",
+		"destination":{"type":"S3","config":{"bucket_name":"b","region":"r","endpoint_url":"https://s3.example.com",
+			"aws_access_key_id":"AKIA-STORED","aws_secret_access_key":"stored-secret"}}}`)
+	path := "/api/projects/1/batch_exports/" + created["id"].(string) + "/"
+	keyRequired := []string{`{"type":"validation_error","code":"required","detail":"This field is required.","attr":"destination__config__aws_access_key_id"}`}
+	secretRequired := []string{`{"type":"validation_error","code":"required","detail":"This field is required.","attr":"destination__config__aws_secret_access_key"}`}
+	env.run(t, []scenario{
+		{name: "a new endpoint without the credentials", method: "PATCH", path: path, key: key,
+			body: `{"destination":{"config":{"endpoint_url":"https://attacker.example.net"}}}`, status: 400, want: keyRequired},
+		{name: "a new endpoint with one of them", method: "PATCH", path: path, key: key,
+			body: `{"destination":{"config":{"endpoint_url":"https://attacker.example.net","aws_access_key_id":"AKIA-NEW"}}}`, status: 400, want: secretRequired},
+		{name: "the endpoint removed (AWS) without the credentials", method: "PATCH", path: path, key: key,
+			body: `{"destination":{"config":{"endpoint_url":null}}}`, status: 400, want: keyRequired},
+		{name: "the same endpoint sent again", method: "PATCH", path: path, key: key,
+			body: `{"destination":{"config":{"endpoint_url":"https://s3.example.com","bucket_name":"c"}}}`, status: 200,
+			want: []string{`"endpoint_url":"https://s3.example.com"`, `"bucket_name":"c"`}},
+		{name: "a new endpoint with both", method: "PATCH", path: path, key: key,
+			body:   `{"destination":{"config":{"endpoint_url":"https://s3.example.org","aws_access_key_id":"AKIA-NEW","aws_secret_access_key":"new-secret"}}}`,
+			status: 200, want: []string{`"endpoint_url":"https://s3.example.org"`}, notWant: []string{"AKIA", "secret"}},
+	})
+	var stored string
+	if err := env.warehouse.DB().QueryRow(`SELECT destination_config FROM meta.batch_exports WHERE id = ?`, created["id"]).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stored, `"aws_access_key_id":"AKIA-NEW"`) || !strings.Contains(stored, `"endpoint_url":"https://s3.example.org"`) {
+		t.Fatalf("stored: %s", stored)
+	}
+}

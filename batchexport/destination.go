@@ -2,14 +2,17 @@ package batchexport
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -125,6 +128,7 @@ func (p Policy) parquetDir(config map[string]any) (string, error) {
 // s3Target is where an S3 destination uploads.
 type s3Target struct {
 	endpoint                     string // host[:port]
+	host                         string // endpoint's host, without brackets or port
 	secure, virtualHost          bool
 	bucket, region, prefix       string
 	accessKeyID, secretAccessKey string
@@ -169,19 +173,55 @@ func (p Policy) s3Target(config map[string]any) (s3Target, error) {
 		return t, invalidf("endpoint_url %q must be http(s)://host[:port] of an S3-compatible store.", raw)
 	}
 	t.endpoint, t.secure = u.Host, u.Scheme == "https"
+	t.host = u.Hostname()
 	if !p.AllowPrivateEndpoints {
-		if ip := net.ParseIP(u.Hostname()); (ip != nil && !publicAddress(ip)) || strings.EqualFold(u.Hostname(), "localhost") {
-			return t, invalidf("endpoint_url %q is a private address: hedge's operator must allow those with --export-allow-private-endpoints.", raw)
+		// A name is judged by the addresses it resolves to when an upload dials them
+		// (s3Transport); an address, and the names of this host, now.
+		addr, err := netip.ParseAddr(t.host)
+		if (err == nil && !publicAddress(addr)) || localHostName(t.host) {
+			return t, invalidf("endpoint_url %q is not a public address: hedge's operator must allow private ones with --export-allow-private-endpoints.", raw)
 		}
 	}
 	return t, nil
 }
 
-// publicAddress says whether an address is on the internet rather than on this host's
-// own networks.
-func publicAddress(ip net.IP) bool {
-	return !(ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast())
+// credentialFields are the config fields, by destination type, that decide where the
+// secret fields go: the stored secrets sign uploads to the endpoint they were given
+// for, so an update that changes one of these must send the secrets again. Whoever
+// may edit an export cannot aim its stored credentials at a server of their own.
+var credentialFields = map[string][]string{S3: {"endpoint_url"}}
+
+// MissingSecret is the first secret field (SecretFields) that an update of a
+// destination of the given type must send and does not, or "": sent is the update's
+// config, stored the destination's as it is. A field of credentialFields counts as
+// changed when sent holds it with another value (null and "" being the same).
+func MissingSecret(kind string, stored, sent map[string]any) string {
+	changed := false
+	for _, field := range credentialFields[kind] {
+		if v, ok := sent[field]; ok && configText(v) != configText(stored[field]) {
+			changed = true
+		}
+	}
+	if !changed {
+		return ""
+	}
+	for _, secret := range SecretFields[kind] {
+		if s, ok := sent[secret].(string); !ok || strings.TrimSpace(s) == "" {
+			return secret
+		}
+	}
+	return ""
+}
+
+// configText is a config value as text to compare: "" for null.
+func configText(v any) string {
+	if v == nil {
+		return ""
+	}
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return fmt.Sprintf("%T:%v", v, v)
 }
 
 func requiredString(config map[string]any, field, what string) (string, error) {
@@ -311,7 +351,7 @@ func deliverS3(ctx context.Context, t s3Target, team int64, runID string, files 
 		MaxRetries: 3,
 	})
 	if err != nil {
-		return fmt.Errorf("cannot reach S3 at %s: %w", t.endpoint, err)
+		return &failure{public: "cannot use the S3 endpoint " + t.endpoint, cause: err}
 	}
 	prefix := t.prefix
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
@@ -320,31 +360,42 @@ func deliverS3(ctx context.Context, t s3Target, team int64, runID string, files 
 	for i, f := range files {
 		key := prefix + objectName(team, runID, files, i)
 		if _, err := client.FPutObject(ctx, t.bucket, key, f.Path, minio.PutObjectOptions{ContentType: "application/vnd.apache.parquet"}); err != nil {
-			return fmt.Errorf("cannot upload s3://%s/%s: %w", t.bucket, key, err)
+			return s3Failure(t, key, err)
 		}
 	}
 	return nil
 }
 
+// notPublicError is a dial that s3Transport refused: the address is not public.
+type notPublicError struct{ addr netip.Addr }
+
+func (e *notPublicError) Error() string {
+	return fmt.Sprintf("refusing to connect to %s: not a public address (see --export-allow-private-endpoints)", e.addr)
+}
+
 // s3Transport dials S3 refusing, unless allowPrivate, any address that is not public:
-// checked on the address actually dialled, so a name that resolves to a private
-// address is refused too.
+// checked on the address actually dialled, so a name that resolves to an address that
+// is not public is refused too. resolver looks up names (nil: the system's).
 func s3Transport(allowPrivate bool, resolver *net.Resolver) http.RoundTripper {
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Resolver: resolver}
+	proxy := http.ProxyFromEnvironment
 	if !allowPrivate {
 		dialer.Control = func(network, address string, _ syscall.RawConn) error {
-			host, _, err := net.SplitHostPort(address)
+			ap, err := netip.ParseAddrPort(address)
 			if err != nil {
-				return err
+				return fmt.Errorf("cannot tell the address of %s: %w", address, err)
 			}
-			if ip := net.ParseIP(host); ip == nil || !publicAddress(ip) {
-				return fmt.Errorf("refusing to export to %s: not a public address (see --export-allow-private-endpoints)", host)
+			if !publicAddress(ap.Addr()) {
+				return &notPublicError{ap.Addr()}
 			}
 			return nil
 		}
+		// The check can only vouch for the addresses hedge dials itself: through a
+		// proxy it would judge the proxy, which then connects wherever the name leads.
+		proxy = nil
 	}
 	return &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
+		Proxy:                 proxy,
 		DialContext:           dialer.DialContext,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          16,
@@ -352,6 +403,53 @@ func s3Transport(allowPrivate bool, resolver *net.Resolver) http.RoundTripper {
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
 	}
+}
+
+// s3Code is an S3 error code (NoSuchBucket, AccessDenied...): letters and digits.
+var s3Code = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9.]{0,63}$`)
+
+// s3Failure is why an upload of object to the destination failed, told in the
+// destination's terms: the host as its endpoint_url names it, never the addresses it
+// resolved to, and one answer whether a name resolves to an address that is not public
+// or to none, so that exports cannot map the names of hedge's network. What the
+// endpoint answered is told by its status and S3 error code only: the rest of a
+// response, which could be any service's when private endpoints are allowed, is not
+// repeated. Errors of hedge itself (its staging file, say) are returned as they are.
+func s3Failure(t s3Target, object string, err error) error {
+	where := fmt.Sprintf("cannot upload to s3://%s/%s", t.bucket, object)
+	var (
+		notPublic *notPublicError
+		dnsErr    *net.DNSError
+		resp      minio.ErrorResponse
+		certErr   *tls.CertificateVerificationError
+		urlErr    *url.Error
+		reason    string
+	)
+	switch {
+	case errors.As(err, &notPublic), !t.allowPrivate && errors.As(err, &dnsErr):
+		reason = fmt.Sprintf("the endpoint's host %s does not resolve to a public address", t.host)
+	case errors.As(err, &dnsErr):
+		reason = fmt.Sprintf("cannot find the endpoint's host %s", t.host)
+	case errors.As(err, &resp) && resp.StatusCode != 0:
+		reason = fmt.Sprintf("the endpoint answered HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+		if s3Code.MatchString(resp.Code) {
+			reason = fmt.Sprintf("the endpoint answered %s (HTTP %d)", resp.Code, resp.StatusCode)
+		}
+	case errors.As(err, &certErr):
+		reason = fmt.Sprintf("the TLS certificate of %s is not valid for it", t.host)
+	case errors.As(err, &urlErr):
+		reason = "cannot connect to the endpoint " + t.endpoint
+		var errno syscall.Errno
+		var netErr net.Error
+		if errors.As(err, &errno) {
+			reason += ": " + errno.Error()
+		} else if errors.As(err, &netErr) && netErr.Timeout() {
+			reason += ": timed out"
+		}
+	default:
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	return &failure{public: where + ": " + reason, cause: err}
 }
 
 // destination is a batch export's destination as the runner reads it.

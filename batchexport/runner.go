@@ -219,7 +219,8 @@ type run struct {
 
 // execute runs x once and records the outcome. Only a failure to record is returned:
 // a run that fails is recorded as failed (and retried later), not as an error of the
-// Runner.
+// Runner. The run's record tells its project's members what failed in their terms
+// (publicError); the log keeps the whole error.
 func (r *Runner) execute(ctx context.Context, x run) error {
 	if ok, err := r.claim(ctx, x.id); err != nil || !ok {
 		return err
@@ -237,11 +238,11 @@ func (r *Runner) execute(ctx context.Context, x run) error {
 		return r.complete(ctx, x.id, records, bytes)
 	case x.attempts >= r.cfg.MaxAttempts:
 		r.cfg.Logger.Error("batch export run failed", "run", x.id, "export", x.exportID, "attempts", x.attempts, "err", runErr)
-		return r.fail(ctx, x.id, runErr, nil)
+		return r.fail(ctx, x.id, publicError(runErr), nil)
 	default:
 		retry := r.cfg.Now().UTC().Add(r.backoff(x.attempts))
 		r.cfg.Logger.Warn("batch export run failed, will retry", "run", x.id, "export", x.exportID, "attempts", x.attempts, "retry_at", retry, "err", runErr)
-		return r.fail(ctx, x.id, runErr, &retry)
+		return r.fail(ctx, x.id, publicError(runErr), &retry)
 	}
 }
 

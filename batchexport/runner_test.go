@@ -61,12 +61,20 @@ type exportEnv struct {
 	apiURL  string
 	key     string
 	team    int64
+	org     string
 	dataDir string
 	// origin is the start of the 5-minute window the test starts in.
 	origin time.Time
 }
 
 func newExportEnv(t *testing.T) *exportEnv {
+	t.Helper()
+	return newExportEnvWith(t, nil)
+}
+
+// newExportEnvWith is newExportEnv with a policy that policy changes (loopback S3
+// endpoints are allowed unless it says otherwise).
+func newExportEnvWith(t *testing.T, policy func(*batchexport.Policy)) *exportEnv {
 	t.Helper()
 	ctx := context.Background()
 	dataDir := t.TempDir()
@@ -83,9 +91,12 @@ func newExportEnv(t *testing.T) *exportEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.key, env.team = boot.PersonalAPIKey, boot.ProjectID
-	policy := batchexport.Policy{DataDir: dataDir, AllowPrivateEndpoints: true}
-	env.config = batchexport.Config{Warehouse: env.wh, Policy: policy, Tick: time.Hour,
+	env.key, env.team, env.org = boot.PersonalAPIKey, boot.ProjectID, boot.OrganizationID
+	p := batchexport.Policy{DataDir: dataDir, AllowPrivateEndpoints: true}
+	if policy != nil {
+		policy(&p)
+	}
+	env.config = batchexport.Config{Warehouse: env.wh, Policy: p, Tick: time.Hour,
 		MaxAttempts: 3, RetryBackoff: time.Second, Now: env.clock.Now, Logger: log}
 	env.startRunner(t)
 	api, err := admin.New(ctx, admin.Config{Warehouse: env.wh, Exports: env.runner, Logger: log})
@@ -152,9 +163,22 @@ func (env *exportEnv) must(t *testing.T, status int, method, path, body string) 
 // clock's time.
 func (env *exportEnv) createExport(t *testing.T, model, destination string) string {
 	t.Helper()
-	e := env.must(t, 201, "POST", fmt.Sprintf("/api/projects/%d/batch_exports/", env.team),
+	return env.createExportIn(t, env.team, model, destination)
+}
+
+// createExportIn is createExport in the given project.
+func (env *exportEnv) createExportIn(t *testing.T, team int64, model, destination string) string {
+	t.Helper()
+	e := env.must(t, 201, "POST", fmt.Sprintf("/api/projects/%d/batch_exports/", team),
 		fmt.Sprintf(`{"name": "test", "model": %q, "interval": "every 5 minutes", "destination": %s}`, model, destination))
-	return fmt.Sprintf("/api/projects/%d/batch_exports/%s/", env.team, e["id"])
+	return fmt.Sprintf("/api/projects/%d/batch_exports/%s/", team, e["id"])
+}
+
+// createProject creates another project in the env's organization.
+func (env *exportEnv) createProject(t *testing.T, name string) int64 {
+	t.Helper()
+	p := env.must(t, 201, "POST", "/api/organizations/"+env.org+"/projects/", fmt.Sprintf(`{"name": %q}`, name))
+	return int64(p["id"].(float64))
 }
 
 // testEvent is an event to ingest: its name, distinct id, timestamp and what else it
@@ -165,9 +189,15 @@ type testEvent struct {
 	set, anon        string
 }
 
-// ingest commits events with the clock at the given time (their inserted_at), and
-// returns their uuids.
+// ingest commits events of the env's project with the clock at the given time (their
+// inserted_at), and returns their uuids.
 func (env *exportEnv) ingest(t *testing.T, at time.Time, events ...testEvent) []string {
+	t.Helper()
+	return env.ingestFor(t, env.team, at, events...)
+}
+
+// ingestFor is ingest for the given project.
+func (env *exportEnv) ingestFor(t *testing.T, team int64, at time.Time, events ...testEvent) []string {
 	t.Helper()
 	env.clock.Set(at)
 	batch := &warehouse.Batch{Lane: warehouse.LaneRealtime}
@@ -175,7 +205,7 @@ func (env *exportEnv) ingest(t *testing.T, at time.Time, events ...testEvent) []
 	for _, e := range events {
 		id := uuid.Must(uuid.NewV7())
 		ids = append(ids, id.String())
-		batch.Events = append(batch.Events, warehouse.Event{UUID: id, TeamID: env.team, Name: e.name, DistinctID: e.distinctID,
+		batch.Events = append(batch.Events, warehouse.Event{UUID: id, TeamID: team, Name: e.name, DistinctID: e.distinctID,
 			Timestamp: e.timestamp, Properties: fmt.Sprintf(`{"$browser": "Firefox", "n": %d}`, len(ids)), Set: e.set, AnonDistinctID: e.anon})
 	}
 	if err := env.wh.Writer().Submit(batch); err != nil {

@@ -1,0 +1,164 @@
+package batchexport_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/minio/minio-go/v7"
+
+	"github.com/hedge-analytics/hedge/batchexport"
+)
+
+// startDNS runs a real DNS server (miekg/dns) on a loopback UDP port that answers A
+// and AAAA queries from records (name -> addresses); other names are NXDOMAIN. It
+// returns a resolver that asks it.
+func startDNS(t *testing.T, records map[string][]string) *net.Resolver {
+	t.Helper()
+	zone := map[string][]netip.Addr{}
+	for name, addrs := range records {
+		for _, a := range addrs {
+			zone[dns.Fqdn(name)] = append(zone[dns.Fqdn(name)], netip.MustParseAddr(a))
+		}
+	}
+	var mu sync.Mutex
+	handler := dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		mu.Lock()
+		defer mu.Unlock()
+		reply := new(dns.Msg)
+		reply.SetReply(req)
+		for _, q := range req.Question {
+			addrs, ok := zone[strings.ToLower(q.Name)]
+			if !ok {
+				reply.Rcode = dns.RcodeNameError
+				continue
+			}
+			for _, a := range addrs {
+				hdr := dns.RR_Header{Name: q.Name, Class: dns.ClassINET, Ttl: 60}
+				switch {
+				case q.Qtype == dns.TypeA && a.Is4():
+					hdr.Rrtype = dns.TypeA
+					reply.Answer = append(reply.Answer, &dns.A{Hdr: hdr, A: a.AsSlice()})
+				case q.Qtype == dns.TypeAAAA && a.Is6():
+					hdr.Rrtype = dns.TypeAAAA
+					reply.Answer = append(reply.Answer, &dns.AAAA{Hdr: hdr, AAAA: a.AsSlice()})
+				}
+			}
+		}
+		w.WriteMsg(reply)
+	})
+	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := &dns.Server{PacketConn: conn, Handler: handler}
+	started := make(chan struct{})
+	server.NotifyStartedFunc = func() { close(started) }
+	go server.ActivateAndServe()
+	<-started
+	t.Cleanup(func() { server.Shutdown() })
+	addr := conn.LocalAddr().String()
+	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "udp", addr)
+	}}
+}
+
+// An S3 endpoint_url that names an address outside the public internet is refused
+// when the export is saved, whichever way the address is written: the special-purpose
+// blocks of IPv4 and IPv6, and IPv6 forms that carry an IPv4 address (mapped,
+// compatible, NAT64, 6to4), judged by that address.
+func TestEndpointMustBePublic(t *testing.T) {
+	policy := batchexport.Policy{}
+	f := func(endpoint string, public bool) {
+		t.Helper()
+		config := map[string]any{"bucket_name": "b", "region": "r", "aws_access_key_id": "k", "aws_secret_access_key": "s", "endpoint_url": endpoint}
+		err := policy.Check(batchexport.S3, config)
+		var invalid *batchexport.InvalidConfig
+		switch {
+		case public && err != nil:
+			t.Errorf("%s is public, refused: %v", endpoint, err)
+		case !public && !errors.As(err, &invalid):
+			t.Errorf("%s is not public, accepted (%v)", endpoint, err)
+		}
+	}
+	for _, endpoint := range []string{
+		"http://0.0.0.0", "http://0.1.2.3", "http://10.1.2.3", "http://100.64.0.1", "http://100.127.255.254", "http://127.0.0.1:9000",
+		"http://169.254.169.254", "http://172.16.0.1", "http://172.31.255.255", "http://192.0.0.8", "http://192.0.2.1",
+		"http://192.88.99.1", "http://192.168.1.1", "http://198.18.0.1", "http://198.19.255.255", "http://198.51.100.7",
+		"http://203.0.113.9", "http://224.0.0.1", "http://239.255.255.250", "http://240.0.0.1", "http://255.255.255.255",
+		"http://[::]", "http://[::1]", "http://[::ffff:127.0.0.1]", "http://[::ffff:10.0.0.1]", "http://[::127.0.0.1]",
+		"http://[::a00:1]", "http://[64:ff9b::7f00:1]", "http://[64:ff9b::a9fe:a9fe]", "http://[64:ff9b:1::8.8.8.8]",
+		"http://[100::1]", "http://[2001::1]", "http://[2001:2::1]", "http://[2001:db8::1]", "http://[2002:7f00:1::1]",
+		"http://[2002:a00:1::1]", "http://[3fff::1]", "http://[5f00::1]", "http://[fc00::1]", "http://[fd12:3456::1]",
+		"http://[fe80::1]", "http://[fe80::1%25eth0]", "http://[ff02::1]", "http://[::ffff:0:7f00:1]",
+		"http://localhost", "http://LocalHost.", "http://s3.localhost", "http://s3.localhost.",
+	} {
+		f(endpoint, false)
+	}
+	for _, endpoint := range []string{
+		"https://s3.example.com", "https://s3.eu-west-1.amazonaws.com", "http://8.8.8.8", "http://1.1.1.1:9000",
+		"http://100.63.255.255", "http://100.128.0.1", "http://198.20.0.1", "http://[2606:4700:4700::1111]",
+		"http://[::ffff:8.8.8.8]", "http://[64:ff9b::808:808]", "http://[2002:808:808::1]", "http://[2620:4f:8000::1]",
+	} {
+		f(endpoint, true)
+	}
+}
+
+// At upload time, hedge dials only public addresses: an endpoint whose name resolves
+// to an address outside the public internet is refused on the address dialled, and
+// the run's error says so without telling what the name resolved to, or whether it
+// resolved at all, so that exports cannot map the names of hedge's network.
+func TestS3DialRefusesNonPublicAddresses(t *testing.T) {
+	s3 := startS3(t)
+	_, port, _ := net.SplitHostPort(s3.addr)
+	resolver := startDNS(t, map[string][]string{
+		"loopback.hedge.test": {"127.0.0.1"},
+		"cgnat.hedge.test":    {"100.64.0.1"},
+		"bench.hedge.test":    {"198.18.0.1"},
+		"nat64.hedge.test":    {"64:ff9b::7f00:1"},
+		"compat.hedge.test":   {"::7f00:1"},
+		"mapped.hedge.test":   {"::ffff:127.0.0.1"},
+		"sixto4.hedge.test":   {"2002:7f00:1::1"},
+	})
+	env := newExportEnvWith(t, func(p *batchexport.Policy) { p.AllowPrivateEndpoints, p.Resolver = false, resolver })
+	env.ingest(t, env.at(time.Minute), testEvent{"$pageview", "u1", env.at(time.Minute), "", ""})
+	hosts := []string{"loopback", "cgnat", "bench", "nat64", "compat", "mapped", "sixto4", "missing"}
+	exports := map[string]string{}
+	if err := s3.client(t).MakeBucket(context.Background(), s3Bucket, minio.MakeBucketOptions{Region: "us-east-1"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, host := range hosts {
+		exports[host] = env.createExport(t, "events", fmt.Sprintf(`{"type": "S3", "config": {"bucket_name": %q, "region": "us-east-1",
+			"endpoint_url": "http://%s.hedge.test:%s", "aws_access_key_id": %q, "aws_secret_access_key": %q}}`,
+			s3Bucket, host, port, s3AccessKey, s3SecretKey))
+	}
+	env.clock.Set(env.at(6 * time.Minute))
+	env.runner.Wake()
+	for _, host := range hosts {
+		runs := env.settle(t, exports[host], env.at(6*time.Minute), func(runs []runRecord) bool {
+			return len(runs) == 1 && runs[0].Status == "FailedRetryable"
+		})
+		got := *runs[0].LatestError
+		want := fmt.Sprintf("the endpoint's host %s.hedge.test does not resolve to a public address", host)
+		if !strings.Contains(got, want) {
+			t.Errorf("%s: latest_error %q, want it to say %q", host, got, want)
+		}
+		for _, leak := range []string{"127.0.0.1", "100.64", "198.18", "64:ff9b", "::7f00", "::ffff", "2002:", "no such host", "lookup", "dial"} {
+			if strings.Contains(got, leak) {
+				t.Errorf("%s: latest_error %q tells %q", host, got, leak)
+			}
+		}
+	}
+	// Nothing reached the server behind loopback.hedge.test.
+	for object := range s3.client(t).ListObjects(context.Background(), s3Bucket, minio.ListObjectsOptions{Recursive: true}) {
+		t.Fatalf("the bucket holds %s: %v", object.Key, object.Err)
+	}
+}
