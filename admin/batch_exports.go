@@ -246,7 +246,7 @@ func (in *batchExportInput) applyDestination(e *batchexport.Export, creating boo
 	}
 	maps.Copy(e.Config, d.Value.Config.Value)
 	var invalid *batchexport.InvalidConfig
-	if err := policy.Check(e.DestinationType, e.Config); errors.As(err, &invalid) {
+	if err := policy.Check(e.TeamID, e.DestinationType, e.Config); errors.As(err, &invalid) {
 		return errValidation("destination__config", invalid.Code, invalid.Detail)
 	} else if err != nil {
 		return err

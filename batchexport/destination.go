@@ -5,13 +5,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -42,10 +39,11 @@ var SecretFields = map[string][]string{
 
 // Policy is what the operator allows destinations to reach.
 type Policy struct {
-	// DataDir is hedge's data directory: a Parquet destination's relative path is
-	// under it, and an absolute one must be inside it or inside one of ParquetRoots.
+	// DataDir is hedge's data directory: its exports directory (ExportsDir) is the
+	// export root of relative Parquet paths (parquet.go has the rules).
 	DataDir string
-	// ParquetRoots are further directories that Parquet destinations may write under.
+	// ParquetRoots are further export roots, absolute: Parquet destinations of project
+	// N may write below <root>/N. Validate checks them.
 	ParquetRoots []string
 	// AllowPrivateEndpoints lets an S3 endpoint_url name a loopback, private or
 	// link-local address (a MinIO beside hedge, say). Off, an export cannot be aimed at
@@ -53,6 +51,9 @@ type Policy struct {
 	AllowPrivateEndpoints bool
 	// Resolver looks up the host names of S3 endpoints; nil: the system's resolver.
 	Resolver *net.Resolver
+	// stagingDir is the warehouse's staging directory, where no destination writes; New
+	// sets it.
+	stagingDir string
 }
 
 // InvalidConfig is a destination config that a batch export cannot use. Its Detail is
@@ -66,9 +67,9 @@ func invalidf(format string, args ...any) error {
 	return &InvalidConfig{Code: "invalid_input", Detail: fmt.Sprintf(format, args...)}
 }
 
-// Check validates the config of a destination of the given type, and normalizes it
-// in place: PostHog's bucket_name may also be sent as bucket.
-func (p Policy) Check(kind string, config map[string]any) error {
+// Check validates the config of a destination of the given type of the project team,
+// and normalizes it in place: PostHog's bucket_name may also be sent as bucket.
+func (p Policy) Check(team int64, kind string, config map[string]any) error {
 	for _, field := range []string{"include_events", "exclude_events"} {
 		if _, err := stringList(config, field); err != nil {
 			return err
@@ -82,7 +83,7 @@ func (p Policy) Check(kind string, config map[string]any) error {
 	}
 	switch kind {
 	case Parquet:
-		_, err := p.parquetDir(config)
+		_, err := p.parquetTarget(team, config)
 		return err
 	case S3:
 		if _, ok := config["bucket_name"]; !ok {
@@ -95,34 +96,6 @@ func (p Policy) Check(kind string, config map[string]any) error {
 		return err
 	}
 	return invalidf("%q is not a destination hedge exports to: use S3 or Parquet.", kind)
-}
-
-// parquetDir is the directory a Parquet destination writes under.
-func (p Policy) parquetDir(config map[string]any) (string, error) {
-	path, err := requiredString(config, "path", "the directory the files are written to")
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Clean(path)
-	if !filepath.IsAbs(dir) {
-		if !filepath.IsLocal(dir) {
-			return "", invalidf("The Parquet path %q must stay inside hedge's data directory.", path)
-		}
-		return filepath.Join(p.DataDir, dir), nil
-	}
-	for _, root := range append([]string{p.DataDir}, p.ParquetRoots...) {
-		if root == "" {
-			continue
-		}
-		abs, err := filepath.Abs(root)
-		if err != nil {
-			continue
-		}
-		if rel, err := filepath.Rel(abs, dir); err == nil && filepath.IsLocal(rel) {
-			return dir, nil
-		}
-	}
-	return "", invalidf("The Parquet path %q is outside the directories hedge may write to: use a path relative to its data directory, or ask the operator to allow its directory with --export-roots.", path)
 }
 
 // s3Target is where an S3 destination uploads.
@@ -282,58 +255,6 @@ func objectName(team int64, runID string, files []warehouse.ExportFile, i int) s
 	return fmt.Sprintf("team_id=%d/date=%s/%s", team, files[i].Date, name)
 }
 
-// deliverParquet puts the files under dir, each by way of a temporary file in its
-// final directory and a rename, so that a reader never sees half a file.
-func deliverParquet(dir string, team int64, runID string, files []warehouse.ExportFile) error {
-	for i, f := range files {
-		target := filepath.Join(dir, filepath.FromSlash(objectName(team, runID, files, i)))
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return fmt.Errorf("cannot create the directory of %s: %w", target, err)
-		}
-		if err := os.Rename(f.Path, target); err == nil {
-			continue
-		} else if !errors.Is(err, syscall.EXDEV) {
-			return fmt.Errorf("cannot move %s into place: %w", target, err)
-		}
-		if err := copyFile(f.Path, target); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// copyFile copies src to dst across file systems: into a temporary file beside dst,
-// synced, then renamed over dst.
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return fmt.Errorf("cannot read %s: %w", src, err)
-	}
-	defer in.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(dst), ".partial-*")
-	if err != nil {
-		return fmt.Errorf("cannot write beside %s: %w", dst, err)
-	}
-	defer os.Remove(tmp.Name())
-	_, err = io.Copy(tmp, in)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if closeErr := tmp.Close(); err == nil {
-		err = closeErr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), dst)
-	}
-	if err != nil {
-		return fmt.Errorf("cannot write %s: %w", dst, err)
-	}
-	return nil
-}
-
 // deliverS3 uploads the files below the destination's prefix.
 func deliverS3(ctx context.Context, t s3Target, team int64, runID string, files []warehouse.ExportFile) error {
 	lookup := minio.BucketLookupPath
@@ -479,11 +400,11 @@ func (p Policy) deliver(ctx context.Context, d destination, team int64, runID st
 	}
 	switch d.kind {
 	case Parquet:
-		dir, err := p.parquetDir(d.config)
+		t, err := p.parquetTarget(team, d.config)
 		if err != nil {
 			return err
 		}
-		return deliverParquet(dir, team, runID, files)
+		return deliverParquet(t, team, runID, files)
 	case S3:
 		t, err := p.s3Target(d.config)
 		if err != nil {

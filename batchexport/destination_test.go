@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -80,7 +83,7 @@ func TestEndpointMustBePublic(t *testing.T) {
 	f := func(endpoint string, public bool) {
 		t.Helper()
 		config := map[string]any{"bucket_name": "b", "region": "r", "aws_access_key_id": "k", "aws_secret_access_key": "s", "endpoint_url": endpoint}
-		err := policy.Check(batchexport.S3, config)
+		err := policy.Check(1, batchexport.S3, config)
 		var invalid *batchexport.InvalidConfig
 		switch {
 		case public && err != nil:
@@ -160,5 +163,167 @@ func TestS3DialRefusesNonPublicAddresses(t *testing.T) {
 	// Nothing reached the server behind loopback.hedge.test.
 	for object := range s3.client(t).ListObjects(context.Background(), s3Bucket, minio.ListObjectsOptions{Recursive: true}) {
 		t.Fatalf("the bucket holds %s: %v", object.Key, object.Err)
+	}
+}
+
+// parquetDestination is the destination JSON of a Parquet export to path.
+func parquetDestination(path string) string {
+	return fmt.Sprintf(`{"type": "Parquet", "config": {"path": %q}}`, path)
+}
+
+// Each project's Parquet files stay in its own directory of an export root: a
+// relative path is below <data>/exports/<project id>/, an absolute one must be
+// below <root>/<project id>/ of a root the operator allowed. No project can name a
+// directory of another, hedge's own files, a root itself, or a directory whose name
+// a Hive-partitioned reader takes for a column (team_id=1): a reader of one project's
+// directory reads that project's rows only.
+func TestParquetExportsStayInTheirProject(t *testing.T) {
+	root := t.TempDir()
+	env := newExportEnvWith(t, func(p *batchexport.Policy) { p.ParquetRoots = []string{root} })
+	intruder := env.createProject(t, "Intruder")
+	owner := env.team
+	ownDir := filepath.Join(env.dataDir, "exports", fmt.Sprint(owner), "exports-a")
+	ownerExport := env.createExport(t, "events", parquetDestination("exports-a"))
+
+	for _, path := range []string{
+		fmt.Sprintf("exports-a/team_id=%d", owner), fmt.Sprintf("team_id=%d", owner), "x/date=2026-01-01", "a=b",
+		"../exports-a", "x/../../exports-a", "..",
+		env.dataDir, filepath.Join(env.dataDir, "staging"), filepath.Join(env.dataDir, "exports"),
+		filepath.Join(env.dataDir, "exports", fmt.Sprint(owner)), filepath.Join(env.dataDir, "exports", fmt.Sprint(owner), "exports-a"),
+		filepath.Join(env.dataDir, "exports", fmt.Sprint(intruder), fmt.Sprintf("team_id=%d", owner)),
+		root, filepath.Join(root, fmt.Sprint(owner)), filepath.Join(root, fmt.Sprint(owner), "x"), filepath.Join(root, "shared"),
+		filepath.Join(root, fmt.Sprint(intruder), fmt.Sprintf("team_id=%d", owner)), filepath.Join(root, fmt.Sprint(intruder), "..", fmt.Sprint(owner)),
+	} {
+		var out map[string]any
+		status := env.call(t, "POST", fmt.Sprintf("/api/projects/%d/batch_exports/", intruder),
+			fmt.Sprintf(`{"name": "intruder", "interval": "every 5 minutes", "destination": %s}`, parquetDestination(path)), &out)
+		if status != 400 || out["attr"] != "destination__config" {
+			t.Errorf("project %d may write to %s: %d %v", intruder, path, status, out)
+		}
+	}
+
+	// What the intruder may name: its own directories, the same relative path included.
+	sameName := env.createExportIn(t, intruder, "events", parquetDestination("exports-a"))
+	underRoot := env.createExportIn(t, intruder, "events", parquetDestination(filepath.Join(root, fmt.Sprint(intruder), "nightly")))
+	absolute := env.createExportIn(t, intruder, "events", parquetDestination(filepath.Join(env.dataDir, "exports", fmt.Sprint(intruder), "abs")))
+	own := env.ingest(t, env.at(time.Minute), testEvent{"$pageview", "u1", env.at(time.Minute), "", ""})
+	theirs := env.ingestFor(t, intruder, env.at(time.Minute), testEvent{"$pageview", "x1", env.at(time.Minute), "", ""})
+	for _, export := range []string{ownerExport, sameName, underRoot, absolute} {
+		env.settle(t, export, env.at(6*time.Minute), completed(1))
+	}
+	for _, c := range []struct {
+		dir  string
+		team int64
+		want []string
+	}{
+		{ownDir, owner, own},
+		{filepath.Join(env.dataDir, "exports", fmt.Sprint(intruder), "exports-a"), intruder, theirs},
+		{filepath.Join(root, fmt.Sprint(intruder), "nightly"), intruder, theirs},
+		{filepath.Join(env.dataDir, "exports", fmt.Sprint(intruder), "abs"), intruder, theirs},
+	} {
+		var got []string
+		for _, e := range readEventsWithDuckDB(t, c.dir) {
+			got = append(got, e.uuid)
+			if e.team != fmt.Sprint(c.team) {
+				t.Errorf("%s: a row of team_id %s, want %d only", c.dir, e.team, c.team)
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s holds %v, want %v", c.dir, got, c.want)
+		}
+	}
+}
+
+// A symbolic link cannot carry a project's files out of its directory: the run fails,
+// and says so in the terms of the export's path.
+func TestParquetExportFollowsNoLinkOut(t *testing.T) {
+	root := t.TempDir()
+	env := newExportEnvWith(t, func(p *batchexport.Policy) { p.ParquetRoots = []string{root} })
+	intruder := env.createProject(t, "Intruder")
+	ownerDir := filepath.Join(env.dataDir, "exports", fmt.Sprint(env.team), "exports-a")
+	intruderDir := filepath.Join(env.dataDir, "exports", fmt.Sprint(intruder))
+	for _, dir := range []string{ownerDir, intruderDir, filepath.Join(root, fmt.Sprint(env.team))} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Links that someone with a shell on the server left: one in the intruder's
+	// directory, one standing for the intruder's directory of the root.
+	if err := os.Symlink(ownerDir, filepath.Join(intruderDir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, fmt.Sprint(env.team)), filepath.Join(root, fmt.Sprint(intruder))); err != nil {
+		t.Fatal(err)
+	}
+	viaLink := env.createExportIn(t, intruder, "events", parquetDestination("link/sub"))
+	viaRoot := env.createExportIn(t, intruder, "events", parquetDestination(filepath.Join(root, fmt.Sprint(intruder), "x")))
+	env.ingestFor(t, intruder, env.at(time.Minute), testEvent{"$pageview", "x1", env.at(time.Minute), "", ""})
+	for export, path := range map[string]string{viaLink: "link/sub", viaRoot: filepath.Join(root, fmt.Sprint(intruder), "x")} {
+		runs := env.settle(t, export, env.at(6*time.Minute), func(runs []runRecord) bool {
+			return len(runs) == 1 && runs[0].Status == "FailedRetryable"
+		})
+		want := fmt.Sprintf("cannot write the Parquet files to %s: ", path)
+		if got := *runs[0].LatestError; !strings.HasPrefix(got, want) || !strings.Contains(got, "symbolic link") {
+			t.Errorf("latest_error %q, want %q... about a symbolic link", got, want)
+		}
+	}
+	for _, dir := range []string{ownerDir, filepath.Join(root, fmt.Sprint(env.team))} {
+		if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
+			t.Errorf("%s holds %v (%v), want nothing", dir, entries, err)
+		}
+	}
+}
+
+// An export stored before these rules, whose path they refuse, fails its runs with
+// the rule in its error, until its path is changed.
+func TestStoredParquetPathNowRefused(t *testing.T) {
+	env := newExportEnv(t)
+	for i, path := range []string{"a=b", env.dataDir} {
+		e := batchexport.Export{TeamID: env.team, Name: "old", Model: "events", DestinationType: batchexport.Parquet,
+			Config: map[string]any{"path": path}, Interval: "every 5 minutes"}
+		if err := env.runner.Create(context.Background(), &e); err != nil {
+			t.Fatal(err)
+		}
+		export := fmt.Sprintf("/api/projects/%d/batch_exports/%s/", env.team, e.ID)
+		got := env.failedRun(t, export, env.at(time.Duration(6+5*i)*time.Minute)) // each created when the last settled
+		if !strings.HasPrefix(got, fmt.Sprintf("The Parquet path %q", path)) {
+			t.Errorf("%s: latest_error %q", path, got)
+		}
+	}
+}
+
+// failedRun settles the export's one run as FailedRetryable at the clock's time now
+// and returns its latest_error.
+func (env *exportEnv) failedRun(t *testing.T, export string, now time.Time) string {
+	t.Helper()
+	runs := env.settle(t, export, now, func(runs []runRecord) bool {
+		return len(runs) == 1 && runs[0].Status == "FailedRetryable"
+	})
+	return *runs[0].LatestError
+}
+
+// The operator's export roots are absolute, outside hedge's data directory, and none
+// lies in a project's directory of another, where that project could write into it.
+func TestExportRootsValidate(t *testing.T) {
+	f := func(roots []string, ok bool) {
+		t.Helper()
+		err := batchexport.Policy{DataDir: "/srv/hedge", ParquetRoots: roots}.Validate()
+		if ok != (err == nil) {
+			t.Errorf("roots %v: %v, want ok=%t", roots, err, ok)
+		}
+	}
+	f(nil, true)
+	f([]string{"/mnt/exports"}, true)
+	f([]string{"/srv"}, true)                    // the data directory is in no project's directory of it
+	f([]string{"/mnt/a", "/mnt/a/shared"}, true) // not a project's directory
+	f([]string{"relative"}, false)
+	f([]string{"/srv/hedge"}, false)
+	f([]string{"/srv/hedge/staging"}, false)
+	f([]string{"/srv/hedge/exports/3"}, false)
+	f([]string{"/mnt/a", "/mnt/a/3/x"}, false)
+	f([]string{"/mnt/a", "/mnt/a/"}, false)
+	f([]string{"/srv/2"}, true)
+	if err := (batchexport.Policy{DataDir: "/srv/2/hedge", ParquetRoots: []string{"/srv"}}).Validate(); err == nil {
+		t.Error("a data directory inside project 2's directory of a root is accepted")
 	}
 }

@@ -77,6 +77,7 @@ func New(cfg Config) *Runner {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	cfg.Policy.stagingDir = cfg.Warehouse.StagingDir()
 	return &Runner{cfg: cfg, db: cfg.Warehouse.DB(), wake: make(chan struct{}, 1)}
 }
 
@@ -258,8 +259,13 @@ func (r *Runner) backoff(attempts int) time.Duration {
 }
 
 // export writes the run's window to staging and delivers it: the records and bytes
-// exported, or why not. Its staging directory is gone when it returns.
+// exported, or why not. Its staging directory is gone when it returns. A destination
+// stored before a rule that now refuses it fails here, whether or not the window has
+// rows, with the rule as its error.
 func (r *Runner) export(ctx context.Context, x run) (records, bytes int64, err error) {
+	if err := r.cfg.Policy.Check(x.team, x.destination.kind, x.destination.config); err != nil {
+		return 0, 0, err
+	}
 	include, exclude, err := x.destination.filters()
 	if err != nil {
 		return 0, 0, err

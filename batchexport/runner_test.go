@@ -124,6 +124,12 @@ func (env *exportEnv) startRunner(t *testing.T) {
 	env.runner = runner
 }
 
+// exportDir is where a Parquet destination of the env's project with a relative path
+// writes: below the project's directory of the data directory's exports.
+func (env *exportEnv) exportDir(path string) string {
+	return filepath.Join(env.dataDir, batchexport.ExportsDir, fmt.Sprint(env.team), path)
+}
+
 // at is the origin plus d: a time in the test's windows.
 func (env *exportEnv) at(d time.Duration) time.Time { return env.origin.Add(d) }
 
@@ -416,7 +422,7 @@ func TestEventsExportToParquet(t *testing.T) {
 	day1 := env.origin.Add(-26 * time.Hour)
 	day2 := env.origin.Add(-30 * time.Second)
 	export := env.createExport(t, "events", `{"type": "Parquet", "config": {"path": "exports"}}`)
-	dir := filepath.Join(env.dataDir, "exports")
+	dir := env.exportDir("exports")
 
 	// Window 0-5: three events over two dates; window 5-10: two more.
 	a := env.ingest(t, env.at(time.Minute), testEvent{"$pageview", "u1", day1, "", ""},
@@ -564,7 +570,7 @@ func TestPersonsExport(t *testing.T) {
 		t.Fatalf("persons runs: %s", got)
 	}
 	read := func(run runRecord) (ids []string, persons map[string]string, props map[string]string) {
-		path := filepath.Join(env.dataDir, "persons", fmt.Sprintf("team_id=%d", env.team),
+		path := filepath.Join(env.exportDir("persons"), fmt.Sprintf("team_id=%d", env.team),
 			"date="+run.DataIntervalStart.Format(time.DateOnly), run.ID+".parquet")
 		table := readWithArrow(t, path)
 		ids = stringColumn(t, table, "distinct_id")
@@ -594,7 +600,7 @@ func TestRunLeftRunningRunsAgain(t *testing.T) {
 	want := env.ingest(t, env.at(time.Minute), testEvent{"$pageview", "u1", env.at(time.Minute), "", ""})
 	runs := env.settle(t, export, env.at(6*time.Minute), completed(1))
 	env.runner.Close()
-	dir := filepath.Join(env.dataDir, "exports")
+	dir := env.exportDir("exports")
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
