@@ -16,6 +16,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/minio/minio-go/v7/pkg/s3utils"
 
 	"github.com/hedge-analytics/hedge/warehouse"
 )
@@ -114,6 +115,9 @@ func (p Policy) s3Target(config map[string]any) (s3Target, error) {
 	var err error
 	if t.bucket, err = requiredString(config, "bucket_name", "the bucket to upload to"); err != nil {
 		return t, err
+	}
+	if err := s3utils.CheckValidBucketName(t.bucket); err != nil {
+		return t, invalidf("bucket_name %q is not a bucket name S3 accepts: %s.", t.bucket, err)
 	}
 	if t.region, err = requiredString(config, "region", "the bucket's region"); err != nil {
 		return t, err

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -82,7 +84,7 @@ func TestEndpointMustBePublic(t *testing.T) {
 	policy := batchexport.Policy{}
 	f := func(endpoint string, public bool) {
 		t.Helper()
-		config := map[string]any{"bucket_name": "b", "region": "r", "aws_access_key_id": "k", "aws_secret_access_key": "s", "endpoint_url": endpoint}
+		config := map[string]any{"bucket_name": "bucket", "region": "r", "aws_access_key_id": "k", "aws_secret_access_key": "s", "endpoint_url": endpoint}
 		err := policy.Check(1, batchexport.S3, config)
 		var invalid *batchexport.InvalidConfig
 		switch {
@@ -302,6 +304,46 @@ func (env *exportEnv) failedRun(t *testing.T, export string, now time.Time) stri
 	return *runs[0].LatestError
 }
 
+// A run's error tells the project's members what failed in the terms of their
+// export, never the server's paths: those are in the log.
+func TestRunErrorsKeepServerPathsOut(t *testing.T) {
+	env := newExportEnv(t)
+	env.ingest(t, env.at(time.Minute), testEvent{"$pageview", "u1", env.at(time.Minute), "", ""})
+	// A file where hedge's exports directory should be: no Parquet destination can
+	// create its directory.
+	if err := os.WriteFile(filepath.Join(env.dataDir, "exports"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	blocked := env.createExport(t, "events", parquetDestination("exports/x"))
+	if got, want := env.failedRun(t, blocked, env.at(6*time.Minute)), "cannot write the Parquet files to exports/x: not a directory"; got != want {
+		t.Errorf("latest_error %q, want %q", got, want)
+	}
+	if err := os.Remove(filepath.Join(env.dataDir, "exports")); err != nil {
+		t.Fatal(err)
+	}
+
+	// The warehouse's staging directory gone wrong: an error of hedge itself, which the
+	// project's members can do nothing about.
+	staging := env.wh.StagingDir()
+	if err := os.RemoveAll(staging); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(staging, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	internal := env.createExport(t, "events", parquetDestination("fine")) // first window: 5-10
+	got := env.failedRun(t, internal, env.at(11*time.Minute))
+	if !strings.HasPrefix(got, "hedge could not export this window") || strings.Contains(got, "/") {
+		t.Errorf("latest_error %q, want hedge's own failure without its paths", got)
+	}
+	if err := os.Remove(staging); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(staging, 0o700); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // The operator's export roots are absolute, outside hedge's data directory, and none
 // lies in a project's directory of another, where that project could write into it.
 func TestExportRootsValidate(t *testing.T) {
@@ -325,5 +367,52 @@ func TestExportRootsValidate(t *testing.T) {
 	f([]string{"/srv/2"}, true)
 	if err := (batchexport.Policy{DataDir: "/srv/2/hedge", ParquetRoots: []string{"/srv"}}).Validate(); err == nil {
 		t.Error("a data directory inside project 2's directory of a root is accepted")
+	}
+}
+
+// An upload's failure is told by what the endpoint named in the export answered or
+// why it could not be reached: its S3 error code and status, never the rest of a
+// response (with private endpoints allowed, the endpoint may be any service of
+// hedge's network), the addresses its name resolved to, or hedge's DNS server.
+func TestS3ErrorsInTheExportsTerms(t *testing.T) {
+	s3 := startS3(t) // no bucket: NoSuchBucket
+	service := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "SECRET-INTERNAL-PAGE", http.StatusInternalServerError)
+	}))
+	defer service.Close()
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, closedPort, _ := net.SplitHostPort(closed.Addr().String())
+	closed.Close()
+	resolver := startDNS(t, map[string][]string{"closed.hedge.test": {"127.0.0.1"}})
+	env := newExportEnvWith(t, func(p *batchexport.Policy) { p.Resolver = resolver })
+	env.ingest(t, env.at(time.Minute), testEvent{"$pageview", "u1", env.at(time.Minute), "", ""})
+	object := fmt.Sprintf("team_id=%d/date=%s/", env.team, env.at(time.Minute).Format(time.DateOnly))
+	cases := []struct{ endpoint, want, export string }{
+		{"http://" + s3.addr, "the endpoint answered NoSuchBucket (HTTP 404)", ""},
+		{service.URL, "the endpoint answered HTTP 500 Internal Server Error", ""},
+		{"http://closed.hedge.test:" + closedPort, "cannot connect to the endpoint closed.hedge.test:" + closedPort + ": connection refused", ""},
+		{"http://missing.hedge.test:" + closedPort, "cannot find the endpoint's host missing.hedge.test", ""},
+	}
+	for i, c := range cases {
+		cases[i].export = env.createExport(t, "events", fmt.Sprintf(`{"type": "S3", "config": {"bucket_name": "hedge-missing", "region": "us-east-1",
+			"endpoint_url": %q, "aws_access_key_id": %q, "aws_secret_access_key": %q}}`, c.endpoint, s3AccessKey, s3SecretKey))
+	}
+	for _, c := range cases {
+		got := env.failedRun(t, c.export, env.at(6*time.Minute))
+		prefix := "cannot upload to s3://hedge-missing/" + object
+		if !strings.HasPrefix(got, prefix) || !strings.HasSuffix(got, ": "+c.want) {
+			t.Errorf("%s: latest_error %q, want %q...: %q", c.endpoint, got, prefix, c.want)
+		}
+		for _, leak := range []string{"SECRET", "lookup", "dial", "Put ", " on "} {
+			if strings.Contains(got, leak) {
+				t.Errorf("%s: latest_error %q tells %q", c.endpoint, got, leak)
+			}
+		}
+		if !strings.Contains(c.endpoint, "127.0.0.1") && strings.Contains(got, "127.0.0.1") {
+			t.Errorf("%s: latest_error %q tells the address its name resolved to", c.endpoint, got)
+		}
 	}
 }
