@@ -66,7 +66,7 @@ func serveCommand(args []string, stderr io.Writer) int {
 	fs.IntVar(&cfg.warehouse.MaxQueuedRows, "max-queued-events", warehouse.DefaultMaxQueuedRows, "events (and warnings) waiting for a commit, at most; past it capture answers 503")
 	fs.DurationVar(&cfg.warehouse.CheckpointInterval, "checkpoint-interval", warehouse.DefaultCheckpointInterval, "how often DuckDB's WAL is checkpointed into the database file")
 	fs.StringVar(&cfg.exportRoots, "export-roots", "", "comma-separated absolute directories, besides <data>/exports, that Parquet batch exports may write under: project N's below <root>/N")
-	fs.BoolVar(&cfg.exportPrivate, "export-allow-private-endpoints", false, "let S3 batch exports upload to loopback, private and link-local addresses (a MinIO beside hedge); off, exports reach only public addresses")
+	fs.BoolVar(&cfg.exportPrivate, "export-allow-private-endpoints", false, "let S3 batch exports upload to addresses that are not public: loopback, private, shared (CGNAT), link-local... (a MinIO beside hedge); off, exports reach only public addresses, directly rather than through HTTP(S)_PROXY")
 	fs.DurationVar(&cfg.insightCacheTTL, "insight-cache-ttl", admin.DefaultInsightCacheTTL, "how long an insight's computed result is served while its project has no new events")
 	fs.DurationVar(&cfg.warehouse.Query.Timeout, "query-timeout", warehouse.DefaultQueryTimeout, "how long a query of the query API may run")
 	fs.IntVar(&cfg.warehouse.Query.MaxRows, "query-max-rows", warehouse.DefaultQueryMaxRows, "how many rows a HogQL query may return")

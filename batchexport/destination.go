@@ -46,9 +46,11 @@ type Policy struct {
 	// ParquetRoots are further export roots, absolute: Parquet destinations of project
 	// N may write below <root>/N. Validate checks them.
 	ParquetRoots []string
-	// AllowPrivateEndpoints lets an S3 endpoint_url name a loopback, private or
-	// link-local address (a MinIO beside hedge, say). Off, an export cannot be aimed at
-	// the services of hedge's own network.
+	// AllowPrivateEndpoints lets an S3 endpoint_url name an address that is not public
+	// (publicAddress), a MinIO beside hedge, say. Off, an export cannot be aimed at the
+	// services of hedge's own network: neither by its endpoint_url nor by the addresses
+	// its name resolves to when an upload dials them, and uploads go direct, not through
+	// the environment's proxy.
 	AllowPrivateEndpoints bool
 	// Resolver looks up the host names of S3 endpoints; nil: the system's resolver.
 	Resolver *net.Resolver
@@ -355,6 +357,9 @@ func s3Failure(t s3Target, object string, err error) error {
 		reason = fmt.Sprintf("the endpoint's host %s does not resolve to a public address", t.host)
 	case errors.As(err, &dnsErr):
 		reason = fmt.Sprintf("cannot find the endpoint's host %s", t.host)
+	case errors.As(err, &resp) && resp.RequestID == "minio":
+		// Refused by the S3 client before anything was sent, in its own words.
+		reason = "the S3 client refuses the upload: " + resp.Message
 	case errors.As(err, &resp) && resp.StatusCode != 0:
 		reason = fmt.Sprintf("the endpoint answered HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
 		if s3Code.MatchString(resp.Code) {
