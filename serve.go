@@ -65,8 +65,8 @@ func serveCommand(args []string, stderr io.Writer) int {
 	fs.DurationVar(&cfg.warehouse.FlushInterval, "flush-interval", 0, "how long a group commit waits for more events; 0: commit what is queued at once")
 	fs.IntVar(&cfg.warehouse.MaxQueuedRows, "max-queued-events", warehouse.DefaultMaxQueuedRows, "events (and warnings) waiting for a commit, at most; past it capture answers 503")
 	fs.DurationVar(&cfg.warehouse.CheckpointInterval, "checkpoint-interval", warehouse.DefaultCheckpointInterval, "how often DuckDB's WAL is checkpointed into the database file")
-	fs.StringVar(&cfg.exportRoots, "export-roots", "", "comma-separated absolute directories, besides the data directory, that Parquet batch exports may write under")
-	fs.BoolVar(&cfg.exportPrivate, "export-allow-private-endpoints", false, "let S3 batch exports upload to loopback, private and link-local addresses (a MinIO beside hedge); off, exports reach only public addresses")
+	fs.StringVar(&cfg.exportRoots, "export-roots", "", "comma-separated absolute directories, besides <data>/exports, that Parquet batch exports may write under: project N's below <root>/N")
+	fs.BoolVar(&cfg.exportPrivate, "export-allow-private-endpoints", false, "let S3 batch exports upload to addresses that are not public: loopback, private, shared (CGNAT), link-local... (a MinIO beside hedge); off, exports reach only public addresses, directly rather than through HTTP(S)_PROXY")
 	fs.DurationVar(&cfg.insightCacheTTL, "insight-cache-ttl", admin.DefaultInsightCacheTTL, "how long an insight's computed result is served while its project has no new events")
 	fs.DurationVar(&cfg.warehouse.Query.Timeout, "query-timeout", warehouse.DefaultQueryTimeout, "how long a query of the query API may run")
 	fs.IntVar(&cfg.warehouse.Query.MaxRows, "query-max-rows", warehouse.DefaultQueryMaxRows, "how many rows a HogQL query may return")
@@ -189,11 +189,11 @@ func start(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *server, e
 	policy := batchexport.Policy{DataDir: dataDir, AllowPrivateEndpoints: cfg.exportPrivate}
 	for _, root := range strings.Split(cfg.exportRoots, ",") {
 		if root = strings.TrimSpace(root); root != "" {
-			if !filepath.IsAbs(root) {
-				return nil, fmt.Errorf("cannot use export root %q: it must be an absolute path", root)
-			}
 			policy.ParquetRoots = append(policy.ParquetRoots, root)
 		}
+	}
+	if err := policy.Validate(); err != nil {
+		return nil, err
 	}
 	s.exports = batchexport.New(batchexport.Config{Warehouse: s.warehouse, Policy: policy, Logger: log})
 	if err := s.exports.Start(); err != nil {

@@ -216,7 +216,8 @@ func (in *batchExportInput) apply(e *batchexport.Export, creating bool, policy b
 // applyDestination validates the destination: a type hedge can export to, which an
 // update cannot change, and the config that type needs, within what policy allows. An
 // update's config is merged over the stored one, so that secrets need not be sent
-// again.
+// again, unless it changes where they are sent (an S3 endpoint_url): then each secret
+// field is required.
 func (in *batchExportInput) applyDestination(e *batchexport.Export, creating bool, policy batchexport.Policy) error {
 	d := in.Destination
 	if !creating && !d.Set {
@@ -241,9 +242,14 @@ func (in *batchExportInput) applyDestination(e *batchexport.Export, creating boo
 	if e.Config == nil {
 		e.Config = map[string]any{}
 	}
+	if !creating {
+		if secret := batchexport.MissingSecret(e.DestinationType, e.Config, d.Value.Config.Value); secret != "" {
+			return errRequired("destination__config__" + secret)
+		}
+	}
 	maps.Copy(e.Config, d.Value.Config.Value)
 	var invalid *batchexport.InvalidConfig
-	if err := policy.Check(e.DestinationType, e.Config); errors.As(err, &invalid) {
+	if err := policy.Check(e.TeamID, e.DestinationType, e.Config); errors.As(err, &invalid) {
 		return errValidation("destination__config", invalid.Code, invalid.Detail)
 	} else if err != nil {
 		return err

@@ -10,7 +10,7 @@ import (
 )
 
 const s3Export = `{"name":"nightly","model":"persons","interval":"day","team_id":1,
-	"destination":{"type":"S3","config":{"bucket_name":"b","region":"eu-west-1","prefix":"hedge/",
+	"destination":{"type":"S3","config":{"bucket_name":"bkt","region":"eu-west-1","prefix":"hedge/",
 		"aws_access_key_id":"AKIA-SECRET-ID","aws_secret_access_key":"very-secret-key"}},
 	"start_at":"2026-01-01T00:00:00Z","end_at":"2027-01-01T00:00:00+01:00",
 	"filters":[{"key":"$browser","value":"Chrome","type":"event"}]}`
@@ -29,7 +29,7 @@ func TestBatchExports(t *testing.T) {
 	text := mustText(t, created)
 	for _, want := range []string{`"team_id":1`, `"name":"nightly"`, `"model":"persons"`, `"interval":"day"`, `"paused":false`,
 		`"last_paused_at":null`, `"start_at":"2026-01-01T00:00:00Z"`, `"end_at":"2026-12-31T23:00:00Z"`,
-		`"destination":{"config":{"bucket_name":"b","prefix":"hedge/","region":"eu-west-1"},"type":"S3"}`,
+		`"destination":{"config":{"bucket_name":"bkt","prefix":"hedge/","region":"eu-west-1"},"type":"S3"}`,
 		`"hogql_query":null`, `"filters":[{"key":"$browser","type":"event","value":"Chrome"}]`, `"latest_runs":[]`} {
 		if !strings.Contains(text, want) {
 			t.Fatalf("created export lacks %s: %s", want, text)
@@ -49,7 +49,7 @@ func TestBatchExports(t *testing.T) {
 		{name: "a project's exports", method: "GET", path: projectExports, key: readKey, status: 200,
 			want: []string{`"count":1`, `"id":"` + id + `"`}, notWant: secrets},
 		{name: "retrieve under the organization", method: "GET", path: orgExports + id + "/", key: readKey, status: 200,
-			want: []string{`"id":"` + id + `"`, `"bucket_name":"b"`}, notWant: secrets},
+			want: []string{`"id":"` + id + `"`, `"bucket_name":"bkt"`}, notWant: secrets},
 		{name: "retrieve under its project", method: "GET", path: projectExports + id + "/", key: readKey, status: 200},
 		{name: "not under another project", method: "GET", path: "/api/projects/" + second + "/batch_exports/" + id + "/", key: readKey, status: 404,
 			want: []string{`{"type":"invalid_request","code":"not_found","detail":"Not found.","attr":null}`}},
@@ -87,7 +87,7 @@ func TestBatchExports(t *testing.T) {
 			body: `{"name":"x","interval":"hour","destination":{"type":"S3","config":{"region":"r"}}}`, status: 400,
 			want: []string{`"attr":"destination__config"`, `bucket_name`}},
 		{name: "S3 uploads Parquet files", method: "POST", path: projectExports, key: memberKey,
-			body:   `{"name":"x","interval":"hour","destination":{"type":"S3","config":{"bucket_name":"b","region":"r","file_format":"JSONLines"}}}`,
+			body:   `{"name":"x","interval":"hour","destination":{"type":"S3","config":{"bucket_name":"bkt","region":"r","file_format":"JSONLines"}}}`,
 			status: 400, want: []string{`"attr":"destination__config"`}},
 		{name: "a config of the wrong type", method: "POST", path: projectExports, key: memberKey,
 			body: `{"name":"x","interval":"hour","destination":{"type":"S3","config":"b"}}`, status: 400,
@@ -107,20 +107,26 @@ func TestBatchExports(t *testing.T) {
 		{name: "a custom hogql_query is refused, not ignored", method: "POST", path: projectExports, key: memberKey,
 			body:   `{"name":"x","interval":"hour","hogql_query":"SELECT event FROM events","destination":{"type":"Parquet","config":{"path":"p"}}}`,
 			status: 400, want: []string{`"attr":"hogql_query"`}},
-		{name: "a Parquet path stays in the data directory", method: "POST", path: projectExports, key: memberKey,
+		{name: "a Parquet path stays in the project's directory", method: "POST", path: projectExports, key: memberKey,
 			body:   `{"name":"x","interval":"hour","destination":{"type":"Parquet","config":{"path":"../elsewhere"}}}`,
-			status: 400, want: []string{`"attr":"destination__config"`, `inside hedge's data directory`}},
+			status: 400, want: []string{`"attr":"destination__config"`, `must not contain`}},
+		{name: "a Parquet path names no partition of its own", method: "POST", path: projectExports, key: memberKey,
+			body:   `{"name":"x","interval":"hour","destination":{"type":"Parquet","config":{"path":"exports/team_id=2"}}}`,
+			status: 400, want: []string{`"attr":"destination__config"`, `must not name a directory with`}},
 		{name: "an absolute Parquet path needs an allowed root", method: "POST", path: projectExports, key: memberKey,
 			body:   `{"name":"x","interval":"hour","destination":{"type":"Parquet","config":{"path":"/etc/cron.d"}}}`,
 			status: 400, want: []string{`"attr":"destination__config"`, `--export-roots`}},
 		{name: "an S3 endpoint on this host's network is refused", method: "POST", path: projectExports, key: memberKey,
-			body: `{"name":"x","interval":"hour","destination":{"type":"S3","config":{"bucket":"b","region":"r","aws_access_key_id":"k","aws_secret_access_key":"s",
+			body: `{"name":"x","interval":"hour","destination":{"type":"S3","config":{"bucket":"bkt","region":"r","aws_access_key_id":"k","aws_secret_access_key":"s",
 				"endpoint_url":"http://169.254.169.254"}}}`,
 			status: 400, want: []string{`"attr":"destination__config"`, `--export-allow-private-endpoints`}},
 		{name: "an S3 endpoint is a base URL", method: "POST", path: projectExports, key: memberKey,
-			body: `{"name":"x","interval":"hour","destination":{"type":"S3","config":{"bucket":"b","region":"r","aws_access_key_id":"k","aws_secret_access_key":"s",
+			body: `{"name":"x","interval":"hour","destination":{"type":"S3","config":{"bucket":"bkt","region":"r","aws_access_key_id":"k","aws_secret_access_key":"s",
 				"endpoint_url":"ftp://s3.example.com/x"}}}`,
 			status: 400, want: []string{`"attr":"destination__config"`, `endpoint_url`}},
+		{name: "a bucket name S3 accepts", method: "POST", path: projectExports, key: memberKey,
+			body:   `{"name":"x","interval":"hour","destination":{"type":"S3","config":{"bucket":"b","region":"r","aws_access_key_id":"k","aws_secret_access_key":"s"}}}`,
+			status: 400, want: []string{`"attr":"destination__config"`, `is not a bucket name S3 accepts`}},
 		{name: "compression is one Parquet knows", method: "POST", path: projectExports, key: memberKey,
 			body:   `{"name":"x","interval":"hour","destination":{"type":"Parquet","config":{"path":"p","compression":"rar"}}}`,
 			status: 400, want: []string{`"attr":"destination__config"`, `compression`}},
@@ -128,13 +134,13 @@ func TestBatchExports(t *testing.T) {
 			body:   `{"name":"x","interval":"hour","destination":{"type":"Parquet","config":{"path":"p","include_events":"$pageview"}}}`,
 			status: 400, want: []string{`"attr":"destination__config"`, `include_events`}},
 		{name: "bucket is read as bucket_name", method: "POST", path: projectExports, key: memberKey,
-			body: `{"name":"x","interval":"hour","destination":{"type":"S3","config":{"bucket":"b","region":"r","aws_access_key_id":"k","aws_secret_access_key":"s",
+			body: `{"name":"x","interval":"hour","destination":{"type":"S3","config":{"bucket":"bkt","region":"r","aws_access_key_id":"k","aws_secret_access_key":"s",
 				"endpoint_url":"https://s3.example.com"}}}`,
-			status: 201, want: []string{`"bucket_name":"b"`, `"endpoint_url":"https://s3.example.com"`}, notWant: []string{`"bucket":`}},
+			status: 201, want: []string{`"bucket_name":"bkt"`, `"endpoint_url":"https://s3.example.com"`}, notWant: []string{`"bucket":`}},
 
 		{name: "update merges the config and keeps the secrets", method: "PATCH", path: orgExports + id + "/", key: memberKey,
 			body: `{"name":"renamed","interval":"hour","destination":{"config":{"prefix":"new/"}},"filters":null,"end_at":null}`, status: 200,
-			want: []string{`"name":"renamed"`, `"interval":"hour"`, `"prefix":"new/"`, `"bucket_name":"b"`, `"filters":null`, `"end_at":null`,
+			want: []string{`"name":"renamed"`, `"interval":"hour"`, `"prefix":"new/"`, `"bucket_name":"bkt"`, `"filters":null`, `"end_at":null`,
 				`"start_at":"2026-01-01T00:00:00Z"`, `"model":"persons"`}, notWant: secrets},
 		{name: "the destination type cannot change", method: "PATCH", path: orgExports + id + "/", key: memberKey,
 			body: `{"destination":{"type":"Parquet","config":{"path":"p"}}}`, status: 400,
@@ -221,5 +227,40 @@ func TestBatchExportPause(t *testing.T) {
 		}
 		env.must(t, 404, "POST", base+uuid.NewString()+"/pause/", key, "")
 		env.must(t, 404, "POST", base+"nope/unpause/", key, "")
+	}
+}
+
+// The stored credentials of an S3 destination sign uploads to its endpoint only: a
+// PATCH that changes endpoint_url must send them again, or anyone allowed to edit the
+// export could aim the next signed upload at a server of their own.
+func TestBatchExportEndpointChangeNeedsCredentials(t *testing.T) {
+	env := serveAPI(t, nil)
+	_, key := env.member(t, "member@example.com", levelMember, "batch_export:write")
+	created := env.must(t, 201, "POST", "/api/projects/1/batch_exports/", key, `{"name":"s3","interval":"hour",
+		"destination":{"type":"S3","config":{"bucket_name":"bkt","region":"r","endpoint_url":"https://s3.example.com",
+			"aws_access_key_id":"AKIA-STORED","aws_secret_access_key":"stored-secret"}}}`)
+	path := "/api/projects/1/batch_exports/" + created["id"].(string) + "/"
+	keyRequired := []string{`{"type":"validation_error","code":"required","detail":"This field is required.","attr":"destination__config__aws_access_key_id"}`}
+	secretRequired := []string{`{"type":"validation_error","code":"required","detail":"This field is required.","attr":"destination__config__aws_secret_access_key"}`}
+	env.run(t, []scenario{
+		{name: "a new endpoint without the credentials", method: "PATCH", path: path, key: key,
+			body: `{"destination":{"config":{"endpoint_url":"https://attacker.example.net"}}}`, status: 400, want: keyRequired},
+		{name: "a new endpoint with one of them", method: "PATCH", path: path, key: key,
+			body: `{"destination":{"config":{"endpoint_url":"https://attacker.example.net","aws_access_key_id":"AKIA-NEW"}}}`, status: 400, want: secretRequired},
+		{name: "the endpoint removed (AWS) without the credentials", method: "PATCH", path: path, key: key,
+			body: `{"destination":{"config":{"endpoint_url":null}}}`, status: 400, want: keyRequired},
+		{name: "the same endpoint sent again", method: "PATCH", path: path, key: key,
+			body: `{"destination":{"config":{"endpoint_url":"https://s3.example.com","bucket_name":"bkt2"}}}`, status: 200,
+			want: []string{`"endpoint_url":"https://s3.example.com"`, `"bucket_name":"bkt2"`}},
+		{name: "a new endpoint with both", method: "PATCH", path: path, key: key,
+			body:   `{"destination":{"config":{"endpoint_url":"https://s3.example.org","aws_access_key_id":"AKIA-NEW","aws_secret_access_key":"new-secret"}}}`,
+			status: 200, want: []string{`"endpoint_url":"https://s3.example.org"`}, notWant: []string{"AKIA", "secret"}},
+	})
+	var stored string
+	if err := env.warehouse.DB().QueryRow(`SELECT destination_config FROM meta.batch_exports WHERE id = ?`, created["id"]).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stored, `"aws_access_key_id":"AKIA-NEW"`) || !strings.Contains(stored, `"endpoint_url":"https://s3.example.org"`) {
+		t.Fatalf("stored: %s", stored)
 	}
 }

@@ -2,20 +2,21 @@ package batchexport
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
-	"os"
-	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/minio/minio-go/v7/pkg/s3utils"
 
 	"github.com/hedge-analytics/hedge/warehouse"
 )
@@ -39,15 +40,23 @@ var SecretFields = map[string][]string{
 
 // Policy is what the operator allows destinations to reach.
 type Policy struct {
-	// DataDir is hedge's data directory: a Parquet destination's relative path is
-	// under it, and an absolute one must be inside it or inside one of ParquetRoots.
+	// DataDir is hedge's data directory: its exports directory (ExportsDir) is the
+	// export root of relative Parquet paths (parquet.go has the rules).
 	DataDir string
-	// ParquetRoots are further directories that Parquet destinations may write under.
+	// ParquetRoots are further export roots, absolute: Parquet destinations of project
+	// N may write below <root>/N. Validate checks them.
 	ParquetRoots []string
-	// AllowPrivateEndpoints lets an S3 endpoint_url name a loopback, private or
-	// link-local address (a MinIO beside hedge, say). Off, an export cannot be aimed at
-	// the services of hedge's own network.
+	// AllowPrivateEndpoints lets an S3 endpoint_url name an address that is not public
+	// (publicAddress), a MinIO beside hedge, say. Off, an export cannot be aimed at the
+	// services of hedge's own network: neither by its endpoint_url nor by the addresses
+	// its name resolves to when an upload dials them, and uploads go direct, not through
+	// the environment's proxy.
 	AllowPrivateEndpoints bool
+	// Resolver looks up the host names of S3 endpoints; nil: the system's resolver.
+	Resolver *net.Resolver
+	// stagingDir is the warehouse's staging directory, where no destination writes; New
+	// sets it.
+	stagingDir string
 }
 
 // InvalidConfig is a destination config that a batch export cannot use. Its Detail is
@@ -61,9 +70,9 @@ func invalidf(format string, args ...any) error {
 	return &InvalidConfig{Code: "invalid_input", Detail: fmt.Sprintf(format, args...)}
 }
 
-// Check validates the config of a destination of the given type, and normalizes it
-// in place: PostHog's bucket_name may also be sent as bucket.
-func (p Policy) Check(kind string, config map[string]any) error {
+// Check validates the config of a destination of the given type of the project team,
+// and normalizes it in place: PostHog's bucket_name may also be sent as bucket.
+func (p Policy) Check(team int64, kind string, config map[string]any) error {
 	for _, field := range []string{"include_events", "exclude_events"} {
 		if _, err := stringList(config, field); err != nil {
 			return err
@@ -77,7 +86,7 @@ func (p Policy) Check(kind string, config map[string]any) error {
 	}
 	switch kind {
 	case Parquet:
-		_, err := p.parquetDir(config)
+		_, err := p.parquetTarget(team, config)
 		return err
 	case S3:
 		if _, ok := config["bucket_name"]; !ok {
@@ -92,48 +101,25 @@ func (p Policy) Check(kind string, config map[string]any) error {
 	return invalidf("%q is not a destination hedge exports to: use S3 or Parquet.", kind)
 }
 
-// parquetDir is the directory a Parquet destination writes under.
-func (p Policy) parquetDir(config map[string]any) (string, error) {
-	path, err := requiredString(config, "path", "the directory the files are written to")
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Clean(path)
-	if !filepath.IsAbs(dir) {
-		if !filepath.IsLocal(dir) {
-			return "", invalidf("The Parquet path %q must stay inside hedge's data directory.", path)
-		}
-		return filepath.Join(p.DataDir, dir), nil
-	}
-	for _, root := range append([]string{p.DataDir}, p.ParquetRoots...) {
-		if root == "" {
-			continue
-		}
-		abs, err := filepath.Abs(root)
-		if err != nil {
-			continue
-		}
-		if rel, err := filepath.Rel(abs, dir); err == nil && filepath.IsLocal(rel) {
-			return dir, nil
-		}
-	}
-	return "", invalidf("The Parquet path %q is outside the directories hedge may write to: use a path relative to its data directory, or ask the operator to allow its directory with --export-roots.", path)
-}
-
 // s3Target is where an S3 destination uploads.
 type s3Target struct {
 	endpoint                     string // host[:port]
+	host                         string // endpoint's host, without brackets or port
 	secure, virtualHost          bool
 	bucket, region, prefix       string
 	accessKeyID, secretAccessKey string
 	allowPrivate                 bool
+	resolver                     *net.Resolver
 }
 
 func (p Policy) s3Target(config map[string]any) (s3Target, error) {
-	t := s3Target{endpoint: "s3.amazonaws.com", secure: true, allowPrivate: p.AllowPrivateEndpoints}
+	t := s3Target{endpoint: "s3.amazonaws.com", secure: true, allowPrivate: p.AllowPrivateEndpoints, resolver: p.Resolver}
 	var err error
 	if t.bucket, err = requiredString(config, "bucket_name", "the bucket to upload to"); err != nil {
 		return t, err
+	}
+	if err := s3utils.CheckValidBucketName(t.bucket); err != nil {
+		return t, invalidf("bucket_name %q is not a bucket name S3 accepts: %s.", t.bucket, err)
 	}
 	if t.region, err = requiredString(config, "region", "the bucket's region"); err != nil {
 		return t, err
@@ -166,19 +152,55 @@ func (p Policy) s3Target(config map[string]any) (s3Target, error) {
 		return t, invalidf("endpoint_url %q must be http(s)://host[:port] of an S3-compatible store.", raw)
 	}
 	t.endpoint, t.secure = u.Host, u.Scheme == "https"
+	t.host = u.Hostname()
 	if !p.AllowPrivateEndpoints {
-		if ip := net.ParseIP(u.Hostname()); (ip != nil && !publicAddress(ip)) || strings.EqualFold(u.Hostname(), "localhost") {
-			return t, invalidf("endpoint_url %q is a private address: hedge's operator must allow those with --export-allow-private-endpoints.", raw)
+		// A name is judged by the addresses it resolves to when an upload dials them
+		// (s3Transport); an address, and the names of this host, now.
+		addr, err := netip.ParseAddr(t.host)
+		if (err == nil && !publicAddress(addr)) || localHostName(t.host) {
+			return t, invalidf("endpoint_url %q is not a public address: hedge's operator must allow private ones with --export-allow-private-endpoints.", raw)
 		}
 	}
 	return t, nil
 }
 
-// publicAddress says whether an address is on the internet rather than on this host's
-// own networks.
-func publicAddress(ip net.IP) bool {
-	return !(ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast())
+// credentialFields are the config fields, by destination type, that decide where the
+// secret fields go: the stored secrets sign uploads to the endpoint they were given
+// for, so an update that changes one of these must send the secrets again. Whoever
+// may edit an export cannot aim its stored credentials at a server of their own.
+var credentialFields = map[string][]string{S3: {"endpoint_url"}}
+
+// MissingSecret is the first secret field (SecretFields) that an update of a
+// destination of the given type must send and does not, or "": sent is the update's
+// config, stored the destination's as it is. A field of credentialFields counts as
+// changed when sent holds it with another value (null and "" being the same).
+func MissingSecret(kind string, stored, sent map[string]any) string {
+	changed := false
+	for _, field := range credentialFields[kind] {
+		if v, ok := sent[field]; ok && configText(v) != configText(stored[field]) {
+			changed = true
+		}
+	}
+	if !changed {
+		return ""
+	}
+	for _, secret := range SecretFields[kind] {
+		if s, ok := sent[secret].(string); !ok || strings.TrimSpace(s) == "" {
+			return secret
+		}
+	}
+	return ""
+}
+
+// configText is a config value as text to compare: "" for null.
+func configText(v any) string {
+	if v == nil {
+		return ""
+	}
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return fmt.Sprintf("%T:%v", v, v)
 }
 
 func requiredString(config map[string]any, field, what string) (string, error) {
@@ -239,58 +261,6 @@ func objectName(team int64, runID string, files []warehouse.ExportFile, i int) s
 	return fmt.Sprintf("team_id=%d/date=%s/%s", team, files[i].Date, name)
 }
 
-// deliverParquet puts the files under dir, each by way of a temporary file in its
-// final directory and a rename, so that a reader never sees half a file.
-func deliverParquet(dir string, team int64, runID string, files []warehouse.ExportFile) error {
-	for i, f := range files {
-		target := filepath.Join(dir, filepath.FromSlash(objectName(team, runID, files, i)))
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return fmt.Errorf("cannot create the directory of %s: %w", target, err)
-		}
-		if err := os.Rename(f.Path, target); err == nil {
-			continue
-		} else if !errors.Is(err, syscall.EXDEV) {
-			return fmt.Errorf("cannot move %s into place: %w", target, err)
-		}
-		if err := copyFile(f.Path, target); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// copyFile copies src to dst across file systems: into a temporary file beside dst,
-// synced, then renamed over dst.
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return fmt.Errorf("cannot read %s: %w", src, err)
-	}
-	defer in.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(dst), ".partial-*")
-	if err != nil {
-		return fmt.Errorf("cannot write beside %s: %w", dst, err)
-	}
-	defer os.Remove(tmp.Name())
-	_, err = io.Copy(tmp, in)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if closeErr := tmp.Close(); err == nil {
-		err = closeErr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), dst)
-	}
-	if err != nil {
-		return fmt.Errorf("cannot write %s: %w", dst, err)
-	}
-	return nil
-}
-
 // deliverS3 uploads the files below the destination's prefix.
 func deliverS3(ctx context.Context, t s3Target, team int64, runID string, files []warehouse.ExportFile) error {
 	lookup := minio.BucketLookupPath
@@ -302,13 +272,13 @@ func deliverS3(ctx context.Context, t s3Target, team int64, runID string, files 
 		Secure:       t.secure,
 		Region:       t.region,
 		BucketLookup: lookup,
-		Transport:    s3Transport(t.allowPrivate),
+		Transport:    s3Transport(t.allowPrivate, t.resolver),
 		// A failed run is retried as a whole, with backoff (Runner); a few quick tries
 		// here ride out a dropped connection.
 		MaxRetries: 3,
 	})
 	if err != nil {
-		return fmt.Errorf("cannot reach S3 at %s: %w", t.endpoint, err)
+		return &failure{public: "cannot use the S3 endpoint " + t.endpoint, cause: err}
 	}
 	prefix := t.prefix
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
@@ -317,31 +287,42 @@ func deliverS3(ctx context.Context, t s3Target, team int64, runID string, files 
 	for i, f := range files {
 		key := prefix + objectName(team, runID, files, i)
 		if _, err := client.FPutObject(ctx, t.bucket, key, f.Path, minio.PutObjectOptions{ContentType: "application/vnd.apache.parquet"}); err != nil {
-			return fmt.Errorf("cannot upload s3://%s/%s: %w", t.bucket, key, err)
+			return s3Failure(t, key, err)
 		}
 	}
 	return nil
 }
 
+// notPublicError is a dial that s3Transport refused: the address is not public.
+type notPublicError struct{ addr netip.Addr }
+
+func (e *notPublicError) Error() string {
+	return fmt.Sprintf("refusing to connect to %s: not a public address (see --export-allow-private-endpoints)", e.addr)
+}
+
 // s3Transport dials S3 refusing, unless allowPrivate, any address that is not public:
-// checked on the address actually dialled, so a name that resolves to a private
-// address is refused too.
-func s3Transport(allowPrivate bool) http.RoundTripper {
-	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+// checked on the address actually dialled, so a name that resolves to an address that
+// is not public is refused too. resolver looks up names (nil: the system's).
+func s3Transport(allowPrivate bool, resolver *net.Resolver) http.RoundTripper {
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Resolver: resolver}
+	proxy := http.ProxyFromEnvironment
 	if !allowPrivate {
 		dialer.Control = func(network, address string, _ syscall.RawConn) error {
-			host, _, err := net.SplitHostPort(address)
+			ap, err := netip.ParseAddrPort(address)
 			if err != nil {
-				return err
+				return fmt.Errorf("cannot tell the address of %s: %w", address, err)
 			}
-			if ip := net.ParseIP(host); ip == nil || !publicAddress(ip) {
-				return fmt.Errorf("refusing to export to %s: not a public address (see --export-allow-private-endpoints)", host)
+			if !publicAddress(ap.Addr()) {
+				return &notPublicError{ap.Addr()}
 			}
 			return nil
 		}
+		// The check can only vouch for the addresses hedge dials itself: through a
+		// proxy it would judge the proxy, which then connects wherever the name leads.
+		proxy = nil
 	}
 	return &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
+		Proxy:                 proxy,
 		DialContext:           dialer.DialContext,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          16,
@@ -349,6 +330,56 @@ func s3Transport(allowPrivate bool) http.RoundTripper {
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
 	}
+}
+
+// s3Code is an S3 error code (NoSuchBucket, AccessDenied...): letters and digits.
+var s3Code = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9.]{0,63}$`)
+
+// s3Failure is why an upload of object to the destination failed, told in the
+// destination's terms: the host as its endpoint_url names it, never the addresses it
+// resolved to, and one answer whether a name resolves to an address that is not public
+// or to none, so that exports cannot map the names of hedge's network. What the
+// endpoint answered is told by its status and S3 error code only: the rest of a
+// response, which could be any service's when private endpoints are allowed, is not
+// repeated. Errors of hedge itself (its staging file, say) are returned as they are.
+func s3Failure(t s3Target, object string, err error) error {
+	where := fmt.Sprintf("cannot upload to s3://%s/%s", t.bucket, object)
+	var (
+		notPublic *notPublicError
+		dnsErr    *net.DNSError
+		resp      minio.ErrorResponse
+		certErr   *tls.CertificateVerificationError
+		urlErr    *url.Error
+		reason    string
+	)
+	switch {
+	case errors.As(err, &notPublic), !t.allowPrivate && errors.As(err, &dnsErr):
+		reason = fmt.Sprintf("the endpoint's host %s does not resolve to a public address", t.host)
+	case errors.As(err, &dnsErr):
+		reason = fmt.Sprintf("cannot find the endpoint's host %s", t.host)
+	case errors.As(err, &resp) && resp.RequestID == "minio":
+		// Refused by the S3 client before anything was sent, in its own words.
+		reason = "the S3 client refuses the upload: " + resp.Message
+	case errors.As(err, &resp) && resp.StatusCode != 0:
+		reason = fmt.Sprintf("the endpoint answered HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+		if s3Code.MatchString(resp.Code) {
+			reason = fmt.Sprintf("the endpoint answered %s (HTTP %d)", resp.Code, resp.StatusCode)
+		}
+	case errors.As(err, &certErr):
+		reason = fmt.Sprintf("the TLS certificate of %s is not valid for it", t.host)
+	case errors.As(err, &urlErr):
+		reason = "cannot connect to the endpoint " + t.endpoint
+		var errno syscall.Errno
+		var netErr net.Error
+		if errors.As(err, &errno) {
+			reason += ": " + errno.Error()
+		} else if errors.As(err, &netErr) && netErr.Timeout() {
+			reason += ": timed out"
+		}
+	default:
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	return &failure{public: where + ": " + reason, cause: err}
 }
 
 // destination is a batch export's destination as the runner reads it.
@@ -378,11 +409,11 @@ func (p Policy) deliver(ctx context.Context, d destination, team int64, runID st
 	}
 	switch d.kind {
 	case Parquet:
-		dir, err := p.parquetDir(d.config)
+		t, err := p.parquetTarget(team, d.config)
 		if err != nil {
 			return err
 		}
-		return deliverParquet(dir, team, runID, files)
+		return deliverParquet(t, team, runID, files)
 	case S3:
 		t, err := p.s3Target(d.config)
 		if err != nil {

@@ -77,6 +77,7 @@ func New(cfg Config) *Runner {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	cfg.Policy.stagingDir = cfg.Warehouse.StagingDir()
 	return &Runner{cfg: cfg, db: cfg.Warehouse.DB(), wake: make(chan struct{}, 1)}
 }
 
@@ -219,7 +220,8 @@ type run struct {
 
 // execute runs x once and records the outcome. Only a failure to record is returned:
 // a run that fails is recorded as failed (and retried later), not as an error of the
-// Runner.
+// Runner. The run's record tells its project's members what failed in their terms
+// (publicError); the log keeps the whole error.
 func (r *Runner) execute(ctx context.Context, x run) error {
 	if ok, err := r.claim(ctx, x.id); err != nil || !ok {
 		return err
@@ -237,11 +239,11 @@ func (r *Runner) execute(ctx context.Context, x run) error {
 		return r.complete(ctx, x.id, records, bytes)
 	case x.attempts >= r.cfg.MaxAttempts:
 		r.cfg.Logger.Error("batch export run failed", "run", x.id, "export", x.exportID, "attempts", x.attempts, "err", runErr)
-		return r.fail(ctx, x.id, runErr, nil)
+		return r.fail(ctx, x.id, publicError(runErr), nil)
 	default:
 		retry := r.cfg.Now().UTC().Add(r.backoff(x.attempts))
 		r.cfg.Logger.Warn("batch export run failed, will retry", "run", x.id, "export", x.exportID, "attempts", x.attempts, "retry_at", retry, "err", runErr)
-		return r.fail(ctx, x.id, runErr, &retry)
+		return r.fail(ctx, x.id, publicError(runErr), &retry)
 	}
 }
 
@@ -257,8 +259,13 @@ func (r *Runner) backoff(attempts int) time.Duration {
 }
 
 // export writes the run's window to staging and delivers it: the records and bytes
-// exported, or why not. Its staging directory is gone when it returns.
+// exported, or why not. Its staging directory is gone when it returns. A destination
+// stored before a rule that now refuses it fails here, whether or not the window has
+// rows, with the rule as its error.
 func (r *Runner) export(ctx context.Context, x run) (records, bytes int64, err error) {
+	if err := r.cfg.Policy.Check(x.team, x.destination.kind, x.destination.config); err != nil {
+		return 0, 0, err
+	}
 	include, exclude, err := x.destination.filters()
 	if err != nil {
 		return 0, 0, err

@@ -61,12 +61,20 @@ type exportEnv struct {
 	apiURL  string
 	key     string
 	team    int64
+	org     string
 	dataDir string
 	// origin is the start of the 5-minute window the test starts in.
 	origin time.Time
 }
 
 func newExportEnv(t *testing.T) *exportEnv {
+	t.Helper()
+	return newExportEnvWith(t, nil)
+}
+
+// newExportEnvWith is newExportEnv with a policy that policy changes (loopback S3
+// endpoints are allowed unless it says otherwise).
+func newExportEnvWith(t *testing.T, policy func(*batchexport.Policy)) *exportEnv {
 	t.Helper()
 	ctx := context.Background()
 	dataDir := t.TempDir()
@@ -83,9 +91,12 @@ func newExportEnv(t *testing.T) *exportEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.key, env.team = boot.PersonalAPIKey, boot.ProjectID
-	policy := batchexport.Policy{DataDir: dataDir, AllowPrivateEndpoints: true}
-	env.config = batchexport.Config{Warehouse: env.wh, Policy: policy, Tick: time.Hour,
+	env.key, env.team, env.org = boot.PersonalAPIKey, boot.ProjectID, boot.OrganizationID
+	p := batchexport.Policy{DataDir: dataDir, AllowPrivateEndpoints: true}
+	if policy != nil {
+		policy(&p)
+	}
+	env.config = batchexport.Config{Warehouse: env.wh, Policy: p, Tick: time.Hour,
 		MaxAttempts: 3, RetryBackoff: time.Second, Now: env.clock.Now, Logger: log}
 	env.startRunner(t)
 	api, err := admin.New(ctx, admin.Config{Warehouse: env.wh, Exports: env.runner, Logger: log})
@@ -111,6 +122,12 @@ func (env *exportEnv) startRunner(t *testing.T) {
 	}
 	t.Cleanup(runner.Close)
 	env.runner = runner
+}
+
+// exportDir is where a Parquet destination of the env's project with a relative path
+// writes: below the project's directory of the data directory's exports.
+func (env *exportEnv) exportDir(path string) string {
+	return filepath.Join(env.dataDir, batchexport.ExportsDir, fmt.Sprint(env.team), path)
 }
 
 // at is the origin plus d: a time in the test's windows.
@@ -152,9 +169,22 @@ func (env *exportEnv) must(t *testing.T, status int, method, path, body string) 
 // clock's time.
 func (env *exportEnv) createExport(t *testing.T, model, destination string) string {
 	t.Helper()
-	e := env.must(t, 201, "POST", fmt.Sprintf("/api/projects/%d/batch_exports/", env.team),
+	return env.createExportIn(t, env.team, model, destination)
+}
+
+// createExportIn is createExport in the given project.
+func (env *exportEnv) createExportIn(t *testing.T, team int64, model, destination string) string {
+	t.Helper()
+	e := env.must(t, 201, "POST", fmt.Sprintf("/api/projects/%d/batch_exports/", team),
 		fmt.Sprintf(`{"name": "test", "model": %q, "interval": "every 5 minutes", "destination": %s}`, model, destination))
-	return fmt.Sprintf("/api/projects/%d/batch_exports/%s/", env.team, e["id"])
+	return fmt.Sprintf("/api/projects/%d/batch_exports/%s/", team, e["id"])
+}
+
+// createProject creates another project in the env's organization.
+func (env *exportEnv) createProject(t *testing.T, name string) int64 {
+	t.Helper()
+	p := env.must(t, 201, "POST", "/api/organizations/"+env.org+"/projects/", fmt.Sprintf(`{"name": %q}`, name))
+	return int64(p["id"].(float64))
 }
 
 // testEvent is an event to ingest: its name, distinct id, timestamp and what else it
@@ -165,9 +195,15 @@ type testEvent struct {
 	set, anon        string
 }
 
-// ingest commits events with the clock at the given time (their inserted_at), and
-// returns their uuids.
+// ingest commits events of the env's project with the clock at the given time (their
+// inserted_at), and returns their uuids.
 func (env *exportEnv) ingest(t *testing.T, at time.Time, events ...testEvent) []string {
+	t.Helper()
+	return env.ingestFor(t, env.team, at, events...)
+}
+
+// ingestFor is ingest for the given project.
+func (env *exportEnv) ingestFor(t *testing.T, team int64, at time.Time, events ...testEvent) []string {
 	t.Helper()
 	env.clock.Set(at)
 	batch := &warehouse.Batch{Lane: warehouse.LaneRealtime}
@@ -175,7 +211,7 @@ func (env *exportEnv) ingest(t *testing.T, at time.Time, events ...testEvent) []
 	for _, e := range events {
 		id := uuid.Must(uuid.NewV7())
 		ids = append(ids, id.String())
-		batch.Events = append(batch.Events, warehouse.Event{UUID: id, TeamID: env.team, Name: e.name, DistinctID: e.distinctID,
+		batch.Events = append(batch.Events, warehouse.Event{UUID: id, TeamID: team, Name: e.name, DistinctID: e.distinctID,
 			Timestamp: e.timestamp, Properties: fmt.Sprintf(`{"$browser": "Firefox", "n": %d}`, len(ids)), Set: e.set, AnonDistinctID: e.anon})
 	}
 	if err := env.wh.Writer().Submit(batch); err != nil {
@@ -386,7 +422,7 @@ func TestEventsExportToParquet(t *testing.T) {
 	day1 := env.origin.Add(-26 * time.Hour)
 	day2 := env.origin.Add(-30 * time.Second)
 	export := env.createExport(t, "events", `{"type": "Parquet", "config": {"path": "exports"}}`)
-	dir := filepath.Join(env.dataDir, "exports")
+	dir := env.exportDir("exports")
 
 	// Window 0-5: three events over two dates; window 5-10: two more.
 	a := env.ingest(t, env.at(time.Minute), testEvent{"$pageview", "u1", day1, "", ""},
@@ -534,7 +570,7 @@ func TestPersonsExport(t *testing.T) {
 		t.Fatalf("persons runs: %s", got)
 	}
 	read := func(run runRecord) (ids []string, persons map[string]string, props map[string]string) {
-		path := filepath.Join(env.dataDir, "persons", fmt.Sprintf("team_id=%d", env.team),
+		path := filepath.Join(env.exportDir("persons"), fmt.Sprintf("team_id=%d", env.team),
 			"date="+run.DataIntervalStart.Format(time.DateOnly), run.ID+".parquet")
 		table := readWithArrow(t, path)
 		ids = stringColumn(t, table, "distinct_id")
@@ -564,7 +600,7 @@ func TestRunLeftRunningRunsAgain(t *testing.T) {
 	want := env.ingest(t, env.at(time.Minute), testEvent{"$pageview", "u1", env.at(time.Minute), "", ""})
 	runs := env.settle(t, export, env.at(6*time.Minute), completed(1))
 	env.runner.Close()
-	dir := filepath.Join(env.dataDir, "exports")
+	dir := env.exportDir("exports")
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}

@@ -442,16 +442,16 @@ func (r *Runner) complete(ctx context.Context, id string, records, bytes int64) 
 	return nil
 }
 
-// fail records a failed attempt of a run: FailedRetryable until retryAt, or Failed for
-// good when retryAt is nil.
-func (r *Runner) fail(ctx context.Context, id string, cause error, retryAt *time.Time) error {
+// fail records a failed attempt of a run, and cause, what its latest_error shows:
+// FailedRetryable until retryAt, or Failed for good when retryAt is nil.
+func (r *Runner) fail(ctx context.Context, id string, cause string, retryAt *time.Time) error {
 	now := r.cfg.Now().UTC()
 	status, finished := StatusFailedRetryable, (*time.Time)(nil)
 	if retryAt == nil {
 		status, finished = StatusFailed, &now
 	}
 	if _, err := r.db.ExecContext(ctx, `UPDATE meta.batch_export_runs SET status = ?, latest_error = ?, next_attempt_at = ?,
-		finished_at = ?, last_updated_at = ? WHERE id = ?`, status, cause.Error(), retryAt, finished, now, id); err != nil {
+		finished_at = ?, last_updated_at = ? WHERE id = ?`, status, cause, retryAt, finished, now, id); err != nil {
 		return fmt.Errorf("cannot record the outcome of batch export run %s: %w", id, err)
 	}
 	return nil
