@@ -176,3 +176,51 @@ func TestMigrateLoneSurrogates(t *testing.T) {
 		t.Fatalf("property reads after the repair: %d %v", n, err)
 	}
 }
+
+// Migration 11 replaces the run errors of earlier hedges, which could hold server
+// paths, with the sentence of an error of hedge itself.
+func TestMigrateRunErrors(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "hedge.duckdb")
+	embedded, err := readMigrations(schemas.Migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := fstest.MapFS{}
+	for _, m := range embedded {
+		if m.version < 11 {
+			before["migrations/"+m.name+".sql"] = &fstest.MapFile{Data: []byte(m.sql)}
+		}
+	}
+	w, err := Open(ctx, Config{Path: path, Migrations: before})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, runError := range []any{"cannot write /srv/hedge-data/.staging/x: permission denied", nil} {
+		if _, err := w.DB().Exec(`INSERT INTO meta.batch_export_runs (id, batch_export_id, team_id, data_interval_start, data_interval_end,
+			status, latest_error, created_at, last_updated_at) VALUES (uuid(), uuid(), 1, ?, ?, 'Failed', ?, now(), now())`,
+			fmt.Sprintf("2026-01-0%dT00:00:00Z", i+1), fmt.Sprintf("2026-01-0%dT01:00:00Z", i+1), runError); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	w, err = Open(ctx, Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var errs []string
+	rows, err := w.DB().Query(`SELECT coalesce(latest_error, '') FROM meta.batch_export_runs ORDER BY data_interval_start`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var e string
+		rows.Scan(&e)
+		errs = append(errs, e)
+	}
+	if strings.Join(errs, "|") != "hedge could not export this window: an error of hedge itself, which its log records|" {
+		t.Fatalf("run errors after the migration: %q", errs)
+	}
+}
