@@ -113,25 +113,33 @@ func TestReadMigrationsRejects(t *testing.T) {
 	f(map[string]string{"0001_a.sql": "", "0001_again.sql": ""}) // duplicate
 }
 
-// Migration 10 rewrites the lone surrogate escapes of stored documents that DuckDB
-// cannot read, and leaves every readable document as it is.
-func TestMigrateLoneSurrogates(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "hedge.duckdb")
+// openBefore opens a new database at path with the migrations before version only, as
+// an earlier hedge made it.
+func openBefore(t *testing.T, path string, version int) *Warehouse {
+	t.Helper()
 	embedded, err := readMigrations(schemas.Migrations)
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := fstest.MapFS{}
 	for _, m := range embedded {
-		if m.version < 10 {
+		if m.version < version {
 			before["migrations/"+m.name+".sql"] = &fstest.MapFile{Data: []byte(m.sql)}
 		}
 	}
-	w, err := Open(ctx, Config{Path: path, Migrations: before})
+	w, err := Open(context.Background(), Config{Path: path, Migrations: before})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return w
+}
+
+// Migration 10 rewrites the lone surrogate escapes of stored documents that DuckDB
+// cannot read, and leaves every readable document as it is.
+func TestMigrateLoneSurrogates(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "hedge.duckdb")
+	w := openBefore(t, path, 10)
 	stored := map[string]string{
 		"lone":    `{"a":"x\ud800y","b":"\ud83d\ude00"}`,
 		"pair":    `{"a":"\ud83d\ude00"}`,
@@ -151,7 +159,7 @@ func TestMigrateLoneSurrogates(t *testing.T) {
 	}
 	w.Close()
 
-	w, err = Open(ctx, Config{Path: path})
+	w, err := Open(ctx, Config{Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,20 +190,7 @@ func TestMigrateLoneSurrogates(t *testing.T) {
 func TestMigrateRunErrors(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "hedge.duckdb")
-	embedded, err := readMigrations(schemas.Migrations)
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := fstest.MapFS{}
-	for _, m := range embedded {
-		if m.version < 11 {
-			before["migrations/"+m.name+".sql"] = &fstest.MapFile{Data: []byte(m.sql)}
-		}
-	}
-	w, err := Open(ctx, Config{Path: path, Migrations: before})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := openBefore(t, path, 11)
 	for i, runError := range []any{"cannot write /srv/hedge-data/.staging/x: permission denied", nil} {
 		if _, err := w.DB().Exec(`INSERT INTO meta.batch_export_runs (id, batch_export_id, team_id, data_interval_start, data_interval_end,
 			status, latest_error, created_at, last_updated_at) VALUES (uuid(), uuid(), 1, ?, ?, 'Failed', ?, now(), now())`,
@@ -204,7 +199,7 @@ func TestMigrateRunErrors(t *testing.T) {
 		}
 	}
 	w.Close()
-	w, err = Open(ctx, Config{Path: path})
+	w, err := Open(ctx, Config{Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}
