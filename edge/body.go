@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"io"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -104,8 +105,9 @@ func (r *reservation) release() {
 }
 
 // readBody reads the request body into dst. A body of limit bytes or more is refused
-// with errBodyTooLarge: at once when Content-Length says so, else while reading.
-func readBody(ctx *fasthttp.RequestCtx, limit int, res *reservation, dst []byte) ([]byte, error) {
+// with errBodyTooLarge: at once when Content-Length says so, else while reading; a
+// body whose bytes stop coming for idle fails.
+func readBody(ctx *fasthttp.RequestCtx, limit int, idle time.Duration, res *reservation, dst []byte) ([]byte, error) {
 	contentLength := ctx.Request.Header.ContentLength()
 	if contentLength >= limit {
 		return dst, errBodyTooLarge
@@ -114,18 +116,41 @@ func readBody(ctx *fasthttp.RequestCtx, limit int, res *reservation, dst []byte)
 	if stream == nil {
 		return dst, nil
 	}
-	return readAll(stream, dst, limit, res, contentLength)
+	return readAll(idleDeadline{stream, ctx.Conn(), idle}, dst, limit, res, contentLength)
+}
+
+// idleDeadline reads a body on the condition that its bytes keep coming: each Read
+// must start returning within idle, or the read fails with a timeout and the
+// connection is closed. A client that stalls holds its budget and its connection for
+// idle at most, not for the whole request's read timeout.
+type idleDeadline struct {
+	r    io.Reader
+	conn net.Conn
+	idle time.Duration
+}
+
+func (d idleDeadline) Read(p []byte) (int, error) {
+	if d.conn != nil && d.idle > 0 {
+		d.conn.SetReadDeadline(time.Now().Add(d.idle))
+	}
+	return d.r.Read(p)
 }
 
 // readAll appends r's bytes to dst until EOF, refusing with errBodyTooLarge once
 // limit bytes are read, and charging the growth to res before using it. hint, when
 // positive, is the expected size.
+//
+// The budget is charged as bytes arrive, never for what a client only announced: the
+// room read into starts at readStep and at most doubles with what has come, so a
+// client that announces 20 MB and stalls after 64 KB holds a few hundred KB, not 20
+// MB (24 such connections held the whole default budget, and every other body over
+// 9 KB was refused).
 func readAll(r io.Reader, dst []byte, limit int, res *reservation, hint int) ([]byte, error) {
 	start, charged := len(dst), 0
 	hint = min(hint, limit)
 	want := readStep
 	if hint > 0 {
-		want = hint + 1 // +1 to see EOF without another round
+		want = min(hint+1, readStep) // +1 to see EOF without another round
 	}
 	for {
 		if need := len(dst) - start + want; need > charged {
@@ -151,7 +176,7 @@ func readAll(r io.Reader, dst []byte, limit int, res *reservation, hint int) ([]
 		// guess (gunzip's) must not leave the rest to be read a byte at a time.
 		switch read := len(dst) - start; {
 		case hint > 0 && read < hint:
-			want = hint - read + 1 // the rest of what was announced, and EOF
+			want = min(hint-read+1, max(readStep, read)) // at most the rest announced, and EOF
 		case hint > 0 && read == hint:
 			want = 1 // all that was announced has come: only EOF is left
 		default:

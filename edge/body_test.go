@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -64,8 +65,19 @@ func TestReadAll(t *testing.T) {
 	f(2*mb, 2*mb, 0, 2*mb, errBodyTooLarge, 3*mb, 20)
 	f(2*mb-1, 2*mb, 0, 2*mb, nil, 3*mb, 20)
 	f(2*mb, 2*mb, 64*kb, 2*mb, errBodyTooLarge, 3*mb, 20)
-	f(2*mb, 2*mb, 8*mb, 2*mb, errBodyTooLarge, 2*mb+1, 3)
+	f(2*mb, 2*mb, 8*mb, 2*mb, errBodyTooLarge, 2*mb+1, 5)
+
+	// A client that announces 10 MB and stalls after 64 KB holds what it sent and the
+	// room of one more step, not what it announced.
+	stalled := io.MultiReader(bytes.NewReader(make([]byte, 64*kb)), iotest.ErrReader(errStalled))
+	res := &reservation{budget: newBudget(1<<30, time.Second)}
+	defer res.release()
+	if _, err := readAll(stalled, nil, 20*mb, res, 10*mb); !errors.Is(err, errStalled) || res.held > 64*kb+readStep {
+		t.Fatalf("a stalled body: %v, %d bytes of budget held", err, res.held)
+	}
 }
+
+var errStalled = errors.New("stalled")
 
 func TestLZString(t *testing.T) {
 	text, err := os.ReadFile("testdata/lz64-vectors.json") // made with the lz-string npm package 1.5.0

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -645,6 +646,36 @@ func TestOverloaded(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if a := env.send(t, "POST", "/batch/", body, nil); a.status != 200 {
 		t.Fatalf("after the budget came back: %d %s", a.status, a.body)
+	}
+}
+
+// Uploads that announce large bodies and stall hold what they sent, not what they
+// announced, and only until the body idle timeout: they neither refuse other clients'
+// bodies nor keep their connections.
+func TestStalledUploads(t *testing.T) {
+	env := newCaptureEnv(t, edge.Config{MaxInflightBytes: 4 << 20, BodyIdleTimeout: 2 * time.Second})
+	var stalled []net.Conn
+	for range 8 { // 8 x 10 MB announced: twenty times the budget
+		conn, err := net.Dial("tcp", strings.TrimPrefix(env.url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "POST /batch/ HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", 10<<20, strings.Repeat(" ", 100<<10))
+		stalled = append(stalled, conn)
+	}
+	time.Sleep(200 * time.Millisecond)
+	body := fmt.Appendf(nil, `{"api_key":%q,"batch":[{"event":"e","distinct_id":"u","properties":{"pad":"%s"}}]}`, env.token, strings.Repeat("x", 500<<10))
+	if a := env.send(t, "POST", "/batch/", body, nil); a.status != 200 {
+		t.Fatalf("a 500 KB body beside the stalled uploads: %d %s", a.status, a.body)
+	}
+	// Each stalled upload is ended within the idle timeout (closed, or reset).
+	for _, conn := range stalled {
+		conn.SetReadDeadline(time.Now().Add(4 * time.Second))
+		var timeout net.Error
+		if _, err := io.ReadAll(conn); errors.As(err, &timeout) && timeout.Timeout() {
+			t.Fatalf("a stalled upload was not ended by the server: %v", err)
+		}
 	}
 }
 

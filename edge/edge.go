@@ -29,9 +29,11 @@ import (
 	"github.com/hedge-analytics/hedge/warehouse"
 )
 
-// The defaults of Config: MaxInflightBytes when it is zero, and the overflow lane's
-// rate and burst that hedge serve starts with (zero turns the lane off).
+// The defaults of Config: BodyIdleTimeout and MaxInflightBytes when they are zero,
+// and the overflow lane's rate and burst that hedge serve starts with (zero turns the
+// lane off).
 const (
+	DefaultBodyIdleTimeout  = 10 * time.Second
 	DefaultMaxInflightBytes = 256 << 20
 	DefaultOverflowRate     = 100
 	DefaultOverflowBurst    = 1000
@@ -46,6 +48,9 @@ type Config struct {
 	// decompressed payloads together; past it capture answers 503 (default
 	// DefaultMaxInflightBytes).
 	MaxInflightBytes int64
+	// BodyIdleTimeout is how long a request body may stop sending before the read fails
+	// and the connection is closed (default DefaultBodyIdleTimeout).
+	BodyIdleTimeout time.Duration
 	// OverflowRate is how many events a second one (project, distinct_id) may send
 	// before its realtime events go to the overflow lane, after a burst of
 	// OverflowBurst; 0 turns the overflow lane off.
@@ -71,6 +76,7 @@ type Server struct {
 	writer   *warehouse.Writer
 	teams    func(string) (int64, bool)
 	budget   *budget
+	bodyIdle time.Duration
 	overflow *overflowLimiter
 	flags    *flags.Store
 	people   *warehouse.Warehouse
@@ -84,10 +90,14 @@ func New(cfg Config) *Server {
 	if cfg.MaxInflightBytes <= 0 {
 		cfg.MaxInflightBytes = DefaultMaxInflightBytes
 	}
+	if cfg.BodyIdleTimeout <= 0 {
+		cfg.BodyIdleTimeout = DefaultBodyIdleTimeout
+	}
 	s := &Server{
 		writer:   cfg.Writer,
 		teams:    cfg.Teams,
 		budget:   newBudget(cfg.MaxInflightBytes, time.Second),
+		bodyIdle: cfg.BodyIdleTimeout,
 		overflow: newOverflowLimiter(cfg.OverflowRate, cfg.OverflowBurst),
 		flags:    cfg.Flags,
 		people:   cfg.People,
@@ -238,7 +248,7 @@ func pooled(b []byte) []byte {
 // capture reads, decodes and commits one request.
 func (s *Server) capture(ctx *fasthttp.RequestCtx, rt route, q *request) *captureError {
 	var err error
-	q.body, err = readBody(ctx, rt.maxBody, &q.res, q.body[:0])
+	q.body, err = readBody(ctx, rt.maxBody, s.bodyIdle, &q.res, q.body[:0])
 	if err != nil {
 		// Unread body bytes would be taken for the next request: drain them, or close.
 		// A client that is still sending when the answer comes gets a reset instead of

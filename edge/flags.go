@@ -180,7 +180,7 @@ func (s *Server) flagsRequest(ctx *fasthttp.RequestCtx, endpoint flagsEndpoint) 
 		requestPool.Put(q)
 	}()
 	var err error
-	q.body, err = readBody(ctx, maxFlagsBody, &q.res, q.body[:0])
+	q.body, err = readBody(ctx, maxFlagsBody, s.bodyIdle, &q.res, q.body[:0])
 	if err != nil {
 		if !errors.Is(err, errBodyTooLarge) || !drain(ctx, maxDrain) {
 			ctx.SetConnectionClose()
