@@ -73,6 +73,7 @@ func serveCommand(args []string, stderr io.Writer) int {
 	fs.IntVar(&cfg.warehouse.Query.MaxBytes, "query-max-bytes", warehouse.DefaultQueryMaxBytes, "about how many bytes of values a query's answer may hold; past it the answer is 400")
 	fs.StringVar(&cfg.warehouse.MemoryLimit, "duckdb-memory-limit", warehouse.DefaultMemoryLimit, "DuckDB's memory_limit; its resident memory runs about 450 MB above it under full ingest load, and large queries run faster with more")
 	fs.Int64Var(&cfg.edge.MaxInflightBytes, "max-inflight-bytes", edge.DefaultMaxInflightBytes, "bytes of request bodies and decompressed payloads held at once, at most; past it capture answers 503")
+	fs.IntVar(&cfg.edge.MaxConnsPerIP, "max-conns-per-ip", edge.DefaultMaxConnsPerIP, "connections one client address may hold open on the capture listener; behind a proxy, which every client shares the address of, raise it")
 	fs.Float64Var(&cfg.edge.OverflowRate, "overflow-rate", edge.DefaultOverflowRate, "events a second one distinct_id of a project may send before its events go to the overflow lane; 0: no overflow lane")
 	fs.Float64Var(&cfg.edge.OverflowBurst, "overflow-burst", edge.DefaultOverflowBurst, "events one distinct_id may send at once before the overflow rate applies")
 	if err := parseFlags(fs, args); err != nil {

@@ -1026,3 +1026,41 @@ func TestLoneSurrogates(t *testing.T) {
 		t.Fatalf("person properties %s %v %v", props, found, err)
 	}
 }
+
+// A half-sent request is closed once the header timeout passes, and one address holds
+// at most MaxConnsPerIP connections: stalled clients cannot hold the listener.
+func TestHalfSentRequests(t *testing.T) {
+	env := newCaptureEnv(t, edge.Config{HeaderTimeout: 300 * time.Millisecond, MaxConnsPerIP: 4})
+	addr := strings.TrimPrefix(env.url, "http://")
+	var conns []net.Conn
+	for range 4 {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "POST /batch/ HTTP/1.1\r\nHost: x\r\n") // never ends its headers
+		conns = append(conns, conn)
+	}
+	time.Sleep(100 * time.Millisecond)
+	fifth, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fifth.Close()
+	fmt.Fprintf(fifth, "GET /_health HTTP/1.1\r\nHost: x\r\n\r\n")
+	fifth.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if answer, _ := io.ReadAll(fifth); !bytes.HasPrefix(answer, []byte("HTTP/1.1 429")) {
+		t.Fatalf("a fifth connection from the same address: %q", answer)
+	}
+	for _, conn := range conns {
+		conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+		var timeout net.Error
+		if _, err := io.ReadAll(conn); errors.As(err, &timeout) && timeout.Timeout() {
+			t.Fatalf("a half-sent request was not closed: %v", err)
+		}
+	}
+	if a := env.send(t, "GET", "/_health", nil, nil); a.status != 200 {
+		t.Fatalf("after the half-sent requests: %d", a.status)
+	}
+}

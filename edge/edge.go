@@ -29,10 +29,12 @@ import (
 	"github.com/hedge-analytics/hedge/warehouse"
 )
 
-// The defaults of Config: BodyIdleTimeout and MaxInflightBytes when they are zero,
-// and the overflow lane's rate and burst that hedge serve starts with (zero turns the
-// lane off).
+// The defaults of Config: the timeouts, MaxConnsPerIP and MaxInflightBytes when they
+// are zero, and the overflow lane's rate and burst that hedge serve starts with (zero
+// turns the lane off).
 const (
+	DefaultHeaderTimeout    = 10 * time.Second
+	DefaultMaxConnsPerIP    = 1000
 	DefaultBodyIdleTimeout  = 10 * time.Second
 	DefaultMaxInflightBytes = 256 << 20
 	DefaultOverflowRate     = 100
@@ -48,6 +50,14 @@ type Config struct {
 	// decompressed payloads together; past it capture answers 503 (default
 	// DefaultMaxInflightBytes).
 	MaxInflightBytes int64
+	// HeaderTimeout is how long a connection may take to send a request's headers
+	// (and the first 64 KB of its body); a half-sent request is closed past it
+	// (default DefaultHeaderTimeout).
+	HeaderTimeout time.Duration
+	// MaxConnsPerIP is how many connections one client address may hold open (default
+	// DefaultMaxConnsPerIP; behind a proxy every client has the proxy's address, so
+	// raise it there).
+	MaxConnsPerIP int
 	// BodyIdleTimeout is how long a request body may stop sending before the read fails
 	// and the connection is closed (default DefaultBodyIdleTimeout).
 	BodyIdleTimeout time.Duration
@@ -90,6 +100,12 @@ func New(cfg Config) *Server {
 	if cfg.MaxInflightBytes <= 0 {
 		cfg.MaxInflightBytes = DefaultMaxInflightBytes
 	}
+	if cfg.HeaderTimeout <= 0 {
+		cfg.HeaderTimeout = DefaultHeaderTimeout
+	}
+	if cfg.MaxConnsPerIP <= 0 {
+		cfg.MaxConnsPerIP = DefaultMaxConnsPerIP
+	}
 	if cfg.BodyIdleTimeout <= 0 {
 		cfg.BodyIdleTimeout = DefaultBodyIdleTimeout
 	}
@@ -114,11 +130,15 @@ func New(cfg Config) *Server {
 		StreamRequestBody:            true,
 		MaxRequestBodySize:           prefetchSize,
 		DisablePreParseMultipartForm: true,
-		ReadTimeout:                  time.Minute, // a 20 MB body over a slow link
-		WriteTimeout:                 30 * time.Second,
-		IdleTimeout:                  2 * time.Minute,
-		CloseOnShutdown:              true,
-		Logger:                       fasthttpLogger{cfg.Logger},
+		// The headers and the first prefetchSize bytes must come within HeaderTimeout;
+		// the rest of a body is read by the handler, as long as its bytes keep coming
+		// (BodyIdleTimeout), so a 20 MB body over a slow link still goes.
+		ReadTimeout:     cfg.HeaderTimeout,
+		MaxConnsPerIP:   cfg.MaxConnsPerIP,
+		WriteTimeout:    30 * time.Second,
+		IdleTimeout:     2 * time.Minute,
+		CloseOnShutdown: true,
+		Logger:          fasthttpLogger{cfg.Logger},
 	}
 	return s
 }
