@@ -3,6 +3,7 @@ package admin
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -122,11 +123,17 @@ func (a *API) batchExportRunRetry(c *fiber.Ctx) error {
 }
 
 // backfill queues the windows of the export that overlap [from, to) and have ended;
-// a span without one is the client's error.
+// a span without one, or with more than a backfill may cover, is the client's error.
 func (a *API) backfill(c *fiber.Ctx, export batchexport.Export, from, to time.Time) (batchexport.Backfill, error) {
 	b, err := a.exports.Backfill(c.UserContext(), export, from, to)
-	if errors.Is(err, batchexport.ErrNoWindows) {
+	var tooMany *batchexport.TooManyWindows
+	switch {
+	case errors.Is(err, batchexport.ErrNoWindows):
 		return b, errValidation("", "invalid_input", "The backfill covers no window of this export that has ended yet.")
+	case errors.As(err, &tooMany):
+		return b, errValidation("start_at", "invalid_input", fmt.Sprintf(
+			"The backfill covers %d windows of this export, and a backfill covers at most %d (a year of 5-minute windows): "+
+				"start it later, or backfill the span in parts.", tooMany.Windows, batchexport.MaxBackfillWindows))
 	}
 	return b, err
 }
@@ -177,7 +184,8 @@ func (a *API) createBackfill(c *fiber.Ctx) (batchexport.Backfill, error) {
 
 // POST .../batch_exports/{id}/backfill/ (batch_export:write)
 // PostHog's first backfill action: {"start_at", "end_at"}, answered with
-// {"backfill_id"}. Runs the windows of the span that have ended, in order.
+// {"backfill_id"}. Runs the windows of the span that have ended, in order; a span of
+// more than batchexport.MaxBackfillWindows windows is refused (400 on start_at).
 func (a *API) batchExportBackfill(c *fiber.Ctx) error {
 	b, err := a.createBackfill(c)
 	if err != nil {

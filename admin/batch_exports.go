@@ -462,7 +462,9 @@ func (a *API) batchExportPause(c *fiber.Ctx) error {
 // 200 with no body, as in PostHog. Unpausing an active export changes nothing;
 // unpausing keeps last_paused_at, and the export resumes from the window that ends
 // next. With {"backfill": true}, as in PostHog, the windows from last_paused_at until
-// now are backfilled.
+// now are backfilled: the backfill is made first, so that a pause too long for one
+// (more than batchexport.MaxBackfillWindows windows) is refused with the export still
+// paused (400 on backfill).
 func (a *API) batchExportUnpause(c *fiber.Ctx) error {
 	e, err := a.exportOfPath(c)
 	if err != nil {
@@ -477,13 +479,20 @@ func (a *API) batchExportUnpause(c *fiber.Ctx) error {
 			return err
 		}
 	}
-	if err := a.exports.SetPaused(ctx, e.ID, false); err != nil {
-		return err
-	}
 	if body.Backfill.Value && e.Paused && e.LastPausedAt != nil {
-		if _, err := a.exports.Backfill(ctx, e, *e.LastPausedAt, a.exports.Now()); err != nil && !errors.Is(err, batchexport.ErrNoWindows) {
+		_, err := a.exports.Backfill(ctx, e, *e.LastPausedAt, a.exports.Now())
+		var tooMany *batchexport.TooManyWindows
+		switch {
+		case errors.As(err, &tooMany):
+			return errValidation("backfill", "invalid_input", fmt.Sprintf(
+				"Backfilling the pause would cover %d windows of this export, and a backfill covers at most %d (a year of 5-minute windows): "+
+					"unpause without backfill, then backfill the pause in parts.", tooMany.Windows, batchexport.MaxBackfillWindows))
+		case err != nil && !errors.Is(err, batchexport.ErrNoWindows):
 			return err
 		}
+	}
+	if err := a.exports.SetPaused(ctx, e.ID, false); err != nil {
+		return err
 	}
 	c.Status(fiber.StatusOK)
 	return nil

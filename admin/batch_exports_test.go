@@ -1,12 +1,16 @@
 package admin
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/hedge-analytics/hedge/batchexport"
+	"github.com/hedge-analytics/hedge/warehouse"
 )
 
 const s3Export = `{"name":"nightly","model":"persons","interval":"day","team_id":1,
@@ -262,5 +266,76 @@ func TestBatchExportEndpointChangeNeedsCredentials(t *testing.T) {
 	}
 	if !strings.Contains(stored, `"aws_access_key_id":"AKIA-NEW"`) || !strings.Contains(stored, `"endpoint_url":"https://s3.example.org"`) {
 		t.Fatalf("stored: %s", stored)
+	}
+}
+
+// A backfill covers at most batchexport.MaxBackfillWindows windows, refused whole
+// with a 400 that names the field to change, however early start_at is; one within
+// the cap answers at once, having queued no more than a first batch of its runs.
+// Meanwhile another tenant's events commit: no backfill fills DuckDB's memory.
+func TestBatchExportBackfillBounds(t *testing.T) {
+	env := serveAPI(t, nil)
+	id := env.must(t, 201, "POST", env.project+"/batch_exports/", env.owner,
+		`{"name":"often","interval":"every 5 minutes","destination":{"type":"Parquet","config":{"path":"often"}}}`)["id"].(string)
+	path := env.project + "/batch_exports/" + id + "/"
+	otherOrg, _ := env.addUser(t, "other@example.com", uuid.Nil, levelOwner, "*")
+	otherTeam, _, err := insertProject(t.Context(), env.warehouse.DB(), otherOrg, "Theirs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, ingested := make(chan struct{}), make(chan error, 1)
+	go func() {
+		var failure error
+		for n := 0; ; n++ {
+			select {
+			case <-stop:
+				ingested <- failure
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			batch := &warehouse.Batch{Lane: warehouse.LaneRealtime}
+			for i := range 50 {
+				batch.Events = append(batch.Events, warehouse.Event{UUID: uuid.Must(uuid.NewV7()), TeamID: otherTeam, Name: "$pageview",
+					DistinctID: fmt.Sprint(i), Timestamp: time.Now(), Properties: `{"n": 1}`})
+			}
+			if err := env.warehouse.Writer().Submit(batch); err != nil && failure == nil {
+				failure = fmt.Errorf("commit %d of the other tenant's events: %w", n, err)
+			}
+		}
+	}()
+
+	now := time.Now().UTC()
+	span := func(from, to time.Time) string {
+		return fmt.Sprintf(`{"start_at": %q, "end_at": %q}`, from.Format(time.RFC3339), to.Format(time.RFC3339))
+	}
+	const tooMany = `"type":"validation_error","code":"invalid_input"`
+	env.run(t, []scenario{
+		{name: "more than a year of 5-minute windows", method: "POST", path: path + "backfills/", key: env.owner,
+			body: span(now.Add(-400*24*time.Hour), now), status: 400, want: []string{tooMany, `"attr":"start_at"`, `at most 105408`}},
+		{name: "from year 1", method: "POST", path: path + "backfill/", key: env.owner,
+			body: span(time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), now), status: 400, want: []string{tooMany, `"attr":"start_at"`}},
+	})
+	year := env.must(t, 201, "POST", path+"backfills/", env.owner, span(now.Add(-365*24*time.Hour), now))
+	if total := int(year["total_runs"].(float64)); total < 365*288 || total > 365*288+1 || year["status"] != "Running" {
+		t.Fatalf("a year's backfill: %v", year)
+	}
+	var runs int
+	if err := env.warehouse.DB().QueryRow(`SELECT count(*) FROM meta.batch_export_runs WHERE backfill_id = ?`, year["id"]).Scan(&runs); err != nil || runs != batchexport.DefaultMaxQueuedRuns {
+		t.Fatalf("a year's backfill queued %d runs at once (%v), want its first batch of %d", runs, err, batchexport.DefaultMaxQueuedRuns)
+	}
+
+	// An unpause that would backfill a pause of years is refused before it unpauses.
+	if _, err := env.warehouse.DB().Exec(`UPDATE meta.batch_exports SET paused = true, last_paused_at = ? WHERE id = ?`,
+		now.Add(-2*365*24*time.Hour), id); err != nil {
+		t.Fatal(err)
+	}
+	env.run(t, []scenario{
+		{name: "unpause with a backfill of years", method: "POST", path: path + "unpause/", key: env.owner, body: `{"backfill": true}`,
+			status: 400, want: []string{tooMany, `"attr":"backfill"`}},
+		{name: "still paused", method: "GET", path: path, key: env.owner, status: 200, want: []string{`"paused":true`}},
+	})
+	close(stop)
+	if err := <-ingested; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -133,7 +133,7 @@ func TestS3DialRefusesNonPublicAddresses(t *testing.T) {
 		"mapped.hedge.test":   {"::ffff:127.0.0.1"},
 		"sixto4.hedge.test":   {"2002:7f00:1::1"},
 	})
-	env := newExportEnvWith(t, func(p *batchexport.Policy) { p.AllowPrivateEndpoints, p.Resolver = false, resolver })
+	env := newExportEnvWith(t, func(c *batchexport.Config) { c.Policy.AllowPrivateEndpoints, c.Policy.Resolver = false, resolver })
 	env.ingest(t, env.at(time.Minute), testEvent{"$pageview", "u1", env.at(time.Minute), "", ""})
 	hosts := []string{"loopback", "cgnat", "bench", "nat64", "compat", "mapped", "sixto4", "missing"}
 	exports := map[string]string{}
@@ -181,7 +181,7 @@ func parquetDestination(path string) string {
 // directory reads that project's rows only.
 func TestParquetExportsStayInTheirProject(t *testing.T) {
 	root := t.TempDir()
-	env := newExportEnvWith(t, func(p *batchexport.Policy) { p.ParquetRoots = []string{root} })
+	env := newExportEnvWith(t, func(c *batchexport.Config) { c.Policy.ParquetRoots = []string{root} })
 	intruder := env.createProject(t, "Intruder")
 	owner := env.team
 	ownDir := filepath.Join(env.dataDir, "exports", fmt.Sprint(owner), "exports-a")
@@ -240,7 +240,7 @@ func TestParquetExportsStayInTheirProject(t *testing.T) {
 // and says so in the terms of the export's path.
 func TestParquetExportFollowsNoLinkOut(t *testing.T) {
 	root := t.TempDir()
-	env := newExportEnvWith(t, func(p *batchexport.Policy) { p.ParquetRoots = []string{root} })
+	env := newExportEnvWith(t, func(c *batchexport.Config) { c.Policy.ParquetRoots = []string{root} })
 	intruder := env.createProject(t, "Intruder")
 	ownerDir := filepath.Join(env.dataDir, "exports", fmt.Sprint(env.team), "exports-a")
 	intruderDir := filepath.Join(env.dataDir, "exports", fmt.Sprint(intruder))
@@ -387,7 +387,7 @@ func TestS3ErrorsInTheExportsTerms(t *testing.T) {
 	_, closedPort, _ := net.SplitHostPort(closed.Addr().String())
 	closed.Close()
 	resolver := startDNS(t, map[string][]string{"closed.hedge.test": {"127.0.0.1"}})
-	env := newExportEnvWith(t, func(p *batchexport.Policy) { p.Resolver = resolver })
+	env := newExportEnvWith(t, func(c *batchexport.Config) { c.Policy.Resolver = resolver })
 	env.ingest(t, env.at(time.Minute), testEvent{"$pageview", "u1", env.at(time.Minute), "", ""})
 	object := fmt.Sprintf("team_id=%d/date=%s/", env.team, env.at(time.Minute).Format(time.DateOnly))
 	cases := []struct{ endpoint, want, export string }{

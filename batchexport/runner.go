@@ -9,6 +9,13 @@
 // runs table is the queue and the record at once: see the Status constants for a
 // run's life. A window has one run and one set of file names, so a retry or a
 // backfill of it overwrites what was there: a destination never holds a window twice.
+//
+// Runs are queued a bounded batch at a time: the schedule of an export, and each
+// backfill, has at most Config.MaxQueuedRuns runs unfinished, and queues its next
+// windows as earlier ones finish, each batch in one statement of a transaction of its
+// own. Windows are counted, never listed: no span of time, however long, is held in
+// memory or written in one transaction, where it would take the DuckDB memory that
+// every project's ingestion shares.
 package batchexport
 
 import (
@@ -18,6 +25,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/hedge-analytics/hedge/warehouse"
@@ -25,9 +33,10 @@ import (
 
 // The defaults of Config.
 const (
-	DefaultTick         = 10 * time.Second
-	DefaultMaxAttempts  = 8
-	DefaultRetryBackoff = 30 * time.Second
+	DefaultTick          = 10 * time.Second
+	DefaultMaxAttempts   = 8
+	DefaultRetryBackoff  = 30 * time.Second
+	DefaultMaxQueuedRuns = 100
 )
 
 // Config is what the Runner needs. Zero values take the defaults noted on each field.
@@ -42,6 +51,11 @@ type Config struct {
 	// RetryBackoff is the wait before a failed run's second attempt, doubled for each
 	// further one, at most an hour (default 30s).
 	RetryBackoff time.Duration
+	// MaxQueuedRuns bounds the unfinished runs of the schedule of an export, and of
+	// each backfill (default 100): the next windows are queued as earlier runs finish.
+	// It is also the most runs one transaction adds: a hundred runs take DuckDB some
+	// 3 MB while the transaction lasts.
+	MaxQueuedRuns int
 	// Now is the clock that decides which windows have ended (default time.Now); it
 	// must be the warehouse's clock.
 	Now    func() time.Time
@@ -54,6 +68,10 @@ type Runner struct {
 	cfg  Config
 	db   *sql.DB
 	wake chan struct{}
+	// queueMu orders the transactions that queue runs (Backfill, the schedule, the
+	// backfills' next windows) against Delete: none of them queues a run of an export
+	// that Delete has deleted, and they write one at a time.
+	queueMu sync.Mutex
 	// cancel and done are set by Start: they stop the loop and tell it stopped.
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -70,6 +88,9 @@ func New(cfg Config) *Runner {
 	}
 	if cfg.RetryBackoff <= 0 {
 		cfg.RetryBackoff = DefaultRetryBackoff
+	}
+	if cfg.MaxQueuedRuns <= 0 {
+		cfg.MaxQueuedRuns = DefaultMaxQueuedRuns
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -134,32 +155,50 @@ func (r *Runner) loop(ctx context.Context) {
 	}
 }
 
-// tick schedules the windows that have ended, then runs every run that is due.
+// tick queues the windows that are due, of the schedules and of the backfills, then
+// runs every run that is due, and again for as long as runs finish: a finished run
+// makes room for the next window of its schedule or backfill.
 func (r *Runner) tick(ctx context.Context) error {
-	if err := r.schedule(ctx); err != nil {
-		return err
-	}
 	for ctx.Err() == nil {
-		run, ok, err := r.next(ctx)
-		if err != nil || !ok {
+		if err := r.queue(ctx); err != nil {
 			return err
 		}
-		if err := r.execute(ctx, run); err != nil {
-			return err
+		ran := false
+		for ctx.Err() == nil {
+			run, ok, err := r.next(ctx)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				break
+			}
+			if err := r.execute(ctx, run); err != nil {
+				return err
+			}
+			ran = true
+		}
+		if !ran {
+			return nil
 		}
 	}
 	return nil
 }
 
-// maxWindowsPerTick bounds the runs one tick adds for one export (a 5-minute export
-// after a long stop has many windows to catch up on); the next tick adds the rest.
-const maxWindowsPerTick = 1000
+// queue queues the windows of the schedules, then those of the backfills.
+func (r *Runner) queue(ctx context.Context) error {
+	if err := r.schedule(ctx); err != nil {
+		return err
+	}
+	return r.queueBackfills(ctx)
+}
 
-// schedule records a run for each window of each active export that has ended since
-// the export's last scheduled window. A window is due when it lies within the export's
-// start_at and end_at, and ended after the export was created and after it was last
-// unpaused: windows that end while an export is paused are skipped, as in PostHog (a
-// backfill covers them on request).
+// schedule queues the windows of each active export that have ended since the
+// export's last scheduled window, as many as fit under MaxQueuedRuns. A window is due
+// when it lies within the export's start_at and end_at, and ended after the export was
+// created and after it was last unpaused: windows that end while an export is paused
+// are skipped, as in PostHog (a backfill covers them on request). An export that is
+// further behind than MaxBackfillWindows windows (hedge was stopped that long) skips
+// the older ones too, and the log says which.
 func (r *Runner) schedule(ctx context.Context) error {
 	exports, err := r.activeExports(ctx)
 	if err != nil {
@@ -168,7 +207,7 @@ func (r *Runner) schedule(ctx context.Context) error {
 	now := r.cfg.Now().UTC()
 	for _, e := range exports {
 		length, ok := intervalLengths[e.interval]
-		if !ok {
+		if !ok || e.unfinished >= r.cfg.MaxQueuedRuns {
 			continue
 		}
 		// The first window to add starts at or after each of these.
@@ -182,18 +221,21 @@ func (r *Runner) schedule(ctx context.Context) error {
 		if e.scheduledThrough != nil {
 			first = later(first, alignUp(*e.scheduledThrough, length))
 		}
-		var windows []Window
-		for start := first; len(windows) < maxWindowsPerTick; start = start.Add(length) {
-			end := start.Add(length)
-			if end.After(now) || (e.endAt != nil && end.After(*e.endAt)) {
-				break
-			}
-			windows = append(windows, Window{Start: start, End: end})
+		// The last window to add ends at or before each of these.
+		end := alignDown(now, length)
+		if e.endAt != nil && e.endAt.Before(end) {
+			end = alignDown(*e.endAt, length)
 		}
-		if len(windows) == 0 {
+		if oldest := addWindows(end, -MaxBackfillWindows, length); first.Before(oldest) {
+			r.cfg.Logger.Warn("batch export schedule skipped windows: it is further behind than a backfill may reach",
+				"export", e.id, "skipped", windowsBetween(first, oldest, length), "from", first, "to", oldest)
+			first = oldest
+		}
+		n := min(windowsBetween(first, end, length), int64(r.cfg.MaxQueuedRuns-e.unfinished))
+		if n <= 0 {
 			continue
 		}
-		if err := r.addScheduledRuns(ctx, e, windows, now); err != nil {
+		if err := r.addScheduledRuns(ctx, e, first, n, length, now); err != nil {
 			return err
 		}
 	}

@@ -72,9 +72,9 @@ func newExportEnv(t *testing.T) *exportEnv {
 	return newExportEnvWith(t, nil)
 }
 
-// newExportEnvWith is newExportEnv with a policy that policy changes (loopback S3
-// endpoints are allowed unless it says otherwise).
-func newExportEnvWith(t *testing.T, policy func(*batchexport.Policy)) *exportEnv {
+// newExportEnvWith is newExportEnv with a runner's config that configure changes
+// (loopback S3 endpoints are allowed unless it says otherwise).
+func newExportEnvWith(t *testing.T, configure func(*batchexport.Config)) *exportEnv {
 	t.Helper()
 	ctx := context.Background()
 	dataDir := t.TempDir()
@@ -92,12 +92,11 @@ func newExportEnvWith(t *testing.T, policy func(*batchexport.Policy)) *exportEnv
 		t.Fatal(err)
 	}
 	env.key, env.team, env.org = boot.PersonalAPIKey, boot.ProjectID, boot.OrganizationID
-	p := batchexport.Policy{DataDir: dataDir, AllowPrivateEndpoints: true}
-	if policy != nil {
-		policy(&p)
+	env.config = batchexport.Config{Warehouse: env.wh, Policy: batchexport.Policy{DataDir: dataDir, AllowPrivateEndpoints: true},
+		Tick: time.Hour, MaxAttempts: 3, RetryBackoff: time.Second, Now: env.clock.Now, Logger: log}
+	if configure != nil {
+		configure(&env.config)
 	}
-	env.config = batchexport.Config{Warehouse: env.wh, Policy: p, Tick: time.Hour,
-		MaxAttempts: 3, RetryBackoff: time.Second, Now: env.clock.Now, Logger: log}
 	env.startRunner(t)
 	api, err := admin.New(ctx, admin.Config{Warehouse: env.wh, Exports: env.runner, Logger: log})
 	if err != nil {
@@ -614,5 +613,86 @@ func TestRunLeftRunningRunsAgain(t *testing.T) {
 	}
 	if got := checkEventFiles(t, dir); !slices.Equal(got, want) {
 		t.Fatalf("exported again: %v, want %v", got, want)
+	}
+}
+
+// An export that is days behind (hedge was stopped) catches up a bounded batch of
+// windows at a time, each created in a small transaction, while another tenant's
+// events keep committing.
+func TestScheduleCatchUpLeavesIngestionAlone(t *testing.T) {
+	env := newExportEnv(t)
+	export := env.createExport(t, "events", `{"type": "Parquet", "config": {"path": "behind"}}`)
+	env.settle(t, export, env.at(6*time.Minute), completed(1))
+	other := env.createProject(t, "Other")
+
+	// Four days later: 1152 windows have ended since.
+	env.clock.Set(env.at(4*24*time.Hour + 6*time.Minute))
+	env.runner.Wake()
+	var ingestErr error
+	deadline := time.Now().Add(30 * time.Second)
+	for n := 0; ; n++ {
+		batch := &warehouse.Batch{Lane: warehouse.LaneRealtime}
+		for i := range 50 {
+			batch.Events = append(batch.Events, warehouse.Event{UUID: uuid.Must(uuid.NewV7()), TeamID: other, Name: "$pageview",
+				DistinctID: fmt.Sprint(i), Timestamp: env.clock.Now(), Properties: `{"n": 1}`})
+		}
+		if err := env.wh.Writer().Submit(batch); err != nil && ingestErr == nil {
+			ingestErr = fmt.Errorf("commit %d of the other tenant's events: %w", n, err)
+		}
+		var all, done int
+		if err := env.wh.DB().QueryRow(`SELECT count(*), count(*) FILTER (WHERE status = 'Completed') FROM meta.batch_export_runs`).Scan(&all, &done); err != nil {
+			t.Fatal(err)
+		}
+		if all-done > 100 {
+			t.Fatalf("%d runs queued at once, want at most 100", all-done)
+		}
+		if done > 3 && n >= 20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the schedule did not catch up: %d runs, %d completed", all, done)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	env.must(t, 200, "POST", export+"pause/", "")
+	if ingestErr != nil {
+		t.Fatal(ingestErr)
+	}
+}
+
+// A running runner works through a backfill larger than MaxQueuedRuns without waiting
+// for its next tick: each finished run makes room for the next window, and no more
+// than MaxQueuedRuns of them are ever queued.
+func TestBackfillRunsThroughInBatches(t *testing.T) {
+	env := newExportEnvWith(t, func(c *batchexport.Config) { c.MaxQueuedRuns = 3 })
+	export := env.createExport(t, "events", `{"type": "Parquet", "config": {"path": "batches"}}`)
+	env.ingest(t, env.at(-22*time.Minute), testEvent{"$pageview", "u1", env.at(-22 * time.Minute), "", ""})
+	env.clock.Set(env.at(time.Minute))
+	b := env.must(t, 201, "POST", export+"backfills/", fmt.Sprintf(`{"start_at": %q, "end_at": %q}`,
+		env.at(-50*time.Minute).Format(time.RFC3339), env.at(0).Format(time.RFC3339)))
+	if b["total_runs"] != float64(10) {
+		t.Fatalf("a backfill of ten windows: %v", b)
+	}
+	most := 0
+	runs := env.settle(t, export, env.at(time.Minute), func(runs []runRecord) bool {
+		queued := 0
+		for _, r := range runs {
+			if r.Status != "Completed" {
+				queued++
+			}
+		}
+		most = max(most, queued)
+		return completed(10)(runs)
+	})
+	if most > 3 {
+		t.Fatalf("%d runs were queued at once, want at most 3", most)
+	}
+	if got := env.describeRuns(runs); !strings.Contains(got, "-25--20:Completed:1 ") {
+		t.Fatalf("the backfill's runs: %s", got)
+	}
+	var list struct{ Results []map[string]any }
+	if env.call(t, "GET", export+"backfills/", "", &list); len(list.Results) != 1 || list.Results[0]["status"] != "Completed" ||
+		list.Results[0]["total_runs"] != float64(10) || list.Results[0]["finished_at"] == nil {
+		t.Fatalf("the backfill once run: %v", list.Results)
 	}
 }

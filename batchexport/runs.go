@@ -176,9 +176,11 @@ func (r *Runner) Runs(ctx context.Context, f RunFilter) ([]Run, bool, error) {
 	return runs, more, nil
 }
 
-// Backfill is PostHog's backfill: the windows of [start_at, end_at) queued at once.
-// Status sums up its runs: Running while any is queued or running, then Failed if any
-// failed, Cancelled if any was cancelled, else Completed.
+// Backfill is PostHog's backfill: the windows of [start_at, end_at) that had ended
+// when it was made, queued a batch at a time as earlier ones finish (MaxQueuedRuns).
+// TotalRuns is the runs it has queued and the windows it has yet to queue. Status sums
+// up both: Running while a window is yet to be queued or a run is queued or running,
+// then Failed if any run failed, Cancelled if any was cancelled, else Completed.
 type Backfill struct {
 	ID          string     `json:"id"`
 	BatchExport string     `json:"batch_export"`
@@ -191,19 +193,22 @@ type Backfill struct {
 	FinishedAt  *time.Time `json:"finished_at"`
 }
 
+// backfillLeft is how many windows a backfill f has yet to queue.
+const backfillLeft = `greatest(date_diff('second', f.queued_through, f.windows_end) // f.window_seconds, 0)`
+
 // backfillColumns reads a backfill and sums up its runs; its arguments are the
 // statuses of an unfinished run, then Failed, then Cancelled, then the unfinished
 // statuses again.
 const backfillColumns = `SELECT f.id::VARCHAR, f.batch_export_id::VARCHAR, f.team_id, f.start_at, f.end_at, f.created_at,
-	count(r.id),
-	CASE WHEN count(*) FILTER (WHERE list_contains(?::VARCHAR[], r.status)) > 0 THEN 'Running'
+	count(r.id) + ` + backfillLeft + `,
+	CASE WHEN count(*) FILTER (WHERE list_contains(?::VARCHAR[], r.status)) > 0 OR ` + backfillLeft + ` > 0 THEN 'Running'
 		WHEN count(*) FILTER (WHERE r.status = ?) > 0 THEN 'Failed'
 		WHEN count(*) FILTER (WHERE r.status = ?) > 0 THEN 'Cancelled'
 		ELSE 'Completed' END,
-	CASE WHEN count(*) FILTER (WHERE list_contains(?::VARCHAR[], r.status)) = 0 THEN max(r.finished_at) END
+	CASE WHEN count(*) FILTER (WHERE list_contains(?::VARCHAR[], r.status)) = 0 AND ` + backfillLeft + ` = 0 THEN max(r.finished_at) END
 	FROM meta.batch_export_backfills f LEFT JOIN meta.batch_export_runs r ON r.backfill_id = f.id`
 
-const backfillGroup = ` GROUP BY f.id, f.batch_export_id, f.team_id, f.start_at, f.end_at, f.created_at`
+const backfillGroup = ` GROUP BY f.id, f.batch_export_id, f.team_id, f.start_at, f.end_at, f.created_at, f.queued_through, f.windows_end, f.window_seconds`
 
 // unfinished are the statuses of a run that will run (again).
 var unfinished = []string{StatusStarting, StatusRunning, StatusFailedRetryable}
@@ -231,44 +236,147 @@ func (r *Runner) Backfills(ctx context.Context, exportID string, limit, offset i
 // ErrNoWindows is a backfill that covers no window of its export that has ended.
 var ErrNoWindows = errors.New("the backfill covers no window of this export that has ended yet")
 
+// MaxBackfillWindows bounds the windows of one backfill, and how far back the schedule
+// of an export catches up: a leap year of windows of the shortest interval, 5 minutes
+// (105,408), so that one backfill of any interval covers a year. A backfill over more
+// windows is refused whole (TooManyWindows), never cut short: a longer span is
+// backfilled in parts. Queuing is bounded apart from this (MaxQueuedRuns): the cap
+// bounds the work one request asks for, and the rows it adds to the runs table.
+const MaxBackfillWindows = 366 * 24 * 12
+
+// TooManyWindows is a backfill over more than MaxBackfillWindows windows.
+type TooManyWindows struct {
+	// Windows is how many windows the backfill covers.
+	Windows int64
+}
+
+func (e *TooManyWindows) Error() string {
+	return fmt.Sprintf("the backfill covers %d windows of this export, more than the %d a backfill may cover", e.Windows, MaxBackfillWindows)
+}
+
 // Backfill queues a run for each window of the export that overlaps [from, to) and
-// has ended (ErrNoWindows if there is none). A window that has a run already runs
-// again under that run, so its files are overwritten, never doubled; a run that is
-// Running right now is left to finish and not queued again.
+// has ended: ErrNoWindows if there is none, TooManyWindows if there are more than
+// MaxBackfillWindows. It records the backfill with its first batch of runs; the Runner
+// queues the rest as earlier ones finish, so that no backfill holds more than
+// MaxQueuedRuns in the queue, or writes more in one transaction. A window that has a
+// run already runs again under that run, so its files are overwritten, never doubled;
+// a run that is Running when the backfill reaches it is left to finish and not queued
+// again. A backfill of a deleted export queues nothing.
 func (r *Runner) Backfill(ctx context.Context, e Export, from, to time.Time) (Backfill, error) {
 	now := r.Now().UTC()
-	windows := Windows(e.Interval, from, to, now)
-	if len(windows) == 0 {
+	first, end, n := backfillSpan(e.Interval, from, to, now)
+	switch {
+	case n == 0:
 		return Backfill{}, ErrNoWindows
+	case n > MaxBackfillWindows:
+		return Backfill{}, &TooManyWindows{Windows: n}
 	}
-	id := uuid.Must(uuid.NewV7()).String()
+	length := intervalLengths[e.Interval]
+	b := pendingBackfill{id: uuid.Must(uuid.NewV7()).String(), export: e.ID, length: length, queuedThrough: first, end: end}
+	r.queueMu.Lock()
 	err := r.inTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO meta.batch_export_backfills VALUES (?, ?, ?, ?, ?, ?)`,
-			id, e.ID, e.TeamID, from, to, now); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO meta.batch_export_backfills (id, batch_export_id, team_id, start_at, end_at, created_at,
+			window_seconds, queued_through, windows_end) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			b.id, e.ID, e.TeamID, from, to, now, int64(length/time.Second), first, end); err != nil {
 			return err
 		}
-		for _, w := range windows {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO meta.batch_export_runs (id, batch_export_id, team_id, data_interval_start, data_interval_end,
-					status, backfill_id, created_at, last_updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-				ON CONFLICT (batch_export_id, data_interval_start, data_interval_end) DO UPDATE SET status = excluded.status, attempts = 0,
-					latest_error = NULL, next_attempt_at = NULL, finished_at = NULL, backfill_id = excluded.backfill_id,
-					last_updated_at = excluded.last_updated_at
-				WHERE batch_export_runs.status <> ?`,
-				uuid.Must(uuid.NewV7()).String(), e.ID, e.TeamID, w.Start, w.End, StatusStarting, id, now, now, StatusRunning); err != nil {
-				return err
-			}
-		}
-		return nil
+		return r.queueBackfill(ctx, tx, b, now)
 	})
+	r.queueMu.Unlock()
 	if err != nil {
 		return Backfill{}, fmt.Errorf("cannot backfill batch export %s: %w", e.ID, err)
 	}
 	r.Wake()
-	b, err := scanBackfill(r.db.QueryRowContext(ctx, backfillColumns+` WHERE f.id = ?`+backfillGroup, backfillArgs(id)...))
+	backfill, err := scanBackfill(r.db.QueryRowContext(ctx, backfillColumns+` WHERE f.id = ?`+backfillGroup, backfillArgs(b.id)...))
 	if err != nil {
-		return b, fmt.Errorf("cannot read backfill %s: %w", id, err)
+		return backfill, fmt.Errorf("cannot read backfill %s: %w", b.id, err)
 	}
-	return b, nil
+	return backfill, nil
+}
+
+// pendingBackfill is a backfill with windows yet to queue: its windows of length
+// from queuedThrough to end, and how many of its runs are unfinished.
+type pendingBackfill struct {
+	id, export         string
+	length             time.Duration
+	queuedThrough, end time.Time
+	unfinished         int
+}
+
+// queueBackfill queues, in tx, the next windows of b that fit under MaxQueuedRuns, and
+// records how far b has queued.
+func (r *Runner) queueBackfill(ctx context.Context, tx *sql.Tx, b pendingBackfill, now time.Time) error {
+	n := min(int64(r.cfg.MaxQueuedRuns-b.unfinished), windowsBetween(b.queuedThrough, b.end, b.length))
+	if n <= 0 {
+		return nil
+	}
+	if err := insertRuns(ctx, tx, b.export, &b.id, b.queuedThrough, n, b.length, now); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE meta.batch_export_backfills SET queued_through = ? WHERE id = ?`,
+		addWindows(b.queuedThrough, n, b.length), b.id)
+	return err
+}
+
+// queueBackfills queues the next windows of each backfill of an active export that has
+// windows yet to queue and fewer than MaxQueuedRuns runs unfinished, oldest backfill
+// first, each batch in a transaction of its own.
+func (r *Runner) queueBackfills(ctx context.Context) error {
+	pending, err := records.All(ctx, r.db, "the backfills to queue", func(row records.Scanner) (pendingBackfill, error) {
+		var b pendingBackfill
+		var seconds int64
+		err := row.Scan(&b.id, &b.export, &seconds, &b.queuedThrough, &b.end, &b.unfinished)
+		b.length, b.queuedThrough, b.end = time.Duration(seconds)*time.Second, b.queuedThrough.UTC(), b.end.UTC()
+		return b, err
+	}, `SELECT f.id::VARCHAR, f.batch_export_id::VARCHAR, f.window_seconds, f.queued_through, f.windows_end,
+			(SELECT count(*) FROM meta.batch_export_runs r WHERE r.backfill_id = f.id AND list_contains(?::VARCHAR[], r.status))
+		FROM meta.batch_export_backfills f JOIN meta.batch_exports b ON b.id = f.batch_export_id
+		WHERE f.queued_through < f.windows_end AND NOT b.deleted AND NOT b.paused
+		ORDER BY f.created_at, f.id`, unfinished)
+	if err != nil {
+		return err
+	}
+	now := r.cfg.Now().UTC()
+	for _, b := range pending {
+		if b.unfinished >= r.cfg.MaxQueuedRuns {
+			continue
+		}
+		r.queueMu.Lock()
+		err := r.inTx(ctx, func(tx *sql.Tx) error { return r.queueBackfill(ctx, tx, b, now) })
+		r.queueMu.Unlock()
+		if err != nil {
+			return fmt.Errorf("cannot queue the windows of backfill %s: %w", b.id, err)
+		}
+	}
+	return nil
+}
+
+// insertRuns creates, in tx and in one statement, the runs of the n windows of length
+// from first, of the export unless it is deleted. backfill is the backfill that queues
+// them, or nil for the schedule. A window that has a run keeps it: the schedule leaves
+// that run be; a backfill queues it again (unless it is running) under itself, its
+// attempts and outcome cleared.
+func insertRuns(ctx context.Context, tx *sql.Tx, exportID string, backfill *string, first time.Time, n int64, length time.Duration, now time.Time) error {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = uuid.Must(uuid.NewV7()).String()
+	}
+	seconds := int64(length / time.Second)
+	onConflict, args := `DO NOTHING`, []any(nil)
+	if backfill != nil {
+		onConflict = `DO UPDATE SET status = excluded.status, attempts = 0, latest_error = NULL, next_attempt_at = NULL,
+			finished_at = NULL, backfill_id = excluded.backfill_id, last_updated_at = excluded.last_updated_at
+			WHERE batch_export_runs.status <> ?`
+		args = []any{StatusRunning}
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO meta.batch_export_runs (id, batch_export_id, team_id, data_interval_start, data_interval_end,
+			status, backfill_id, created_at, last_updated_at)
+		SELECT w.id::UUID, b.id, b.team_id, ?::TIMESTAMPTZ + to_seconds(w.i * ?), ?::TIMESTAMPTZ + to_seconds((w.i + 1) * ?), ?, ?::UUID, ?, ?
+		FROM (SELECT unnest(?::VARCHAR[]) AS id, generate_subscripts(?::VARCHAR[], 1) - 1 AS i) w, meta.batch_exports b
+		WHERE b.id = ? AND NOT b.deleted
+		ON CONFLICT (batch_export_id, data_interval_start, data_interval_end) `+onConflict,
+		append([]any{first, seconds, first, seconds, StatusStarting, backfill, now, now, ids, ids, exportID}, args...)...)
+	return err
 }
 
 // SetPaused pauses or unpauses an export; only a change of state writes. A real pause
@@ -291,9 +399,12 @@ func (r *Runner) SetPaused(ctx context.Context, id string, paused bool) error {
 
 // Delete deletes an export softly (its row and its runs stay, out of the API's sight)
 // and cancels its queued runs, in one transaction: no run of a deleted export starts
-// after Delete returns, and the record says why.
+// after Delete returns, and the record says why. Its schedule and its backfills queue
+// no window after it either.
 func (r *Runner) Delete(ctx context.Context, id string) error {
 	now := r.Now().UTC()
+	r.queueMu.Lock()
+	defer r.queueMu.Unlock()
 	err := r.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE meta.batch_exports SET deleted = true, last_updated_at = ? WHERE id = ?`, now, id); err != nil {
 			return err
@@ -335,12 +446,13 @@ func (r *Runner) requeueRunning(ctx context.Context) error {
 // scheduled is what scheduling needs of an active export.
 type scheduled struct {
 	id                      string
-	team                    int64
 	interval                string
 	createdAt               time.Time
 	startAt, endAt, resumed *time.Time
 	// scheduledThrough is the end of its last scheduled window, nil before the first.
 	scheduledThrough *time.Time
+	// unfinished is how many runs the schedule queued that are not finished.
+	unfinished int
 }
 
 // activeExports are the exports that are neither paused nor deleted, with how far
@@ -348,28 +460,28 @@ type scheduled struct {
 func (r *Runner) activeExports(ctx context.Context) ([]scheduled, error) {
 	return records.All(ctx, r.db, "the batch exports to schedule", func(row records.Scanner) (scheduled, error) {
 		var e scheduled
-		err := row.Scan(&e.id, &e.team, &e.interval, &e.createdAt, &e.startAt, &e.endAt, &e.resumed, &e.scheduledThrough)
+		err := row.Scan(&e.id, &e.interval, &e.createdAt, &e.startAt, &e.endAt, &e.resumed, &e.scheduledThrough, &e.unfinished)
 		return e, err
-	}, `SELECT b.id::VARCHAR, b.team_id, b."interval", b.created_at, b.start_at, b.end_at, b.resumed_at, s.scheduled_through
+	}, `SELECT b.id::VARCHAR, b."interval", b.created_at, b.start_at, b.end_at, b.resumed_at, s.scheduled_through,
+			(SELECT count(*) FROM meta.batch_export_runs r
+				WHERE r.batch_export_id = b.id AND r.backfill_id IS NULL AND list_contains(?::VARCHAR[], r.status))
 		FROM meta.batch_exports b LEFT JOIN meta.batch_export_schedules s ON s.batch_export_id = b.id
-		WHERE NOT b.deleted AND NOT b.paused`)
+		WHERE NOT b.deleted AND NOT b.paused`, unfinished)
 }
 
-// addScheduledRuns records the runs of windows and how far the export is scheduled,
-// in one transaction. A window that already has a run (a backfill got there first)
-// keeps it.
-func (r *Runner) addScheduledRuns(ctx context.Context, e scheduled, windows []Window, now time.Time) error {
+// addScheduledRuns records the runs of the n windows of length from first and how far
+// the export is scheduled, in one transaction. A window that already has a run (a
+// backfill got there first) keeps it.
+func (r *Runner) addScheduledRuns(ctx context.Context, e scheduled, first time.Time, n int64, length time.Duration, now time.Time) error {
+	r.queueMu.Lock()
+	defer r.queueMu.Unlock()
 	err := r.inTx(ctx, func(tx *sql.Tx) error {
-		for _, w := range windows {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO meta.batch_export_runs (id, batch_export_id, team_id, data_interval_start, data_interval_end,
-				status, created_at, last_updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-				uuid.Must(uuid.NewV7()).String(), e.id, e.team, w.Start, w.End, StatusStarting, now, now); err != nil {
-				return err
-			}
+		if err := insertRuns(ctx, tx, e.id, nil, first, n, length, now); err != nil {
+			return err
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO meta.batch_export_schedules VALUES (?, ?)
 			ON CONFLICT (batch_export_id) DO UPDATE SET scheduled_through = excluded.scheduled_through`,
-			e.id, windows[len(windows)-1].End)
+			e.id, addWindows(first, n, length))
 		return err
 	})
 	if err != nil {

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/hedge-analytics/hedge/schemas"
 )
@@ -217,5 +220,36 @@ func TestMigrateRunErrors(t *testing.T) {
 	}
 	if strings.Join(errs, "|") != "hedge could not export this window: an error of hedge itself, which its log records|" {
 		t.Fatalf("run errors after the migration: %q", errs)
+	}
+}
+
+// Migration 12 records the backfills of earlier hedges, which queued every window at
+// once, as having queued them all, with the length of their export's windows.
+func TestMigrateBackfillQueue(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "hedge.duckdb")
+	w := openBefore(t, path, 12)
+	export := uuid.NewString()
+	if _, err := w.DB().Exec(`INSERT INTO meta.batch_exports (id, team_id, name, model, destination_type, destination_config, "interval",
+		created_at, last_updated_at) VALUES (?, 1, 'x', 'events', 'Parquet', '{}', 'day', now(), now())`, export); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.DB().Exec(`INSERT INTO meta.batch_export_backfills VALUES (uuid(), ?, 1, '2026-01-01', '2026-01-03', now())`, export); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	w, err := Open(ctx, Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var seconds int64
+	var queued, end, endAt time.Time
+	if err := w.DB().QueryRow(`SELECT window_seconds, queued_through, windows_end, end_at FROM meta.batch_export_backfills`).Scan(
+		&seconds, &queued, &end, &endAt); err != nil {
+		t.Fatal(err)
+	}
+	if seconds != 86400 || !queued.Equal(endAt) || !end.Equal(endAt) {
+		t.Fatalf("after the migration: window_seconds %d, queued_through %v, windows_end %v, want 86400, %v, %v", seconds, queued, end, endAt, endAt)
 	}
 }
