@@ -318,6 +318,36 @@ func TestBinaryShutdownSignals(t *testing.T) {
 	}
 }
 
+// SIGTERM interrupts the users' queries rather than wait out their time limit: hedge
+// exits cleanly within seconds, and a query running then answers 503.
+func TestBinaryShutdownInterruptsQueries(t *testing.T) {
+	p, boot, _ := startServing(t)
+	answered := make(chan int, 1)
+	go func() {
+		body := `{"query": {"kind": "HogQLQuery", "query": "SELECT count(*) FROM range(1000000000000)"}}`
+		req, _ := http.NewRequest("POST", fmt.Sprintf("%s/api/projects/%d/query/", p.adminURL, boot.ProjectID), strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+boot.PersonalAPIKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answered <- 0
+			return
+		}
+		resp.Body.Close()
+		answered <- resp.StatusCode
+	}()
+	time.Sleep(time.Second) // the query runs
+	start := time.Now()
+	if code := p.stop(t, syscall.SIGTERM); code != 0 || strings.Contains(p.log(), "level=ERROR") {
+		t.Fatalf("exit %d:\n%s", code, p.log())
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("hedge took %s to exit with a query running:\n%s", took, p.log())
+	}
+	if status := <-answered; status != http.StatusServiceUnavailable {
+		t.Fatalf("the running query answered %d, want 503", status)
+	}
+}
+
 // --log-level sets what hedge logs: debug adds the Writer's checkpoints to the info
 // lines, info leaves them out, and error leaves a clean run silent.
 func TestBinaryLogLevel(t *testing.T) {

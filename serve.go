@@ -232,14 +232,18 @@ func (s *server) serve(name string, serve func() error) {
 	}()
 }
 
-// stop shuts down in the order that keeps every accepted event: stop accepting and
-// let in-flight requests finish (each waits for its commit), stop the batch exports (a
-// run in progress runs again at the next start), then close the warehouse, which
-// commits anything still queued and checkpoints.
+// stop shuts down in the order that keeps every accepted event: interrupt the users'
+// queries (their requests answer 503 at once, rather than hold the shutdown until
+// their time limit), stop accepting and let in-flight requests finish (each waits for
+// its commit), stop the batch exports (a run in progress runs again at the next
+// start), then close the warehouse, which commits anything still queued and
+// checkpoints.
 func (s *server) stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.shutdownTimeout)
 	defer cancel()
 	begin := time.Now()
+	s.warehouse.Queries().Stop()
+	s.log.Info("queries stopped", "took", time.Since(begin).Round(time.Millisecond))
 	errs := make(chan error, 2)
 	go func() { errs <- s.capture.Shutdown(ctx) }()
 	go func() { errs <- s.api.Shutdown(ctx) }()

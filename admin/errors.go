@@ -92,6 +92,11 @@ func errDatetimeFormat(attr string) *Error {
 	return errValidation(attr, "invalid", "Datetime has wrong format. Use ISO 8601, e.g. 2024-01-31T00:00:00Z.")
 }
 
+// errShuttingDown is a 503 for a request that hedge's shutdown cut short.
+func errShuttingDown(detail string) *Error {
+	return &Error{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "service_unavailable", Detail: detail}
+}
+
 // errRecordNotFound is DRF's 404 for a record the path names that the caller cannot
 // see, whether or not it exists.
 func errRecordNotFound() *Error { return errNotFound("Not found.") }

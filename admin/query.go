@@ -105,6 +105,9 @@ func (a *API) runQuery(ctx context.Context, scope warehouse.Scope, raw json.RawM
 	if errors.As(err, &queryErr) {
 		return nil, errValidation("query", "query_error", queryErr.Detail)
 	}
+	if errors.Is(err, warehouse.ErrQueriesStopped) {
+		return nil, errShuttingDown(err.Error())
+	}
 	if err != nil {
 		return nil, err
 	}

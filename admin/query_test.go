@@ -116,3 +116,13 @@ func TestQueryAPI(t *testing.T) {
 		t.Fatalf("a project that does not exist: %d", status)
 	}
 }
+
+// A query that hedge's shutdown interrupts, or that comes after it, answers 503.
+func TestQueryAPIShuttingDown(t *testing.T) {
+	env := newTestEnv(t, "")
+	env.warehouse.Queries().Stop()
+	status, out, text := env.call(t, "POST", env.project+"/query/", env.owner, `{"query": {"kind": "HogQLQuery", "query": "SELECT 1"}}`)
+	if status != 503 || out["code"] != "service_unavailable" || !strings.Contains(text, "shutting down") {
+		t.Fatalf("a query after shutdown: %d %s", status, text)
+	}
+}

@@ -1,8 +1,10 @@
 package warehouse
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"math"
@@ -63,10 +65,21 @@ type Result struct {
 	HasMore bool     `json:"hasMore"`
 }
 
+// ErrQueriesStopped is the error of a query that Queries.Stop interrupted or that came
+// after it: hedge is shutting down.
+var ErrQueriesStopped = errors.New("hedge is shutting down: retry the query once it is back")
+
 // Queries runs users' queries on a pool of its own: its connections carry per-query
 // views of one project's rows, which must never be seen by the rest of hedge.
 type Queries struct {
-	db       *sql.DB
+	db *sql.DB
+	// stopped is done once Stop is called: every request's context (begin) ends with
+	// it, which interrupts the request's statement in DuckDB. mu orders Stop with
+	// begin, so that no request is added to inFlight once Stop waits for it.
+	stopped  context.Context
+	stop     context.CancelFunc
+	mu       sync.Mutex
+	inFlight sync.WaitGroup // the requests begun and not done
 	versions *dataVersions
 	catalog  string // the database's catalog name, which the views name explicitly
 	timeout  time.Duration
@@ -105,7 +118,8 @@ type QueryLimits struct {
 }
 
 func newQueries(ctx context.Context, connector *duckdb.Connector, db *sql.DB, limits QueryLimits, versions *dataVersions) (*Queries, error) {
-	q := &Queries{db: sql.OpenDB(connector), versions: versions, timeout: limits.Timeout, maxRows: limits.MaxRows, maxBytes: limits.MaxBytes}
+	q := &Queries{db: sql.OpenDB(macroConnector{connector}), versions: versions, timeout: limits.Timeout, maxRows: limits.MaxRows, maxBytes: limits.MaxBytes}
+	q.stopped, q.stop = context.WithCancel(context.Background())
 	if q.timeout <= 0 {
 		q.timeout = DefaultQueryTimeout
 	}
@@ -123,22 +137,62 @@ func newQueries(ctx context.Context, connector *duckdb.Connector, db *sql.DB, li
 	return q, nil
 }
 
+// macroConnector opens the query pool's connections with hogql.Macros defined on
+// them: once per connection rather than before each query, for the guards among them
+// take some 15 ms to define.
+type macroConnector struct{ *duckdb.Connector }
+
+func (c macroConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.(driver.ExecerContext).ExecContext(ctx, hogql.Macros, nil); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("cannot define the query macros: %w", err)
+	}
+	return conn, nil
+}
+
+// Stop interrupts the queries running and refuses new ones with ErrQueriesStopped,
+// then waits for the requests in progress to end: promptly, for DuckDB stops a
+// statement between two steps of its plan, and the Go loops over results check their
+// context. A shutdown calls it before it waits for the listeners' requests.
+func (q *Queries) Stop() {
+	q.mu.Lock()
+	q.stop()
+	q.mu.Unlock()
+	q.inFlight.Wait()
+}
+
 // DataVersion changes whenever rows of the project are committed: a result computed at
 // one version is current while the version stays the same.
 func (q *Queries) DataVersion(team int64) uint64 { return q.versions.get(team) }
 
 // begin starts one request of the query API for scope's project: the request's
-// deadline (q.timeout, for all the statements it runs), and one of the project's
-// slots, which done gives back. A project whose slots stay taken until the deadline
-// gets a QueryError.
+// context, which ends at its deadline (q.timeout, for all the statements it runs), with
+// ctx, or at Stop; and one of the project's slots, which done gives back. A project
+// whose slots stay taken until the deadline gets a QueryError.
 func (q *Queries) begin(ctx context.Context, scope Scope) (_ context.Context, done func(), err error) {
+	q.mu.Lock()
+	if q.stopped.Err() != nil {
+		q.mu.Unlock()
+		return nil, nil, ErrQueriesStopped
+	}
+	q.inFlight.Add(1)
+	q.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, q.timeout)
+	stopRequest := context.AfterFunc(q.stopped, cancel)
+	end := func() { stopRequest(); cancel(); q.inFlight.Done() }
 	slots, _ := q.running.LoadOrStore(scope.Team, make(chan struct{}, projectQueries))
 	select {
 	case slots.(chan struct{}) <- struct{}{}:
-		return ctx, func() { <-slots.(chan struct{}); cancel() }, nil
+		return ctx, func() { <-slots.(chan struct{}); end() }, nil
 	case <-ctx.Done():
-		cancel()
+		end()
+		if q.stopped.Err() != nil {
+			return nil, nil, ErrQueriesStopped
+		}
 		return nil, nil, queryErrorf("the project's other %d queries ran until the time limit of %s: retry once they are done", projectQueries, q.timeout)
 	}
 }
@@ -178,17 +232,17 @@ func (q *Queries) run(ctx context.Context, scope Scope, query string, withPerson
 	defer conn.Close()
 
 	if err := checkQuery(ctx, conn, query, len(args)); err != nil {
-		return nil, err
+		return nil, cmp.Or(q.interrupted(ctx), err)
 	}
-	if _, err := conn.ExecContext(ctx, q.views(scope, withPersons)+";"+hogql.Macros); err != nil {
-		return nil, fmt.Errorf("cannot prepare the views of project %d: %w", scope.Team, err)
+	if _, err := conn.ExecContext(ctx, q.views(scope, withPersons)); err != nil {
+		return nil, cmp.Or(q.interrupted(ctx), fmt.Errorf("cannot prepare the views of project %d: %w", scope.Team, err))
 	}
 	rows, err := conn.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, q.failure(ctx, err)
 	}
 	defer rows.Close()
-	result, err := readResult(rows, maxRows, q.maxBytes)
+	result, err := readResult(ctx, rows, maxRows, q.maxBytes)
 	if errors.Is(err, errResultTooLarge) {
 		return nil, queryErrorf("the query's answer is larger than %d MB: select fewer or smaller values, or add a LIMIT", q.maxBytes>>20)
 	}
@@ -202,6 +256,9 @@ func (q *Queries) run(ctx context.Context, scope Scope, query string, withPerson
 // hogql.Check on DuckDB's parse of it, then what Check leaves to its caller, the names
 // of the query's WITH queries against the catalog (checkCTENames).
 func checkQuery(ctx context.Context, conn *sql.Conn, query string, params int) error {
+	if err := checkLength(query); err != nil {
+		return err
+	}
 	var serialized string
 	if err := conn.QueryRowContext(ctx, `SELECT json_serialize_sql(?::VARCHAR)::VARCHAR`, query).Scan(&serialized); err != nil {
 		return fmt.Errorf("cannot parse a query: %w", err)
@@ -211,6 +268,21 @@ func checkQuery(ctx context.Context, conn *sql.Conn, query string, params int) e
 		return queryError(err)
 	}
 	return checkCTENames(ctx, conn, ctes)
+}
+
+// maxQueryBytes bounds the text of a query, as it runs (HogQL rewritten; an
+// EventsQuery's items in hedge's query): DuckDB's parse of a query, which the checker
+// reads, weighs some 80 times its text as JSON and some 900 times once decoded
+// (measured: 64 KB of list literal, 5 MB of JSON, 58 MB decoded), and neither counts
+// against DuckDB's memory_limit.
+const maxQueryBytes = 64 << 10
+
+// checkLength refuses a query longer than maxQueryBytes.
+func checkLength(query string) error {
+	if len(query) > maxQueryBytes {
+		return queryErrorf("the query is longer than %d KB: shorten it", maxQueryBytes>>10)
+	}
+	return nil
 }
 
 // checkCTENames refuses CTE names that name a table or view of any schema of the
@@ -236,11 +308,16 @@ func checkCTENames(ctx context.Context, conn *sql.Conn, names []string) error {
 	return queryErrorf("a WITH query may not be named %q, the name of a table", taken)
 }
 
-// failure is the error to answer for a query that failed: the time limit, DuckDB's own
-// message for a query that is wrong (a user's to fix), or an internal error.
+// failure is the error to answer for a query that failed: the time limit, Stop,
+// DuckDB's own message for a query that is wrong (a user's to fix), or an internal
+// error. ctx is the request's, from begin.
 func (q *Queries) failure(ctx context.Context, err error) error {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return queryErrorf("the query ran past the time limit of %s", q.timeout)
+	var refused *QueryError
+	if errors.As(err, &refused) {
+		return err
+	}
+	if err := q.interrupted(ctx); err != nil {
+		return err
 	}
 	var duck *duckdb.Error
 	if errors.As(err, &duck) {
@@ -259,6 +336,20 @@ func (q *Queries) failure(ctx context.Context, err error) error {
 		}
 	}
 	return fmt.Errorf("cannot run a query: %w", err)
+}
+
+// interrupted is the error of a request whose context (from begin) ended: by Stop, or
+// at the time limit; nil while it runs.
+func (q *Queries) interrupted(ctx context.Context) error {
+	switch {
+	case ctx.Err() == nil:
+		return nil
+	case q.stopped.Err() != nil:
+		return ErrQueriesStopped
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return queryErrorf("the query ran past the time limit of %s", q.timeout)
+	}
+	return nil
 }
 
 // views defines, on one connection, the tables a user query reads: events, persons and
@@ -283,13 +374,13 @@ func (q *Queries) views(scope Scope, withPersons bool) string {
 		CREATE OR REPLACE TEMP VIEW groups AS SELECT group_type_index, group_key, group_properties, created_at FROM ` + db + `groups WHERE team_id = ` + team
 }
 
-// readResult reads up to maxRows rows, in JSON-ready values.
 // errResultTooLarge is readResult's refusal of an answer past its byte bound.
 var errResultTooLarge = errors.New("result too large")
 
-// readResult reads at most maxRows rows (HasMore when there were more), and refuses
-// with errResultTooLarge once their values weigh more than maxBytes.
-func readResult(rows *sql.Rows, maxRows, maxBytes int) (*Result, error) {
+// readResult reads at most maxRows rows (HasMore when there were more), in JSON-ready
+// values, and refuses with errResultTooLarge once their values weigh more than
+// maxBytes. It stops with ctx's error once ctx is done.
+func readResult(ctx context.Context, rows *sql.Rows, maxRows, maxBytes int) (*Result, error) {
 	columns, err := rows.Columns()
 	if err != nil {
 		return nil, err
@@ -303,6 +394,9 @@ func readResult(rows *sql.Rows, maxRows, maxBytes int) (*Result, error) {
 		r.Types[i] = t.DatabaseTypeName()
 	}
 	for rows.Next() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if len(r.Results) == maxRows {
 			r.HasMore = true
 			break

@@ -1,6 +1,7 @@
 package warehouse
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -58,7 +59,7 @@ func (q *Queries) Events(ctx context.Context, scope Scope, eq EventsQuery, now t
 	}
 	query, args, columns, withPersons, err := q.eventsSQL(ctx, scope, eq, now)
 	if err != nil {
-		return nil, err
+		return nil, cmp.Or(q.interrupted(ctx), err)
 	}
 	result, err := q.run(ctx, scope, query, withPersons, eq.Limit, args...)
 	if err != nil {
@@ -244,6 +245,9 @@ func (q *Queries) fragment(ctx context.Context, kind fragmentKind, item string) 
 	// looked at before the template's slot takes the item out of the parse.
 	aggregate := false
 	shape := func(sql string) (any, error) {
+		if err := checkLength(sql); err != nil {
+			return nil, err
+		}
 		var serialized string
 		if err := q.db.QueryRowContext(ctx, `SELECT json_serialize_sql(?::VARCHAR)::VARCHAR`, sql).Scan(&serialized); err != nil {
 			return nil, fmt.Errorf("cannot parse a query: %w", err)

@@ -126,12 +126,15 @@ func (q *Queries) Trends(ctx context.Context, scope Scope, tq TrendsQuery, now t
 	if intervalsBetween(from, to, interval) > maxTrendBuckets {
 		return nil, queryErrorf("the date range spans more than %d %ss: choose a longer interval or a shorter range", maxTrendBuckets, interval)
 	}
-	buckets := bucketStarts(from.In(loc), to.In(loc), interval, scope.WeekStartDay)
+	axis, err := newTrendAxis(ctx, from.In(loc), to.In(loc), interval, scope.WeekStartDay)
+	if err != nil {
+		return nil, cmp.Or(q.interrupted(ctx), err)
+	}
 	result := &TrendsResult{Results: []TrendsLine{}, Timezone: scope.timezone()}
 	for order, series := range tq.Series {
-		lines, err := q.trendsSeries(ctx, scope, tq, series, order, interval, from, to, buckets)
+		lines, err := q.trendsSeries(ctx, scope, tq, series, order, interval, from, to, axis)
 		if err != nil {
-			return nil, err
+			return nil, cmp.Or(q.interrupted(ctx), err)
 		}
 		result.Results = append(result.Results, lines...)
 	}
@@ -140,7 +143,7 @@ func (q *Queries) Trends(ctx context.Context, scope Scope, tq TrendsQuery, now t
 
 // trendsSeries runs one series of tq: its query, then its lines.
 func (q *Queries) trendsSeries(ctx context.Context, scope Scope, tq TrendsQuery, series TrendsSeries, order int,
-	interval string, from, to time.Time, buckets []time.Time) ([]TrendsLine, error) {
+	interval string, from, to time.Time, axis *trendAxis) ([]TrendsLine, error) {
 	query, args, withPersons, breakdown, err := trendsSQL(scope, tq, series, interval, from, to)
 	if err != nil {
 		return nil, err
@@ -152,7 +155,7 @@ func (q *Queries) trendsSeries(ctx context.Context, scope Scope, tq TrendsQuery,
 	if result.HasMore {
 		return nil, queryErrorf("the trend has more than %d points", q.maxRows)
 	}
-	return trendsLines(result.Results, series, order, interval, buckets, breakdown), nil
+	return trendsLines(ctx, result.Results, series, order, axis, breakdown)
 }
 
 // trendsSQL is the query of one series of tq over [from, to): a row per interval and
@@ -232,18 +235,47 @@ func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string
 	return query, args, withPersons, breakdown, nil
 }
 
+// trendAxis is what the lines of a trend share: the starts of its intervals, their
+// labels and days (one copy for every line), and the index of each interval by the
+// key trendsSQL's query names it by (bucketKey).
+type trendAxis struct {
+	buckets      []time.Time
+	labels, days []string
+	index        map[string]int
+}
+
+// newTrendAxis is the axis of the intervals from from's to to's, in from's location;
+// it stops with ctx's error once ctx is done.
+func newTrendAxis(ctx context.Context, from, to time.Time, interval string, weekStartDay int) (*trendAxis, error) {
+	buckets, err := bucketStarts(ctx, from, to, interval, weekStartDay)
+	if err != nil {
+		return nil, err
+	}
+	axis := &trendAxis{buckets: buckets, labels: make([]string, len(buckets)), days: make([]string, len(buckets)),
+		index: make(map[string]int, len(buckets))}
+	for i, b := range buckets {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if interval == "hour" {
+			axis.labels[i], axis.days[i] = b.Format("2-Jan-2006 15:04"), b.Format(time.DateTime)
+		} else {
+			axis.labels[i], axis.days[i] = b.Format("2-Jan-2006"), b.Format(time.DateOnly)
+		}
+		axis.index[bucketKey(b, interval)] = i
+	}
+	return axis, nil
+}
+
 // trendsLines folds the rows of trendsSQL's query into the lines of a series: one, or
 // with a breakdown one per value, largest count first and the rest (Other) last. A
-// series without events and without a breakdown is a line of zeros.
-func trendsLines(rows [][]any, series TrendsSeries, order int, interval string, buckets []time.Time, breakdown bool) []TrendsLine {
-	index := map[string]int{}
-	for i, b := range buckets {
-		index[bucketKey(b, interval)] = i
-	}
+// series without events and without a breakdown is a line of zeros. It stops with
+// ctx's error once ctx is done.
+func trendsLines(ctx context.Context, rows [][]any, series TrendsSeries, order int, axis *trendAxis, breakdown bool) ([]TrendsLine, error) {
 	event, math := series.event(), cmp.Or(series.Math, "total")
 	name := cmp.Or(series.Name, cmp.Or(event, "All events"))
 	newLine := func() *TrendsLine {
-		line := newTrendsLine(buckets, interval)
+		line := &TrendsLine{Labels: axis.labels, Days: axis.days, Data: make([]float64, len(axis.buckets))}
 		line.Label = name
 		line.Action.ID, line.Action.Name, line.Action.Math, line.Action.Order = event, name, math, order
 		return line
@@ -251,9 +283,12 @@ func trendsLines(rows [][]any, series TrendsSeries, order int, interval string, 
 	lines := map[string]*TrendsLine{}
 	var keys []string
 	for _, row := range rows {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		bucketKey, _ := row[0].(string)
 		group, _ := row[1].(string)
-		i, ok := index[bucketKey]
+		i, ok := axis.index[bucketKey]
 		if !ok {
 			continue // an interval outside the range's buckets (not expected)
 		}
@@ -272,7 +307,7 @@ func trendsLines(rows [][]any, series TrendsSeries, order int, interval string, 
 		line.Count += n
 	}
 	if len(lines) == 0 && !breakdown { // a series without events is a line of zeros
-		return []TrendsLine{*newLine()}
+		return []TrendsLine{*newLine()}, nil
 	}
 	slices.SortFunc(keys, func(a, b string) int {
 		switch {
@@ -292,7 +327,7 @@ func trendsLines(rows [][]any, series TrendsSeries, order int, interval string, 
 	for _, k := range keys {
 		out = append(out, *lines[k])
 	}
-	return out
+	return out, nil
 }
 
 // event is the event the series counts, "" for every event.
@@ -301,18 +336,6 @@ func (s TrendsSeries) event() string {
 		return ""
 	}
 	return *s.Event
-}
-
-func newTrendsLine(buckets []time.Time, interval string) *TrendsLine {
-	line := &TrendsLine{Labels: make([]string, len(buckets)), Days: make([]string, len(buckets)), Data: make([]float64, len(buckets))}
-	for i, b := range buckets {
-		if interval == "hour" {
-			line.Labels[i], line.Days[i] = b.Format("2-Jan-2006 15:04"), b.Format(time.DateTime)
-		} else {
-			line.Labels[i], line.Days[i] = b.Format("2-Jan-2006"), b.Format(time.DateOnly)
-		}
-	}
-	return line
 }
 
 func breakdownLabel(value string) string {
@@ -358,14 +381,18 @@ func intervalsBetween(from, to time.Time, interval string) int64 {
 	return int64(to.Year()-from.Year())*12 + int64(to.Month()-from.Month()) + 1
 }
 
-// bucketStarts are the starts of the intervals from from's to to's, in from's location.
-func bucketStarts(from, to time.Time, interval string, weekStartDay int) []time.Time {
+// bucketStarts are the starts of the intervals from from's to to's, in from's location;
+// it stops with ctx's error once ctx is done.
+func bucketStarts(ctx context.Context, from, to time.Time, interval string, weekStartDay int) ([]time.Time, error) {
 	start := truncate(from, interval, weekStartDay)
 	var starts []time.Time
 	for t := start; t.Before(to); t = next(t, interval) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		starts = append(starts, t)
 	}
-	return starts
+	return starts, nil
 }
 
 // truncate is the start of t's interval in t's location.

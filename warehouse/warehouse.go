@@ -249,10 +249,14 @@ func (w *Warehouse) Writer() *Writer { return w.writer }
 // Queries runs the queries of the query API.
 func (w *Warehouse) Queries() *Queries { return w.queries }
 
-// Close stops the Writer after committing everything it accepted, checkpoints the
-// WAL into the database file, and closes the file.
+// Close interrupts the users' queries (Queries.Stop), stops the Writer after
+// committing everything it accepted, checkpoints the WAL into the database file, and
+// closes the file.
 func (w *Warehouse) Close() error {
 	start := time.Now()
+	w.queries.Stop()
+	w.log.Info("queries stopped", "took", time.Since(start).Round(time.Millisecond))
+	start = time.Now()
 	w.writer.Close()
 	w.log.Info("writer stopped", "took", time.Since(start).Round(time.Millisecond))
 	start = time.Now()

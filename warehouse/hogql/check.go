@@ -30,7 +30,8 @@ import (
 // What Check cannot see is the caller's to do, before the query runs: refuse it when
 // one of ctes, the names of its CTEs in lower case, names a table or view of the
 // database (in any schema, DuckDB's own included); and run it where events, persons
-// and groups are views of the project's rows and Macros are defined.
+// and groups are views of the project's rows and Macros are defined (their guards bound
+// the sizes Check cannot read from the query's constants).
 func Check(serialized string, params int) (ctes []string, err error) {
 	c := checker{params: params}
 	if err := c.checkStatement(serialized); err != nil {
@@ -384,6 +385,12 @@ func (c *checker) expr(v any, s *cteScope) error {
 	case "FUNCTION", "WINDOW":
 		if err := checkFunctionName(n, functions, "function"); err != nil {
 			return err
+		}
+		if class == "FUNCTION" {
+			args, _ := n["children"].([]any)
+			if err := sizeError(strings.ToLower(stringField(n, "function_name")), args); err != nil {
+				return err
+			}
 		}
 	case "COLUMN_REF":
 		if names, _ := n["column_names"].([]any); len(names) == 1 {

@@ -17,6 +17,8 @@ var tableFunctions = map[string]bool{"range": true, "generate_series": true, "un
 // DuckDB's parser names them), a query may call. Everything else is refused: DuckDB
 // also has functions that read files, settings or the catalog. list_aggregate and its
 // aliases are left out: they call a function named by a string, past this list.
+// list_reduce and its aliases are left out too: their accumulator may double at each
+// element (a || a), past any bound, in one step that nothing interrupts.
 var functions = func() map[string]bool {
 	m := map[string]bool{}
 	for _, names := range []string{
@@ -47,7 +49,7 @@ var functions = func() map[string]bool {
 		`list_value list_pack array_value array_extract list_extract list_element array_slice list_slice array_length
 		list_contains list_has array_contains array_has list_position list_indexof list_distinct list_unique
 		list_sort list_reverse_sort list_transform array_transform list_apply array_apply apply list_filter
-		array_filter filter list_reduce array_reduce reduce list_concat list_cat array_concat array_cat flatten
+		array_filter filter list_concat list_cat array_concat array_cat flatten
 		list_sum list_min list_max list_avg list_count array_to_string list_string_agg
 		struct_pack struct_extract struct_insert row map map_extract element_at cardinality map_keys map_values`,
 		// conditions and the rest
@@ -107,9 +109,14 @@ func CallsAggregate(v any) bool {
 	return false
 }
 
-// Macros give the ClickHouse functions HogQL queries use most their DuckDB meaning:
-// SQL to run on a query's connection before the query. Check allows calls of them.
-const Macros = `
+// Macros is SQL to run on a query's connection before the query. It gives the
+// ClickHouse functions HogQL queries use most their DuckDB meaning, and replaces the
+// functions whose result an argument sizes with guards that bound it (guardMacros).
+// Check allows calls of them.
+var Macros = clickHouseMacros + guardMacros
+
+// clickHouseMacros define the ClickHouse functions of Macros.
+const clickHouseMacros = `
 	CREATE OR REPLACE TEMP MACRO uniq(x) AS count(DISTINCT x);
 	CREATE OR REPLACE TEMP MACRO toStartOfDay(x) AS date_trunc('day', x);
 	CREATE OR REPLACE TEMP MACRO toStartOfHour(x) AS date_trunc('hour', x);
