@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -116,7 +116,11 @@ func readBody(ctx *fasthttp.RequestCtx, limit int, idle time.Duration, res *rese
 	if stream == nil {
 		return dst, nil
 	}
-	return readAll(idleDeadline{stream, ctx.Conn(), idle}, dst, limit, res, contentLength)
+	first := readStep
+	if contentLength > 0 {
+		first = min(contentLength+1, readStep) // +1 to see EOF without another round
+	}
+	return readAll(idleDeadline{stream, ctx.Conn(), idle}, dst, limit, res, contentLength, first)
 }
 
 // idleDeadline reads a body on the condition that its bytes keep coming: each Read
@@ -138,29 +142,45 @@ func (d idleDeadline) Read(p []byte) (int, error) {
 
 // readAll appends r's bytes to dst until EOF, refusing with errBodyTooLarge once
 // limit bytes are read, and charging the growth to res before using it. hint, when
-// positive, is the expected size.
+// positive, is the expected size; first is how much room the first read gets.
 //
 // The budget is charged as bytes arrive, never for what a client only announced: the
-// room read into starts at readStep and at most doubles with what has come, so a
-// client that announces 20 MB and stalls after 64 KB holds a few hundred KB, not 20
-// MB (24 such connections held the whole default budget, and every other body over
-// 9 KB was refused).
-func readAll(r io.Reader, dst []byte, limit int, res *reservation, hint int) ([]byte, error) {
-	start, charged := len(dst), 0
+// room read into starts at first and at most doubles with what has come, so a client
+// that announces 20 MB and stalls after 64 KB holds a few hundred KB, not 20 MB (24
+// such connections held the whole default budget, and every other body over 9 KB was
+// refused).
+//
+// The budget is charged for the memory the request makes the heap hold, not only for
+// the bytes it keeps: the array dst grows into is allocated to exactly the room
+// charged (append's rounding up would hold more), and an array left behind stays
+// charged until the request ends, for it stays on the heap until the GC takes it.
+// Without that, eight concurrent decompression bombs held 4.7 times the budget.
+func readAll(r io.Reader, dst []byte, limit int, res *reservation, hint, first int) ([]byte, error) {
+	start := len(dst)
+	held := 0 // the budget taken for dst's current array, past start
 	hint = min(hint, limit)
-	want := readStep
-	if hint > 0 {
-		want = min(hint+1, readStep) // +1 to see EOF without another round
-	}
+	want := first
 	for {
-		if need := len(dst) - start + want; need > charged {
-			if err := res.charge(need - charged); err != nil {
+		// The room left is read into while it is at least want or a quarter of
+		// readStep; past that dst moves to an array of exactly want more.
+		room := cap(dst) - len(dst)
+		grow := room < want && room < readStep/4
+		if grow {
+			held, room = 0, want // the array left behind keeps its charge
+		}
+		step := min(room, want)
+		if need := len(dst) - start + step; need > held {
+			if err := res.charge(need - held); err != nil {
 				return dst, err
 			}
-			charged = need
+			held = need
 		}
-		dst = slices.Grow(dst, want)
-		n, err := r.Read(dst[len(dst) : len(dst)+want])
+		if grow {
+			grown := make([]byte, len(dst), len(dst)+want)
+			copy(grown, dst)
+			dst = grown
+		}
+		n, err := r.Read(dst[len(dst) : len(dst)+step])
 		dst = dst[:len(dst)+n]
 		if len(dst)-start >= limit {
 			return dst, errBodyTooLarge
@@ -173,14 +193,14 @@ func readAll(r io.Reader, dst []byte, limit int, res *reservation, hint int) ([]
 		}
 		// A short read must not make the request take budget beyond what it announced
 		// (a 100 KB body took the whole of a 300 KB budget), and a hint that was only a
-		// guess (gunzip's) must not leave the rest to be read a byte at a time.
+		// guess must not leave the rest to be read a byte at a time.
 		switch read := len(dst) - start; {
 		case hint > 0 && read < hint:
 			want = min(hint-read+1, max(readStep, read)) // at most the rest announced, and EOF
 		case hint > 0 && read == hint:
 			want = 1 // all that was announced has come: only EOF is left
 		default:
-			want = max(readStep, read/2)
+			want = max(readStep, read) // doubling: the arrays left behind sum to less than the last
 		}
 	}
 }
@@ -299,7 +319,21 @@ func readError(err error) *captureError {
 var gzipReaders sync.Pool
 
 // gunzip appends the decompression of src to dst, at most maxPayload bytes.
+//
+// A gzip member ends with the size of its data (modulo 4 GB), which the decompressor
+// checks at the end. A payload that says it is larger than maxPayload is refused
+// before it is decompressed: it is either too large or corrupt. Otherwise the size is
+// where decompression starts, in one array when it is true: the bytes come as fast as
+// the CPU makes them, so no client can hold that room by stalling, and a size that
+// lies ends the payload as corrupt, or costs the growth any unknown size does.
 func gunzip(src, dst []byte, res *reservation) ([]byte, error) {
+	if len(src) < 18 { // a header and a trailer
+		return dst, errBadGzip
+	}
+	size := int(binary.LittleEndian.Uint32(src[len(src)-4:]))
+	if size >= maxPayload {
+		return dst, errPayloadTooLarge
+	}
 	zr, _ := gzipReaders.Get().(*gzip.Reader)
 	var err error
 	if zr == nil {
@@ -311,7 +345,7 @@ func gunzip(src, dst []byte, res *reservation) ([]byte, error) {
 		return dst, errBadGzip
 	}
 	defer gzipReaders.Put(zr)
-	dst, err = readAll(zr, dst, maxPayload, res, 4*len(src))
+	dst, err = readAll(zr, dst, maxPayload, res, size, size+1) // +1 to see EOF without another round
 	switch {
 	case errors.Is(err, errBodyTooLarge):
 		return dst, errPayloadTooLarge
@@ -345,7 +379,12 @@ func decodeBase64(src, dst []byte, res *reservation) ([]byte, error) {
 		src = bytes.ReplaceAll(src, []byte(" "), []byte("+"))
 	}
 	start := len(dst)
-	dst = append(dst, make([]byte, n)...)
+	if cap(dst)-start < n {
+		grown := make([]byte, start, start+n) // exactly what was charged
+		copy(grown, dst)
+		dst = grown
+	}
+	dst = dst[:start+n]
 	written, err := enc.Decode(dst[start:], src)
 	if err != nil {
 		return dst[:start], errBadBase64

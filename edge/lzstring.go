@@ -172,9 +172,11 @@ func (d *lzDecoder) decode(in []byte, out []byte, res *reservation) ([]byte, err
 		if len(d.units) >= maxUnits {
 			return out, errPayloadTooLarge
 		}
-		// Units take two bytes now and up to three as UTF-8 later: charge five.
+		// Units take two bytes now, up to two more in the arrays append left behind
+		// (on the heap until the GC takes them), and up to three as UTF-8 later:
+		// charge seven.
 		for len(d.units) > charged {
-			if err := res.charge(5 * readStep); err != nil {
+			if err := res.charge(7 * readStep); err != nil {
 				return out, err
 			}
 			charged += readStep
