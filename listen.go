@@ -11,7 +11,8 @@ import (
 )
 
 // retryingListener keeps a listener serving through accept errors that pass: out of
-// file descriptors (EMFILE, ENFILE), out of buffers or memory, a connection aborted
+// file descriptors (EMFILE, ENFILE; the soft limit is already the hard one, which Go's
+// runtime raises it to at start), out of buffers or memory, a connection aborted
 // before it was accepted. Those are waited out, with a backoff from 5 ms to 1 s, and
 // counted; returned to the server, they would stop the listener for good. Any other
 // error (the listener was closed, or really broke) is returned.

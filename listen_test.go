@@ -6,12 +6,15 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hedge-analytics/hedge/admin"
 	"golang.org/x/sys/unix"
 )
 
@@ -77,5 +80,40 @@ func TestOutOfDescriptors(t *testing.T) {
 	}
 	if code := p.stop(t, syscall.SIGTERM); code != 0 {
 		t.Fatalf("hedge exited %d", code)
+	}
+}
+
+// hedge runs with its soft limit on open files raised to the hard one, whatever soft
+// limit it was started with: Go's runtime raises it at start to the hard limit less
+// one (since Go 1.19; os/exec puts the old one back for children), so hedge needs no
+// code of its own for it, and this test keeps it so.
+func TestDescriptorLimitRaised(t *testing.T) {
+	var limit unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &limit); err != nil || limit.Max <= 128 {
+		t.Skipf("the hard limit on open files is %d (%v)", limit.Max, err)
+	}
+	dataDir := t.TempDir()
+	cmd := exec.Command("sh", "-c", `ulimit -Sn 128 && exec "$0" serve`, hedgeBinary(t))
+	cmd.Env = append(os.Environ(), "HEDGE_DATA="+dataDir, "HEDGE_ADMIN_ADDR=127.0.0.1:0", "HEDGE_CAPTURE_ADDR=127.0.0.1:0")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	// Once hedge has written bootstrap.json, its main has run, and the runtime's start
+	// long before it.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(dataDir, admin.BootstrapFile)); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("hedge wrote no bootstrap.json within a minute")
+		}
+	}
+	var got unix.Rlimit
+	if err := unix.Prlimit(cmd.Process.Pid, unix.RLIMIT_NOFILE, nil, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Cur < limit.Max-1 {
+		t.Fatalf("hedge started with a soft limit of 128 runs with %d, want the hard limit %d (less one)", got.Cur, limit.Max)
 	}
 }
