@@ -1,6 +1,7 @@
 // Package batchexport keeps and runs the batch exports that the management API
 // configures: it turns each export's interval into windows, records a run for each
-// window, writes the window's events or persons as Parquet through the warehouse, and
+// window, writes the window's events or persons as Parquet through the warehouse (by
+// commit time, or by event time for a backfill's run of events: run.byEventTime), and
 // delivers the files to the export's destination (a directory, or an S3 bucket),
 // retrying failed runs with backoff.
 //
@@ -254,10 +255,12 @@ type run struct {
 	id, exportID string
 	team         int64
 	window       Window
-	attempts     int
-	model        string
-	destination  destination
-	filters      []warehouse.PropertyFilter
+	// backfill is whether a backfill queued the run (a retry is one too).
+	backfill    bool
+	attempts    int
+	model       string
+	destination destination
+	filters     []warehouse.PropertyFilter
 }
 
 // execute runs x once and records the outcome. Only a failure to record is returned:
@@ -318,7 +321,7 @@ func (r *Runner) export(ctx context.Context, x run) (records, bytes int64, err e
 	}
 	defer os.RemoveAll(dir)
 	files, err := r.cfg.Warehouse.Export(ctx, warehouse.ExportRequest{
-		Team: x.team, Model: x.model, Start: x.window.Start, End: x.window.End,
+		Team: x.team, Model: x.model, Start: x.window.Start, End: x.window.End, EventTime: x.byEventTime(),
 		IncludeEvents: include, ExcludeEvents: exclude, Properties: x.filters,
 		Compression: x.destination.compression(), Dir: dir,
 	})
@@ -332,4 +335,23 @@ func (r *Runner) export(ctx context.Context, x run) (records, bytes int64, err e
 		records, bytes = records+f.Rows, bytes+f.Bytes
 	}
 	return records, bytes, nil
+}
+
+// byEventTime says whether x selects its window's events by their timestamp rather
+// than by commit time (inserted_at): as in PostHog, a scheduled run by commit time and
+// a backfill's run (a retry is a backfill) by event time.
+//
+// Scheduled windows follow the clock, and by commit time each event is in exactly one
+// of them: an event that arrives late, for a window already exported, goes with the
+// window it was committed in, and no window is exported again to take it.
+//
+// A backfill asks for the events that happened in a span: history imported now
+// (historical_migration batches, past timestamps) is exported by backfilling the span
+// it happened in, as well as by the scheduled window it was committed in. A backfill
+// covers only windows that have ended, and its run reads what is committed when it
+// runs: an event of the window that arrives after that is exported by the scheduled
+// window it arrives in, and by the backfilled one only if that is backfilled again.
+// Persons have no event time: their backfills select by commit time.
+func (x run) byEventTime() bool {
+	return x.backfill && x.model == warehouse.ExportEvents
 }

@@ -11,11 +11,13 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -204,8 +206,15 @@ func (env *exportEnv) ingest(t *testing.T, at time.Time, events ...testEvent) []
 // ingestFor is ingest for the given project.
 func (env *exportEnv) ingestFor(t *testing.T, team int64, at time.Time, events ...testEvent) []string {
 	t.Helper()
+	return env.ingestOn(t, warehouse.LaneRealtime, team, at, events...)
+}
+
+// ingestOn is ingestFor through the given lane: LaneHistorical for the events of an
+// import's historical_migration batches.
+func (env *exportEnv) ingestOn(t *testing.T, lane warehouse.Lane, team int64, at time.Time, events ...testEvent) []string {
+	t.Helper()
 	env.clock.Set(at)
-	batch := &warehouse.Batch{Lane: warehouse.LaneRealtime}
+	batch := &warehouse.Batch{Lane: lane}
 	var ids []string
 	for _, e := range events {
 		id := uuid.Must(uuid.NewV7())
@@ -415,24 +424,25 @@ func sorted(lists ...[]string) []string {
 }
 
 // Runs over several windows with pause, unpause and backfill, to a Parquet directory:
-// every event exported exactly once, in the window it was committed in.
+// every event exported exactly once, by the scheduled window it was committed in or
+// by the backfilled window of its timestamp.
 func TestEventsExportToParquet(t *testing.T) {
 	env := newExportEnv(t)
 	day1 := env.origin.Add(-26 * time.Hour)
-	day2 := env.origin.Add(-30 * time.Second)
 	export := env.createExport(t, "events", `{"type": "Parquet", "config": {"path": "exports"}}`)
 	dir := env.exportDir("exports")
 
-	// Window 0-5: three events over two dates; window 5-10: two more.
+	// Window 0-5: three events over two dates, two of them late; window 5-10: two more.
 	a := env.ingest(t, env.at(time.Minute), testEvent{"$pageview", "u1", day1, "", ""},
-		testEvent{"$pageview", "u2", day1.Add(time.Second), "", ""}, testEvent{"signed up", "u1", day2, "", ""})
-	b := env.ingest(t, env.at(6*time.Minute), testEvent{"$pageview", "u3", day2, "", ""}, testEvent{"$pageview", "u3", day2, "", ""})
+		testEvent{"$pageview", "u2", day1.Add(time.Second), "", ""}, testEvent{"signed up", "u1", env.at(time.Minute), "", ""})
+	b := env.ingest(t, env.at(6*time.Minute), testEvent{"$pageview", "u3", env.at(6 * time.Minute), "", ""},
+		testEvent{"$pageview", "u3", env.at(6 * time.Minute), "", ""})
 	runs := env.settle(t, export, env.at(6*time.Minute), completed(1))
 	if got := env.describeRuns(runs); got != "0-5:Completed:3" {
 		t.Fatalf("after the first window: %s", got)
 	}
 	first := runs[0].ID
-	for date, n := range map[time.Time]int{day1: 2, day2: 1} {
+	for date, n := range map[time.Time]int{day1: 2, env.at(time.Minute): 1} {
 		path := filepath.Join(dir, fmt.Sprintf("team_id=%d", env.team), "date="+date.Format(time.DateOnly), first+".parquet")
 		if rows := readWithArrow(t, path).NumRows(); rows != int64(n) {
 			t.Fatalf("%s holds %d rows, want %d", path, rows, n)
@@ -443,10 +453,10 @@ func TestEventsExportToParquet(t *testing.T) {
 	// the export resumes with 15-20.
 	env.clock.Set(env.at(7 * time.Minute))
 	env.must(t, 200, "POST", export+"pause/", "")
-	c := env.ingest(t, env.at(12*time.Minute), testEvent{"$pageview", "u4", day2, "", ""})
+	c := env.ingest(t, env.at(12*time.Minute), testEvent{"$pageview", "u4", env.at(12 * time.Minute), "", ""})
 	env.settle(t, export, env.at(16*time.Minute), completed(1))
 	env.must(t, 200, "POST", export+"unpause/", "")
-	d := env.ingest(t, env.at(17*time.Minute), testEvent{"$pageview", "u5", day2, "", ""})
+	d := env.ingest(t, env.at(17*time.Minute), testEvent{"$pageview", "u5", env.at(17 * time.Minute), "", ""})
 	runs = env.settle(t, export, env.at(21*time.Minute), completed(2))
 	if got := env.describeRuns(runs); got != "0-5:Completed:3 15-20:Completed:1" {
 		t.Fatalf("after the pause: %s", got)
@@ -482,8 +492,10 @@ func TestEventsExportToParquet(t *testing.T) {
 	}
 	checkExported("after the backfill")
 
-	// Running a window again (a backfill over an exported window, a retry) rewrites the
-	// same files: nothing is exported twice.
+	// Running a window again (a backfill over an exported window, a retry) rewrites its
+	// files of the dates it exports: nothing is exported twice. Window 0-5 by event time
+	// is the one event of the origin's date; the scheduled run's file of day1, of the
+	// late events, stays as it was.
 	env.must(t, 201, "POST", export+"backfills/", fmt.Sprintf(`{"start_at": %q, "end_at": %q}`,
 		env.at(0).Format(time.RFC3339), env.at(time.Second).Format(time.RFC3339)))
 	var retry map[string]any
@@ -493,6 +505,9 @@ func TestEventsExportToParquet(t *testing.T) {
 	runs = env.settle(t, export, env.at(22*time.Minute), completed(4))
 	if runs[0].ID != first || runs[0].Backfill == nil || runs[3].Backfill == nil {
 		t.Fatalf("a window runs again under its run: %+v", runs)
+	}
+	if got := env.describeRuns(runs); got != "0-5:Completed:1 5-10:Completed:2 10-15:Completed:1 15-20:Completed:1" {
+		t.Fatalf("after running windows again: %s", got)
 	}
 	checkExported("after running windows again")
 
@@ -524,6 +539,116 @@ func TestEventsExportToParquet(t *testing.T) {
 	env.call(t, "DELETE", export, "", nil)
 	if err := env.wh.DB().QueryRow(`SELECT count(*) FROM meta.batch_export_runs WHERE status = 'Cancelled'`).Scan(&cancelled); err != nil || cancelled != 4 {
 		t.Fatalf("cancelled runs: %d %v", cancelled, err)
+	}
+}
+
+// runUUIDs are the uuids of the events in the files of the run under dir, sorted.
+func runUUIDs(t *testing.T, dir string, run runRecord) []string {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(dir, "team_id=*", "date=*", run.ID+"*.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uuids []string
+	for _, path := range paths {
+		uuids = append(uuids, stringColumn(t, readWithArrow(t, path), "uuid")...)
+	}
+	slices.Sort(uuids)
+	return uuids
+}
+
+// A backfill selects the events of its windows by timestamp, the schedule by commit
+// time: history imported now (historical_migration batches) is exported by the
+// scheduled window it is committed in, and by a backfill of the span it happened in;
+// an event that arrives late, for a window already exported, goes with the window it
+// arrives in.
+func TestBackfillSelectsByEventTime(t *testing.T) {
+	env := newExportEnv(t)
+	export := env.createExport(t, "events", `{"type": "Parquet", "config": {"path": "history"}}`)
+	dir := env.exportDir("history")
+
+	// At 2: an import of the last half hour and of one event before it, and an event
+	// of now. At 7, once window 0-5 has run, an event of that window arrives late.
+	history := env.ingestOn(t, warehouse.LaneHistorical, env.team, env.at(2*time.Minute),
+		testEvent{"imported", "h1", env.at(-25 * time.Minute), "", ""},
+		testEvent{"imported", "h1", env.at(-12 * time.Minute), "", ""},
+		testEvent{"imported", "h2", env.at(-time.Second), "", ""})
+	older := env.ingestOn(t, warehouse.LaneHistorical, env.team, env.at(2*time.Minute),
+		testEvent{"imported", "h3", env.at(-3 * time.Hour), "", ""})
+	current := env.ingest(t, env.at(2*time.Minute), testEvent{"$pageview", "u1", env.at(2 * time.Minute), "", ""})
+	env.settle(t, export, env.at(6*time.Minute), completed(1))
+	late := env.ingest(t, env.at(7*time.Minute), testEvent{"$pageview", "u1", env.at(time.Minute), "", ""})
+	runs := env.settle(t, export, env.at(11*time.Minute), completed(2))
+	if got := env.describeRuns(runs); got != "0-5:Completed:5 5-10:Completed:1" {
+		t.Fatalf("the scheduled windows: %s", got)
+	}
+	for i, want := range [][]string{sorted(history, older, current), late} {
+		if got := runUUIDs(t, dir, runs[i]); !slices.Equal(got, want) {
+			t.Fatalf("scheduled window %d exported %v, want the events committed in it %v", i, got, want)
+		}
+	}
+
+	// A backfill of the half hour before 0: the imported events of each window, not
+	// the one before it.
+	env.must(t, 201, "POST", export+"backfills/", fmt.Sprintf(`{"start_at": %q, "end_at": %q}`,
+		env.at(-30*time.Minute).Format(time.RFC3339), env.at(0).Format(time.RFC3339)))
+	runs = env.settle(t, export, env.at(11*time.Minute), completed(8))
+	if got, want := env.describeRuns(runs),
+		"-30--25:Completed:0 -25--20:Completed:1 -20--15:Completed:0 -15--10:Completed:1 -10--5:Completed:0 -5-0:Completed:1 "+
+			"0-5:Completed:5 5-10:Completed:1"; got != want {
+		t.Fatalf("after the backfill: %s, want %s", got, want)
+	}
+	var backfilled []string
+	for _, r := range runs[:6] {
+		backfilled = append(backfilled, runUUIDs(t, dir, r)...)
+	}
+	if slices.Sort(backfilled); !slices.Equal(backfilled, sorted(history)) {
+		t.Fatalf("the backfill exported %v, want the events imported for its span %v", backfilled, sorted(history))
+	}
+}
+
+// A backfill that reaches a window while the window's scheduled run is uploading runs
+// the window again once that run has finished, by event time: the events imported for
+// it meanwhile are exported, and the scheduled run's outcome is not recorded over the
+// backfill's.
+func TestBackfillRunsARunningWindowAgain(t *testing.T) {
+	// An S3 endpoint that holds the first upload until released and keeps nothing.
+	var puts atomic.Int32
+	held, release := make(chan struct{}), make(chan struct{})
+	endpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if r.Method == http.MethodPut && puts.Add(1) == 1 {
+			close(held)
+			<-release
+		}
+		w.Header().Set("ETag", `"0"`)
+	}))
+	t.Cleanup(endpoint.Close)
+	var released sync.Once
+	releaseUpload := func() { released.Do(func() { close(release) }) }
+	t.Cleanup(releaseUpload) // before the endpoint closes: it waits for its requests
+
+	env := newExportEnv(t)
+	export := env.createExport(t, "events", fmt.Sprintf(`{"type": "S3", "config": {"bucket_name": "held", "region": "us-east-1",
+		"endpoint_url": %q, "aws_access_key_id": "key", "aws_secret_access_key": "secret"}}`, endpoint.URL))
+	env.ingest(t, env.at(time.Minute), testEvent{"$pageview", "u1", env.at(time.Minute), "", ""})
+	env.clock.Set(env.at(6 * time.Minute))
+	env.runner.Wake()
+	select {
+	case <-held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("window 0-5 was not uploaded")
+	}
+	env.ingestOn(t, warehouse.LaneHistorical, env.team, env.at(6*time.Minute), testEvent{"imported", "h1", env.at(2 * time.Minute), "", ""})
+	env.must(t, 201, "POST", export+"backfills/", fmt.Sprintf(`{"start_at": %q, "end_at": %q}`,
+		env.at(0).Format(time.RFC3339), env.at(5*time.Minute).Format(time.RFC3339)))
+	releaseUpload()
+	runs := env.settle(t, export, env.at(6*time.Minute), completed(1))
+	if got := env.describeRuns(runs); got != "0-5:Completed:2" || runs[0].Backfill == nil || runs[0].Attempts != 1 {
+		t.Fatalf("the window once run again: %s %+v, want its two events, by the backfill's first attempt", got, runs[0])
+	}
+	if n := puts.Load(); n != 2 {
+		t.Fatalf("%d uploads, want the scheduled run's and the backfill's", n)
 	}
 }
 
@@ -567,6 +692,13 @@ func TestPersonsExport(t *testing.T) {
 	runs := env.settle(t, export, env.at(16*time.Minute), completed(3))
 	if got := env.describeRuns(runs); got != "0-5:Completed:2 5-10:Completed:2 10-15:Completed:0" {
 		t.Fatalf("persons runs: %s", got)
+	}
+	// Persons have no event time: a backfill selects them by commit time too.
+	env.must(t, 201, "POST", export+"backfills/", fmt.Sprintf(`{"start_at": %q, "end_at": %q}`,
+		env.at(5*time.Minute).Format(time.RFC3339), env.at(10*time.Minute).Format(time.RFC3339)))
+	runs = env.settle(t, export, env.at(16*time.Minute), completed(3))
+	if got := env.describeRuns(runs); got != "0-5:Completed:2 5-10:Completed:2 10-15:Completed:0" || runs[1].Backfill == nil {
+		t.Fatalf("persons runs after a backfill of 5-10: %s", got)
 	}
 	read := func(run runRecord) (ids []string, persons map[string]string, props map[string]string) {
 		path := filepath.Join(env.exportDir("persons"), fmt.Sprintf("team_id=%d", env.team),

@@ -260,8 +260,9 @@ func (e *TooManyWindows) Error() string {
 // queues the rest as earlier ones finish, so that no backfill holds more than
 // MaxQueuedRuns in the queue, or writes more in one transaction. A window that has a
 // run already runs again under that run, so its files are overwritten, never doubled;
-// a run that is Running when the backfill reaches it is left to finish and not queued
-// again. A backfill of a deleted export queues nothing.
+// a run that is Running when the backfill reaches it runs again once it has finished,
+// since it read its window before the backfill and maybe by commit time (byEventTime).
+// A backfill of a deleted export queues nothing.
 func (r *Runner) Backfill(ctx context.Context, e Export, from, to time.Time) (Backfill, error) {
 	now := r.Now().UTC()
 	first, end, n := backfillSpan(e.Interval, from, to, now)
@@ -354,20 +355,20 @@ func (r *Runner) queueBackfills(ctx context.Context) error {
 // insertRuns creates, in tx and in one statement, the runs of the n windows of length
 // from first, of the export unless it is deleted. backfill is the backfill that queues
 // them, or nil for the schedule. A window that has a run keeps it: the schedule leaves
-// that run be; a backfill queues it again (unless it is running) under itself, its
-// attempts and outcome cleared.
+// that run be; a backfill queues it again under itself, its attempts and outcome
+// cleared. A run that is running is queued again too: the Runner records the outcome
+// of a run only while it is Running (complete, fail, requeue), so the attempt in
+// progress ends without a trace and the run is taken again.
 func insertRuns(ctx context.Context, tx *sql.Tx, exportID string, backfill *string, first time.Time, n int64, length time.Duration, now time.Time) error {
 	ids := make([]string, n)
 	for i := range ids {
 		ids[i] = uuid.Must(uuid.NewV7()).String()
 	}
 	seconds := int64(length / time.Second)
-	onConflict, args := `DO NOTHING`, []any(nil)
+	onConflict := `DO NOTHING`
 	if backfill != nil {
 		onConflict = `DO UPDATE SET status = excluded.status, attempts = 0, latest_error = NULL, next_attempt_at = NULL,
-			finished_at = NULL, backfill_id = excluded.backfill_id, last_updated_at = excluded.last_updated_at
-			WHERE batch_export_runs.status <> ?`
-		args = []any{StatusRunning}
+			finished_at = NULL, backfill_id = excluded.backfill_id, last_updated_at = excluded.last_updated_at`
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO meta.batch_export_runs (id, batch_export_id, team_id, data_interval_start, data_interval_end,
 			status, backfill_id, created_at, last_updated_at)
@@ -375,7 +376,7 @@ func insertRuns(ctx context.Context, tx *sql.Tx, exportID string, backfill *stri
 		FROM (SELECT unnest(?::VARCHAR[]) AS id, generate_subscripts(?::VARCHAR[], 1) - 1 AS i) w, meta.batch_exports b
 		WHERE b.id = ? AND NOT b.deleted
 		ON CONFLICT (batch_export_id, data_interval_start, data_interval_end) `+onConflict,
-		append([]any{first, seconds, first, seconds, StatusStarting, backfill, now, now, ids, ids, exportID}, args...)...)
+		first, seconds, first, seconds, StatusStarting, backfill, now, now, ids, ids, exportID)
 	return err
 }
 
@@ -497,12 +498,12 @@ func (r *Runner) next(ctx context.Context) (run, bool, error) {
 	var config string
 	var filters sql.NullString
 	err := r.db.QueryRowContext(ctx, `SELECT r.id::VARCHAR, r.batch_export_id::VARCHAR, r.team_id, r.data_interval_start, r.data_interval_end,
-			r.attempts, b.model, b.destination_type, b.destination_config, b.filters
+			r.backfill_id IS NOT NULL, r.attempts, b.model, b.destination_type, b.destination_config, b.filters
 		FROM meta.batch_export_runs r JOIN meta.batch_exports b ON b.id = r.batch_export_id
 		WHERE NOT b.deleted AND NOT b.paused
 			AND (r.status = ? OR (r.status = ? AND r.next_attempt_at <= ?))
 		ORDER BY r.data_interval_start, r.created_at, r.id LIMIT 1`, StatusStarting, StatusFailedRetryable, r.cfg.Now().UTC()).Scan(
-		&x.id, &x.exportID, &x.team, &x.window.Start, &x.window.End, &x.attempts, &x.model, &x.destination.kind, &config, &filters)
+		&x.id, &x.exportID, &x.team, &x.window.Start, &x.window.End, &x.backfill, &x.attempts, &x.model, &x.destination.kind, &config, &filters)
 	if errors.Is(err, sql.ErrNoRows) {
 		return x, false, nil
 	}
@@ -534,28 +535,32 @@ func (r *Runner) claim(ctx context.Context, id string) (ok bool, err error) {
 }
 
 // requeue gives back a claimed run that was interrupted (the Runner closed): the
-// attempt does not count, and it runs again at the next start.
+// attempt does not count, and it runs again at the next start. Like complete and fail,
+// it changes a run that is still Running only: one that a backfill queued again in the
+// meantime is queued already, its attempts counted afresh.
 func (r *Runner) requeue(ctx context.Context, id string) error {
-	if _, err := r.db.ExecContext(ctx, `UPDATE meta.batch_export_runs SET status = ?, attempts = attempts - 1, last_updated_at = ? WHERE id = ?`,
-		StatusStarting, r.cfg.Now().UTC(), id); err != nil {
+	if _, err := r.db.ExecContext(ctx, `UPDATE meta.batch_export_runs SET status = ?, attempts = attempts - 1, last_updated_at = ?
+		WHERE id = ? AND status = ?`, StatusStarting, r.cfg.Now().UTC(), id, StatusRunning); err != nil {
 		return fmt.Errorf("cannot requeue batch export run %s: %w", id, err)
 	}
 	return nil
 }
 
-// complete records a run that exported records rows in bytes bytes.
+// complete records a run that exported records rows in bytes bytes, unless a backfill
+// queued it again while it ran (requeue).
 func (r *Runner) complete(ctx context.Context, id string, records, bytes int64) error {
 	now := r.cfg.Now().UTC()
 	if _, err := r.db.ExecContext(ctx, `UPDATE meta.batch_export_runs SET status = ?, records_completed = ?, bytes_exported = ?,
-		latest_error = NULL, next_attempt_at = NULL, finished_at = ?, last_updated_at = ? WHERE id = ?`,
-		StatusCompleted, records, bytes, now, now, id); err != nil {
+		latest_error = NULL, next_attempt_at = NULL, finished_at = ?, last_updated_at = ? WHERE id = ? AND status = ?`,
+		StatusCompleted, records, bytes, now, now, id, StatusRunning); err != nil {
 		return fmt.Errorf("cannot record the outcome of batch export run %s: %w", id, err)
 	}
 	return nil
 }
 
 // fail records a failed attempt of a run, and cause, what its latest_error shows:
-// FailedRetryable until retryAt, or Failed for good when retryAt is nil.
+// FailedRetryable until retryAt, or Failed for good when retryAt is nil; unless a
+// backfill queued it again while it ran (requeue).
 func (r *Runner) fail(ctx context.Context, id string, cause string, retryAt *time.Time) error {
 	now := r.cfg.Now().UTC()
 	status, finished := StatusFailedRetryable, (*time.Time)(nil)
@@ -563,7 +568,7 @@ func (r *Runner) fail(ctx context.Context, id string, cause string, retryAt *tim
 		status, finished = StatusFailed, &now
 	}
 	if _, err := r.db.ExecContext(ctx, `UPDATE meta.batch_export_runs SET status = ?, latest_error = ?, next_attempt_at = ?,
-		finished_at = ?, last_updated_at = ? WHERE id = ?`, status, cause, retryAt, finished, now, id); err != nil {
+		finished_at = ?, last_updated_at = ? WHERE id = ? AND status = ?`, status, cause, retryAt, finished, now, id, StatusRunning); err != nil {
 		return fmt.Errorf("cannot record the outcome of batch export run %s: %w", id, err)
 	}
 	return nil

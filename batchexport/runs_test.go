@@ -100,7 +100,9 @@ func (env *runsEnv) describe(runs []batchexport.Run) string {
 	return strings.Join(parts, " ")
 }
 
-func TestBackfillRequeuesAllButRunningRuns(t *testing.T) {
+// A backfill queues each of its windows again under itself, whatever its run's
+// status: a running run runs again once it has finished.
+func TestBackfillRequeuesRuns(t *testing.T) {
 	env := newRunsEnv(t)
 	first := env.backfill(t, 0, 15*time.Minute)
 	if first.TotalRuns != 3 || first.Status != batchexport.StatusRunning {
@@ -113,26 +115,22 @@ func TestBackfillRequeuesAllButRunningRuns(t *testing.T) {
 
 	second := env.backfill(t, 0, 20*time.Minute)
 	got := env.runs(t)
-	if want := "0:Running:1 5:Starting:0 10:Starting:0 15:Starting:0"; env.describe(got) != want {
+	if want := "0:Starting:0 5:Starting:0 10:Starting:0 15:Starting:0"; env.describe(got) != want {
 		t.Fatalf("after the second backfill: %s, want %s", env.describe(got), want)
 	}
 	for i, r := range got {
 		if i < len(runs) && r.ID != runs[i].ID {
 			t.Errorf("run %d has a new id: a window keeps its run", i)
 		}
-		wantBackfill := second.ID
-		if i == 0 {
-			wantBackfill = first.ID // left to finish, under the backfill that queued it
+		if r.Backfill == nil || *r.Backfill != second.ID {
+			t.Errorf("run %d belongs to backfill %v, want %s", i, r.Backfill, second.ID)
 		}
-		if r.Backfill == nil || *r.Backfill != wantBackfill {
-			t.Errorf("run %d belongs to backfill %v, want %s", i, r.Backfill, wantBackfill)
-		}
-		if i > 0 && (r.FinishedAt != nil || r.LatestError != nil) {
+		if r.FinishedAt != nil || r.LatestError != nil {
 			t.Errorf("run %d was queued again with its old outcome: %+v", i, r)
 		}
 	}
-	if second.TotalRuns != 3 {
-		t.Errorf("the second backfill has %d runs, want the 3 it queued", second.TotalRuns)
+	if second.TotalRuns != 4 {
+		t.Errorf("the second backfill has %d runs, want the 4 it queued", second.TotalRuns)
 	}
 	backfills, count, err := env.runner.Backfills(context.Background(), env.export.ID, 10, 0)
 	if err != nil || count != 2 || len(backfills) != 2 || backfills[0].ID != second.ID {
@@ -317,8 +315,8 @@ func (env *runsEnv) complete(t *testing.T, export string) {
 
 // A backfill queues MaxQueuedRuns of its windows at once and the next ones as earlier
 // runs finish; its total counts the windows it has yet to queue, and it is Running
-// until the last has run. A window that is running when the backfill reaches it is
-// left to its run and its backfill.
+// until the last has run. A window that is running under another backfill when the
+// backfill reaches it is queued again under it.
 func TestBackfillQueuesAsRunsFinish(t *testing.T) {
 	env := newRunsEnvWith(t, batchexport.Config{MaxQueuedRuns: 3})
 	env.unscheduled(t)
@@ -344,22 +342,25 @@ func TestBackfillQueuesAsRunsFinish(t *testing.T) {
 	env.setStatus(t, env.runs(t)[4].ID, batchexport.StatusRunning, 1)
 	env.complete(t, env.export.ID)
 	env.setStatus(t, env.runs(t)[1].ID, batchexport.StatusCompleted, 2)
-	step("0:Completed:1 5:Completed:2 10:Completed:1 15:Completed:1 20:Starting:0 25:Running:1 30:Starting:0")
-	if got := env.backfillOf(t, b.ID); got.TotalRuns != 9 || got.Status != batchexport.StatusRunning || got.FinishedAt != nil {
-		t.Fatalf("the backfill with a window left to another: %+v, want 9 runs, Running", got)
+	step("0:Completed:1 5:Completed:2 10:Completed:1 15:Completed:1 20:Starting:0 25:Starting:0 30:Starting:0")
+	if got := env.backfillOf(t, b.ID); got.TotalRuns != 10 || got.Status != batchexport.StatusRunning || got.FinishedAt != nil {
+		t.Fatalf("the backfill with a window taken from another: %+v, want 10 runs, Running", got)
+	}
+	if got := env.backfillOf(t, other.ID); got.TotalRuns != 0 {
+		t.Fatalf("the backfill whose window was taken: %+v, want no runs left", got)
 	}
 	for range 3 {
 		env.complete(t, env.export.ID)
 		env.queue(t)
 	}
 	got := env.runs(t)
-	if want := "0:Completed:1 5:Completed:2 10:Completed:1 15:Completed:1 20:Completed:1 25:Running:1 30:Completed:1 35:Completed:1 40:Completed:1 45:Completed:1"; env.describe(got) != want {
+	if want := "0:Completed:1 5:Completed:2 10:Completed:1 15:Completed:1 20:Completed:1 25:Completed:1 30:Completed:1 35:Completed:1 40:Completed:1 45:Completed:1"; env.describe(got) != want {
 		t.Fatalf("runs: %s, want %s", env.describe(got), want)
 	}
-	if *got[5].Backfill != other.ID {
-		t.Errorf("the running window belongs to backfill %s, want %s", *got[5].Backfill, other.ID)
+	if *got[5].Backfill != b.ID {
+		t.Errorf("the window that was running belongs to backfill %s, want %s", *got[5].Backfill, b.ID)
 	}
-	if done := env.backfillOf(t, b.ID); done.TotalRuns != 9 || done.Status != batchexport.StatusCompleted || done.FinishedAt == nil {
+	if done := env.backfillOf(t, b.ID); done.TotalRuns != 10 || done.Status != batchexport.StatusCompleted || done.FinishedAt == nil {
 		t.Fatalf("the backfill once its runs finished: %+v", done)
 	}
 }

@@ -14,7 +14,8 @@ var intervalLengths = map[string]time.Duration{
 	"every 15 minutes": 15 * time.Minute,
 }
 
-// Window is the span [Start, End) of commit times that one run exports.
+// Window is the span [Start, End) that one run exports: of commit times, or of event
+// times for a backfill's run of events (run.byEventTime).
 type Window struct {
 	Start, End time.Time
 }

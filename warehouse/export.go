@@ -27,11 +27,14 @@ var ParquetCompressions = map[string]string{
 type ExportRequest struct {
 	Team  int64
 	Model string // ExportEvents or ExportPersons
-	// Start and End bound the window [Start, End) by commit time: the inserted_at of
-	// events, the updated_at of persons and distinct ids. Commit time rather than event
-	// time, so that an event that arrives late is in the window it arrived in and no
-	// window ever needs exporting twice.
+	// Start and End bound the window [Start, End), by commit time unless EventTime:
+	// the inserted_at of events, the updated_at of persons and distinct ids. By commit
+	// time, an event that arrives late is in the window it arrived in, and consecutive
+	// windows export each row once.
 	Start, End time.Time
+	// EventTime bounds the window by the events' timestamp instead: the events that
+	// happened in it, whenever they were committed. For the events model only.
+	EventTime bool
 	// IncludeEvents keeps only these event names (empty: all), ExcludeEvents drops
 	// these; Properties are event property filters. For the events model only.
 	IncludeEvents, ExcludeEvents []string
@@ -70,7 +73,9 @@ func CheckExportFilters(filters []PropertyFilter) error {
 // of their timestamps (Hive-style date=YYYY-MM-DD directories), rows in timestamp
 // order; for persons, one file of every distinct id whose person or mapping changed in
 // the window. It first waits until every commit that can hold rows of the window has
-// ended (Writer.Committed), so the window is complete when it is read.
+// ended (Writer.Committed), so the window is complete when it is read: by commit time,
+// the commits that began before its end; by event time, where any commit can hold
+// rows of the window, the commits open when Export is called.
 //
 // Columns are typed: uuid and person_id as text, timestamp and inserted_at as
 // timestamps (UTC), properties as JSON text, $group_0..4 as text.
@@ -82,10 +87,17 @@ func (w *Warehouse) Export(ctx context.Context, r ExportRequest) ([]ExportFile, 
 	if !ok {
 		return nil, fmt.Errorf("cannot export with compression %q", r.Compression)
 	}
+	if r.EventTime && r.Model != ExportEvents {
+		return nil, fmt.Errorf("cannot export %s by event time: only events have one", r.Model)
+	}
 	if rel, err := filepath.Rel(w.StagingDir(), r.Dir); err != nil || rel == "." || !filepath.IsLocal(rel) {
 		return nil, fmt.Errorf("cannot export to %s: exports write in a directory under %s", r.Dir, w.StagingDir())
 	}
-	if err := w.waitCommitted(ctx, r.End); err != nil {
+	until := r.End
+	if r.EventTime {
+		until = w.writer.cfg.Now().UTC()
+	}
+	if err := w.waitCommitted(ctx, until); err != nil {
 		return nil, err
 	}
 	// The path is hedge's own (the staging directory and a run id), never a user's; a
@@ -117,7 +129,11 @@ func (w *Warehouse) waitCommitted(ctx context.Context, end time.Time) error {
 }
 
 func (w *Warehouse) exportEvents(ctx context.Context, r ExportRequest, target, codec string) ([]ExportFile, error) {
-	where := []string{"team_id = ?", "inserted_at >= ?", "inserted_at < ?"}
+	column := "inserted_at"
+	if r.EventTime {
+		column = `"timestamp"`
+	}
+	where := []string{"team_id = ?", column + " >= ?", column + " < ?"}
 	args := []any{r.Team, r.Start, r.End}
 	if len(r.IncludeEvents) > 0 {
 		where = append(where, "event IN ("+placeholders(len(r.IncludeEvents))+")")
