@@ -258,6 +258,10 @@ func TestBinaryCrashAndShutdown(t *testing.T) {
 	if strings.Contains(restarted.log(), "bootstrapped") {
 		t.Fatal("the restart bootstrapped again")
 	}
+	// The killed process left its commits in the WAL, which the restart replays and says so.
+	if !regexp.MustCompile(`msg="replaying the write-ahead log before serving" wal=\S+ wal_bytes=[1-9]`).MatchString(restarted.log()) {
+		t.Fatalf("the restart did not say it replays the WAL:\n%s", restarted.log())
+	}
 	status, _ := request(t, "GET", restarted.adminURL+"/api/organizations/"+boot.OrganizationID+"/projects/", boot.PersonalAPIKey, "")
 	if status != 200 {
 		t.Fatalf("bootstrap key after restart: %d", status)

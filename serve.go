@@ -145,7 +145,9 @@ func start(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *server, e
 	cfg.warehouse.Logger = log
 	s := &server{cfg: cfg, log: log, failed: make(chan error, 2)}
 	begin := time.Now()
+	replayed := reportReplay(cfg.warehouse.Path, replayReportInterval, log)
 	s.warehouse, err = warehouse.Open(ctx, cfg.warehouse)
+	replayed()
 	if err != nil {
 		return nil, err
 	}
