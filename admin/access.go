@@ -43,9 +43,15 @@ type membership struct {
 // A key scoped to other organizations gets PostHog's 403.
 func (a *API) organizationOf(c *fiber.Ctx, p *principal) (membership, error) {
 	notFound := errNotFound("Organization not found.")
-	id, err := uuid.Parse(c.Params("organization_id"))
+	var id uuid.UUID
+	var err error
+	if c.Params("organization_id") == currentAlias {
+		id, err = a.currentOrganization(c.UserContext(), p, notFound)
+	} else if id, err = uuid.Parse(c.Params("organization_id")); err != nil {
+		err = notFound
+	}
 	if err != nil {
-		return membership{}, notFound
+		return membership{}, err
 	}
 	m := membership{organizationID: id, userID: p.userID}
 	err = a.db.QueryRowContext(c.UserContext(),
@@ -144,11 +150,70 @@ func (a *API) projectOf(c *fiber.Ctx, p *principal) (project, error) {
 // (PostHog's "You don't have access to the project.").
 func (a *API) resolveProject(c *fiber.Ctx, p *principal, param string) (project, error) {
 	notFound := errNotFound("Project not found.")
+	if c.Params(param) == currentAlias {
+		id, err := a.currentProject(c.UserContext(), p, notFound)
+		if err != nil {
+			return project{}, err
+		}
+		return a.reachProject(c.UserContext(), p, id, notFound, errNoProjectAccess)
+	}
 	id, err := strconv.ParseInt(c.Params(param), 10, 64)
 	if err != nil {
 		return project{}, notFound
 	}
 	return a.reachProject(c.UserContext(), p, id, notFound, errNoProjectAccess)
+}
+
+// currentAlias stands in a path for the caller's current organization or project, as
+// in PostHog (/api/projects/@current/..., /api/organizations/@current/).
+const currentAlias = "@current"
+
+// currentProject is the project @current names for the caller. PostHog keeps a current
+// project per user, which its web app switches; hedge has no such choice to remember,
+// so the current project is the first (lowest id) of those the key reaches: a key
+// scoped to some projects or organizations picks among those. notFound is the answer
+// when it reaches none.
+func (a *API) currentProject(ctx context.Context, p *principal, notFound error) (int64, error) {
+	var id int64
+	err := a.db.QueryRowContext(ctx, `SELECT id FROM meta.projects WHERE id IN `+reachableProjectIDs+`
+		AND (len(?::BIGINT[]) = 0 OR list_contains(?::BIGINT[], id))
+		AND (len(?::VARCHAR[]) = 0 OR list_contains(?::VARCHAR[], organization_id::VARCHAR))
+		ORDER BY id LIMIT 1`, p.userID, nonNil(p.scopedTeams), nonNil(p.scopedTeams),
+		nonNil(p.scopedOrganizations), nonNil(p.scopedOrganizations)).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, notFound
+	}
+	if err != nil {
+		return 0, fmt.Errorf("cannot find the current project of user %d: %w", p.userID, err)
+	}
+	return id, nil
+}
+
+// currentOrganization is the organization @current names for the caller: that of the
+// current project (currentProject), or, when the key reaches no project, the first
+// organization the user joined that the key may use. notFound is the answer when
+// there is none.
+func (a *API) currentOrganization(ctx context.Context, p *principal, notFound error) (uuid.UUID, error) {
+	if team, err := a.currentProject(ctx, p, notFound); err == nil {
+		var id uuid.UUID
+		if err := a.db.QueryRowContext(ctx, `SELECT organization_id FROM meta.projects WHERE id = ?`, team).Scan(&id); err != nil {
+			return uuid.UUID{}, fmt.Errorf("cannot read the organization of project %d: %w", team, err)
+		}
+		return id, nil
+	} else if !errors.Is(err, notFound) {
+		return uuid.UUID{}, err
+	}
+	var id uuid.UUID
+	err := a.db.QueryRowContext(ctx, `SELECT organization_id FROM meta.memberships WHERE user_id = ?
+		AND (len(?::VARCHAR[]) = 0 OR list_contains(?::VARCHAR[], organization_id::VARCHAR))
+		ORDER BY joined_at, id LIMIT 1`, p.userID, nonNil(p.scopedOrganizations), nonNil(p.scopedOrganizations)).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return uuid.UUID{}, notFound
+	}
+	if err != nil {
+		return uuid.UUID{}, fmt.Errorf("cannot find the current organization of user %d: %w", p.userID, err)
+	}
+	return id, nil
 }
 
 // reachProject is the project with the given id if the caller may reach it (the rule

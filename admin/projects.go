@@ -24,6 +24,10 @@ func (a *API) bindProjects() {
 	a.handle(fiber.MethodGet, "/organizations/:organization_id/projects/", "project:read", a.projectList)
 	a.handle(fiber.MethodPost, "/organizations/:organization_id/projects/", "project:write", a.projectCreate)
 	a.handle(fiber.MethodGet, "/organizations/:organization_id/projects/:id/", "project:read", a.projectRetrieve)
+	a.handle(fiber.MethodPatch, "/organizations/:organization_id/projects/:id/", "project:write", a.projectUpdate)
+	// The project's own routes, as PostHog serves them beside the organization's.
+	a.handle(fiber.MethodGet, "/projects/:project_id/", "project:read", a.projectRetrieveOwn)
+	a.handle(fiber.MethodPatch, "/projects/:project_id/", "project:write", a.projectUpdate)
 }
 
 // projectListItem carries exactly the fields of a project in the projects list.
@@ -291,10 +295,6 @@ func (s *projectSettings) validate() error {
 				"Ensure this value is between 0 and 30000.")
 		}
 	}
-	if s.PrimaryDashboard != nil {
-		// A new project has no dashboards yet; PostHog refuses this on create too.
-		return errValidation("primary_dashboard", "invalid_input", "A new project has no dashboards; set its primary dashboard after creating one.")
-	}
 	if len(s.SessionRecordingSampleRate) > 0 {
 		// A decimal from 0 to 1 with two places, sent as a string or a number, kept as a
 		// string ("0.50"), as PostHog's DecimalField.
@@ -387,6 +387,10 @@ func (a *API) projectCreate(c *fiber.Ctx) error {
 	if err := settings.validate(); err != nil {
 		return err
 	}
+	if settings.PrimaryDashboard != nil {
+		// A new project has no dashboards yet; PostHog refuses this on create too.
+		return errValidation("primary_dashboard", "invalid_input", "A new project has no dashboards; set its primary dashboard after creating one.")
+	}
 	tx, err := a.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("cannot begin creating project %q: %w", fields.Name, err)
@@ -449,6 +453,128 @@ func (a *API) projectRetrieve(c *fiber.Ctx) error {
 		return err
 	}
 	r.EffectiveMembershipLevel = &pr.level
+	return c.JSON(r)
+}
+
+// GET /api/projects/{project_id}/ (project:read)
+// The project as GET /api/organizations/{organization_id}/projects/{id}/ answers it,
+// for a caller who reaches it (requireProject; 403 for a private project they may not
+// reach, as on every route under /api/projects/{id}/).
+func (a *API) projectRetrieveOwn(c *fiber.Ctx) error {
+	p := principalOf(c)
+	pr, err := a.projectOf(c, p)
+	if err != nil {
+		return err
+	}
+	r, err := a.projectRecordFor(c.UserContext(), p, pr)
+	if err != nil {
+		return err
+	}
+	return c.JSON(r)
+}
+
+// projectRecordFor is the full record of pr, with the caller's effective level in it.
+func (a *API) projectRecordFor(ctx context.Context, p *principal, pr project) (projectRecord, error) {
+	r, err := a.loadProject(ctx, membership{organizationID: pr.organizationID, userID: p.userID}, pr.id)
+	if err != nil {
+		return r, err
+	}
+	level := pr.level
+	r.EffectiveMembershipLevel = &level
+	return r, nil
+}
+
+// PATCH /api/projects/{project_id}/ and /api/organizations/{organization_id}/projects/{id}/
+// (project:write)
+// Changes the fields sent, as PostHog's partial update: every member who reaches the
+// project may (PostHog's TeamMemberLightManagementPermission); access_control only
+// an admin or owner of the organization. Read-only fields sent are ignored, as DRF
+// ignores them. primary_dashboard must be a dashboard of the project. A new time zone
+// reaches the capture listener's token index at once, and results cached under the
+// old settings are never served again (their key holds the settings).
+func (a *API) projectUpdate(c *fiber.Ctx) error {
+	p := principalOf(c)
+	ctx := c.UserContext()
+	var pr project
+	var err error
+	if c.Params("organization_id") != "" {
+		// Under an organization: a project of another one, or one the caller may not
+		// reach, is not found, as its retrieve answers.
+		var m membership
+		if m, err = a.organizationOf(c, p); err != nil {
+			return err
+		}
+		notFound := errNotFound("Project not found.")
+		id, err := strconv.ParseInt(c.Params("id"), 10, 64)
+		if err != nil {
+			return notFound
+		}
+		if pr, err = a.reachProject(ctx, p, id, notFound, notFound); err != nil {
+			return err
+		}
+		if pr.organizationID != m.organizationID {
+			return notFound
+		}
+	} else if pr, err = a.projectOf(c, p); err != nil {
+		return err
+	}
+	r, err := a.projectRecordFor(ctx, p, pr)
+	if err != nil {
+		return err
+	}
+	wasPrivate, primary := r.AccessControl, r.PrimaryDashboard
+	if err := bindBody(c, &r.projectFields); err != nil {
+		return err
+	}
+	if err := bindBody(c, &r.projectSettings); err != nil {
+		return err
+	}
+	if err := r.projectFields.validate(); err != nil {
+		return err
+	}
+	if err := r.projectSettings.validate(); err != nil {
+		return err
+	}
+	if r.AccessControl != wasPrivate {
+		var orgLevel int
+		if err := a.db.QueryRowContext(ctx, `SELECT level FROM meta.memberships WHERE organization_id = ? AND user_id = ?`,
+			pr.organizationID, p.userID).Scan(&orgLevel); err != nil {
+			return fmt.Errorf("cannot read the membership of user %d in %s: %w", p.userID, pr.organizationID, err)
+		}
+		if orgLevel < levelAdmin {
+			return errAccessLevel()
+		}
+	}
+	if r.PrimaryDashboard != nil && (primary == nil || *r.PrimaryDashboard != *primary) {
+		var found bool
+		if err := a.db.QueryRowContext(ctx, `SELECT count(*) > 0 FROM meta.dashboards WHERE id = ? AND team_id = ? AND NOT deleted`,
+			*r.PrimaryDashboard, pr.id).Scan(&found); err != nil {
+			return fmt.Errorf("cannot look up dashboard %d of project %d: %w", *r.PrimaryDashboard, pr.id, err)
+		}
+		if !found {
+			return errValidation("primary_dashboard", "invalid_input", "Dashboard does not belong to this team.")
+		}
+	}
+	var onboarding *string
+	if len(r.HasCompletedOnboardingFor) > 0 {
+		text := string(r.HasCompletedOnboardingFor)
+		onboarding = &text
+	}
+	if _, err := a.db.ExecContext(ctx, `UPDATE meta.projects SET name = ?, timezone = ?, week_start_day = ?, is_demo = ?,
+			completed_snippet_onboarding = ?, access_control = ?, has_completed_onboarding_for = ?, settings = ?, updated_at = now()
+		WHERE id = ?`, r.Name, r.Timezone, r.WeekStartDay, r.IsDemo, r.CompletedSnippetOnboarding, r.AccessControl,
+		onboarding, mustJSON(r.projectSettings), pr.id); err != nil {
+		return fmt.Errorf("cannot update project %d: %w", pr.id, err)
+	}
+	a.tokens.set(r.APIToken, pr.id, r.Timezone)
+	// The level may change with access_control (explicit members count only then).
+	if pr, err = a.reachProject(ctx, p, pr.id, errNotFound("Project not found."), errNoProjectAccess); err != nil {
+		return err
+	}
+	r, err = a.projectRecordFor(ctx, p, pr)
+	if err != nil {
+		return err
+	}
 	return c.JSON(r)
 }
 

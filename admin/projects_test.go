@@ -337,3 +337,67 @@ func TestTimezoneList(t *testing.T) {
 		t.Fatal("timezones.txt is not the toolchain's tz database: go test -run TestTimezoneList -update-timezones ./admin")
 	}
 }
+
+// The project's own routes and the @current aliases: GET and PATCH /api/projects/{id}/,
+// and @current for the first project (and its organization) the key reaches.
+func TestProjectOwnRoutes(t *testing.T) {
+	env := newTestEnv(t, "")
+	env.addProjects(t, 2) // ids 2 and 3
+	org := uuid.MustParse(env.boot.OrganizationID)
+	_, memberKey := env.addUser(t, "member@example.com", org, levelMember, "project:write")
+	_, readerKey := env.addUser(t, "reader@example.com", org, levelMember, "project:read")
+	_, adminKey := env.addUser(t, "admin@example.com", org, levelAdmin, "project:write")
+	_, outsiderKey := env.addUser(t, "outsider@example.com", uuid.Nil, levelOwner, "*")
+	_, scopedKey := env.addUser(t, "scoped@example.com", org, levelMember, "project:read")
+	if _, err := env.warehouse.DB().Exec(`UPDATE meta.personal_api_keys SET scoped_teams = '[3]' WHERE secure_value = ?`, hashKey(scopedKey)); err != nil {
+		t.Fatal(err)
+	}
+	var dashboard int64
+	created := env.must(t, 201, "POST", "/api/projects/1/dashboards/", env.owner, `{"name":"Main"}`)
+	dashboard = int64(created["id"].(float64))
+	notFound := `{"type":"invalid_request","code":"not_found","detail":"Project not found.","attr":null}`
+	env.run(t, []scenario{
+		{name: "the project", method: "GET", path: "/api/projects/1/", key: memberKey, status: 200,
+			want: []string{`"id":1,`, `"organization":"{org}"`, `"effective_membership_level":1`, `"test_account_filters":`}},
+		{name: "@current is the first project", method: "GET", path: "/api/projects/@current/", key: memberKey, status: 200,
+			want: []string{`"id":1,`}},
+		{name: "@current of a key scoped to a project", method: "GET", path: "/api/projects/@current/", key: scopedKey, status: 200,
+			want: []string{`"id":3,`}},
+		{name: "@current under it", method: "GET", path: "/api/projects/@current/dashboards/", key: env.owner, status: 200,
+			want: []string{`"name":"Main"`}},
+		{name: "the current organization", method: "GET", path: "/api/organizations/@current/", key: env.owner, status: 200,
+			want: []string{`"id":"{org}"`}},
+		{name: "that of a user without projects", method: "GET", path: "/api/organizations/@current/", key: outsiderKey, status: 200,
+			want: []string{`"name":"Org of outsider@example.com"`}},
+		{name: "another tenant's project", method: "GET", path: "/api/projects/1/", key: outsiderKey, status: 404, want: []string{notFound}},
+		{name: "no project to be current", method: "GET", path: "/api/projects/@current/", key: outsiderKey, status: 404, want: []string{notFound}},
+		{name: "nor to change", method: "PATCH", path: "/api/projects/1/", key: outsiderKey, body: `{"name":"x"}`, status: 404, want: []string{notFound}},
+		{name: "a member renames it", method: "PATCH", path: "/api/projects/@current/", key: memberKey,
+			body: `{"name":"Renamed","timezone":"Europe/Berlin","week_start_day":1,"anonymize_ips":true,"id":99,"api_token":"phc_x"}`, status: 200,
+			want: []string{`"id":1,`, `"name":"Renamed"`, `"timezone":"Europe/Berlin"`, `"week_start_day":1`, `"anonymize_ips":true`,
+				`"api_token":"` + env.boot.ProjectAPIKey + `"`}},
+		{name: "what it kept", method: "GET", path: "/api/organizations/{org}/projects/1/", key: memberKey, status: 200,
+			want: []string{`"name":"Renamed"`, `"timezone":"Europe/Berlin"`, `"anonymize_ips":true`, `"data_attributes":["data-attr"]`}},
+		{name: "under the organization too", method: "PATCH", path: "/api/organizations/{org}/projects/2/", key: memberKey,
+			body: `{"name":"Second"}`, status: 200, want: []string{`"id":2,`, `"name":"Second"`}},
+		{name: "a read key may not", method: "PATCH", path: "/api/projects/1/", key: readerKey, body: `{"name":"x"}`, status: 403},
+		{name: "a key scoped elsewhere may not", method: "PATCH", path: "/api/projects/1/", key: scopedKey, body: `{"name":"x"}`, status: 403},
+		{name: "only admins make it private", method: "PATCH", path: "/api/projects/1/", key: memberKey, body: `{"access_control":true}`,
+			status: 403, want: []string{`"detail":"Your organization access level is insufficient."`}},
+		{name: "an admin does", method: "PATCH", path: "/api/projects/1/", key: adminKey, body: `{"access_control":true}`,
+			status: 200, want: []string{`"access_control":true`, `"effective_membership_level":8`}},
+		{name: "then the member is out", method: "GET", path: "/api/projects/1/", key: memberKey, status: 403,
+			want: []string{`"detail":"You don't have access to the project."`}},
+		env.refused("a blank name", "PATCH", "/api/projects/1/", `{"name":" "}`, "name", "blank", "This field may not be blank."),
+		env.refused("an unknown time zone", "PATCH", "/api/projects/1/", `{"timezone":"Mars/Olympus"}`, "timezone", "invalid_choice",
+			`"Mars/Olympus" is not a valid choice.`),
+		env.refused("a dashboard of another project", "PATCH", "/api/projects/2/", fmt.Sprintf(`{"primary_dashboard":%d}`, dashboard),
+			"primary_dashboard", "invalid_input", "Dashboard does not belong to this team."),
+		{name: "a dashboard of its own", method: "PATCH", path: "/api/projects/1/", key: env.owner,
+			body: fmt.Sprintf(`{"primary_dashboard":%d}`, dashboard), status: 200, want: []string{fmt.Sprintf(`"primary_dashboard":%d`, dashboard)}},
+	})
+	// The capture listener's index has the new time zone at once.
+	if loc := env.api.ProjectTokens().Location(1); loc.String() != "Europe/Berlin" {
+		t.Fatalf("the token index has time zone %s", loc)
+	}
+}
