@@ -122,8 +122,8 @@ func matrixCases(env *testEnv) map[string]matrixCase {
 		"PATCH /api/organizations/:organization_id/projects/:id/": {func(*testing.T, *testEnv) (string, string) {
 			return strconv.FormatInt(env.boot.ProjectID, 10), `{"name":"Matrix"}`
 		}, 200},
-		"GET /api/projects/:project_id/":   {noFixture, 200},
-		"PATCH /api/projects/:project_id/": {withBody(`{"name":"Matrix"}`), 200},
+		"GET /api/projects/:project_id/":                  {noFixture, 200},
+		"PATCH /api/projects/:project_id/":                {withBody(`{"name":"Matrix"}`), 200},
 		"GET /api/projects/:project_id/explicit_members/": {noFixture, 200},
 		"POST /api/projects/:project_id/explicit_members/": {func(t *testing.T, env *testEnv) (string, string) {
 			id, _ := env.member(t, unique("explicit")+"@example.com", levelMember, "*")
