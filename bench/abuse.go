@@ -464,7 +464,10 @@ func (s *abuseStats) print(w io.Writer, r, baseline *result) {
 	if s.Errors > 0 {
 		fmt.Fprintf(w, "%s: %d errors of the abuse's own, e.g. %s\n", sc.Name, s.Errors, s.FirstError)
 	}
-	if baseline != nil && baseline.EventsPerSecond > 0 {
+	switch {
+	case len(r.Answers) == 0:
+		fmt.Fprintf(w, "%s: /batch/ beside the abuse stalled: no send of its measured part was answered\n", sc.Name)
+	case baseline != nil && baseline.EventsPerSecond > 0:
 		fmt.Fprintf(w, "%s: /batch/ beside the abuse: %s events/s, %.2f of %s's %s; p99 %s against %s alone; %s\n",
 			sc.Name, thousands(r.EventsPerSecond), r.EventsPerSecond/baseline.EventsPerSecond, baseline.Scenario.Name,
 			thousands(baseline.EventsPerSecond), millis(r.Latency.P99), millis(baseline.Latency.P99), answerText(r.Answers))
