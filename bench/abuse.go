@@ -17,10 +17,11 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// The abuse scenario measures a /batch/ load like batch-1k's beside three kinds of
-// abuse at once, each from elsewhere than the load: connections that never send a
-// request, bodies that stop sending, and another tenant's heavy queries. The same load
-// alone runs just before it (abuseBaseline), and the report compares the two.
+// The abuse scenarios measure a /batch/ load like batch-1k's beside three kinds of
+// abuse, each from elsewhere than the load: connections that never send a request,
+// bodies that stop sending, and another tenant's heavy queries; the first two
+// (abuse-connections), then all three at once (abuse). The same load alone runs just
+// before them (abuseBaseline), and the report compares each with it.
 
 // abuse is what the abuse scenario sends beside its load.
 type abuse struct {
@@ -36,7 +37,7 @@ type abuse struct {
 	// QueryWorkers send Queries (HogQL), each worker one after the other, to the
 	// project of another organization than the load's.
 	QueryWorkers int      `json:"query_workers"`
-	Queries      []string `json:"queries"`
+	Queries      []string `json:"queries,omitempty"`
 }
 
 // abuseBaseline is the scenario that runs the abuse scenario's load alone, just before it.
