@@ -19,6 +19,12 @@
 // persons through /batch/ (bench/flags.go), and check every answer against what they
 // stored, as the row check does for events.
 //
+// The abuse scenarios measure a /batch/ load like batch-1k's alone (abuse-baseline),
+// then beside 1,500 idle connections and 24 stalled bodies from loopback addresses
+// other than the load's (abuse-connections, not in quick mode), then beside those and
+// another tenant's heavy queries (abuse), and compare each with the load alone
+// (bench/abuse.go).
+//
 // Figures from a 2-core machine shared with other work are noisy: each result records
 // the CPU steal and the CPU used by other processes while it ran, and the suite
 // compares figures with ceilings measured in the same run, as ratios.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,6 +54,9 @@ type runner struct {
 	settle time.Duration
 	// flags is the flags scenarios' project, set up by the first of them.
 	flags *flagsProject
+	// tenant is the project that the abuse's queries go to, set up by the first
+	// scenario that sends them.
+	tenant int64
 }
 
 // scenarioRun is one run of a scenario: what was sent and answered, what the server used
@@ -69,7 +73,9 @@ type scenarioRun struct {
 	// when none; its rows are the ones checked.
 	beside *besideRun
 	// answers is what a flags scenario verified of its answers.
-	answers    *answerCheck
+	answers *answerCheck
+	// abuse is what the abuse beside the scenario's traffic did (scenario.Abuse).
+	abuse      *abuseRun
 	visibility []time.Duration
 	reads      map[string]*sendStats
 	usage      usage
@@ -145,6 +151,16 @@ func (r *runner) run(ctx context.Context, sc scenario) (*scenarioRun, error) {
 		fmt.Fprintf(r.log, "%-20s %d persons stored, %d flags in each answer, %d bodies, set up in %v\n", sc.Name,
 			project.persons, project.count, len(project.bodies), time.Since(begin).Round(time.Millisecond))
 	}
+	if sc.Abuse != nil && sc.Abuse.QueryWorkers > 0 && r.tenant == 0 {
+		if r.target.api == nil {
+			return nil, fmt.Errorf("the abuse's queries go to another tenant, made through the management API: give -admin-url, -personal-key and -project-id (or -bootstrap)")
+		}
+		project, err := setupTenant(r.target.api)
+		if err != nil {
+			return nil, fmt.Errorf("cannot set up the abuse scenario's tenant: %w", err)
+		}
+		r.tenant = project
+	}
 	begin := time.Now()
 	bodies := sc.bodies(r.target.token, r.seed)
 	var besideBodies []*gen.Body
@@ -169,6 +185,21 @@ func (r *runner) run(ctx context.Context, sc scenario) (*scenarioRun, error) {
 	w, err := startWatch(r.target.probe())
 	if err != nil {
 		return nil, err
+	}
+	// The abuse is in place before the load starts, and ends with it.
+	var abuser *abuser
+	if sc.Abuse != nil {
+		begin := time.Now()
+		if abuser, err = startAbuse(ctx, *sc.Abuse, r.target, r.tenant); err != nil {
+			w.end()
+			return nil, err
+		}
+		queries := ""
+		if sc.Abuse.QueryWorkers > 0 {
+			queries = fmt.Sprintf(", %d query workers on project %d", sc.Abuse.QueryWorkers, r.tenant)
+		}
+		fmt.Fprintf(r.log, "%-20s %d idle connections and %d stalled bodies from %s%s: in place in %v\n", sc.Name, sc.Abuse.IdleConns,
+			sc.Abuse.StalledBodies, strings.Join(abuser.run.sources, ", "), queries, time.Since(begin).Round(time.Millisecond))
 	}
 	start := time.Now()
 	warmEnd := start.Add(sc.Warmup)
@@ -225,6 +256,9 @@ func (r *runner) run(ctx context.Context, sc scenario) (*scenarioRun, error) {
 		besideWorkers = startStream(*sc.Beside, besideBodies, nil, sampler)
 	}
 	wg.Wait()
+	if abuser != nil {
+		res.abuse = abuser.stop()
+	}
 	stopSide()
 	side.Wait()
 	res.usage, err = w.end()

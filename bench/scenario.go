@@ -48,6 +48,10 @@ type scenario struct {
 	// rows are the run's row check. Its timing is the scenario's: its own Warmup and
 	// Duration are the scenario's, for the report.
 	Beside *scenario `json:"beside,omitempty"`
+	// Abuse is sent beside the scenario's own traffic, from other addresses and to
+	// another tenant (bench/abuse.go); the report compares the scenario with
+	// abuseBaseline, its traffic alone.
+	Abuse *abuse `json:"abuse,omitempty"`
 	// poolEvents is about how many events the prebuilt bodies hold together.
 	poolEvents int
 	// flagsPersons is how many persons the flags scenarios store before they start.
@@ -81,10 +85,26 @@ func plan(mode string) ([]scenario, error) {
 	// ingest beside fell behind, p50 0.8 s). The fixed rate is the issue's goal; its
 	// connections cover a 25 ms stall at that rate.
 	flagsConns, flagsRateConns, flagsRate, flagsPersons := 32, 256, 10000.0, 1000
+	// The abuse is the issue's: 1,500 idle connections, 24 stalled bodies (as many
+	// as once held hedge's whole in-flight budget), and another tenant's queries on
+	// one worker more than the 2 that hedge runs at once for a project, so that one
+	// always waits: one counts rows until the query time limit (one core), the other
+	// groups 60 million rows into 30 million groups (measured alone: 4 s on both
+	// cores and 220 MB, near DuckDB's default memory limit; two at once spill and run
+	// to the time limit). The abused runs are measured for longer than hedge's 10 s
+	// timeouts, so that they see hedge close the idle connections and end the stalled
+	// bodies, and the abuse open them again.
+	allAbuse := abuse{IdleConns: 1500, StalledBodies: 24, StalledLength: 10 << 20, StalledSent: 65 << 10, QueryWorkers: 3,
+		Queries: []string{
+			"SELECT count() FROM range(1000000000000)",
+			"SELECT count() FROM (SELECT range % 30000000 AS k, count() AS c FROM range(60000000) GROUP BY k)",
+		}}
+	abuseDuration := 12 * time.Second
 	switch mode {
 	case "standard":
 		d = durations{2 * time.Second, 15 * time.Second, 20 * time.Second, 2 * time.Minute}
 		reps = 3
+		abuseDuration = d.long
 	case "quick":
 		d = durations{time.Second, 6 * time.Second, 8 * time.Second, 15 * time.Second}
 		bigSends = 2
@@ -92,6 +112,9 @@ func plan(mode string) ([]scenario, error) {
 		d = durations{0, 300 * time.Millisecond, 300 * time.Millisecond, time.Second}
 		pool, conns, bigBody, bigSends, soakEvents, soakRate, captureRate = 500, 4, 1<<20, 2, 10, 50, 500
 		flagsConns, flagsRateConns, flagsRate, flagsPersons = 4, 8, 500, 40
+		allAbuse = abuse{IdleConns: 20, StalledBodies: 2, StalledLength: 1 << 20, StalledSent: 65 << 10, QueryWorkers: 1,
+			Queries: []string{"SELECT count() FROM range(1000000)", "SELECT count() FROM (SELECT range % 1000 AS k, count() AS c FROM range(100000) GROUP BY k)"}}
+		abuseDuration = d.long
 	default:
 		return nil, fmt.Errorf("unknown mode %q: want one of %s", mode, strings.Join(modes, ", "))
 	}
@@ -134,6 +157,15 @@ func plan(mode string) ([]scenario, error) {
 	flags10k := besideIngest(s(scenario{Name: "flags-10k", Path: flagsPath, Flags: true, Connections: flagsRateConns,
 		Rate: flagsRate, Duration: d.short}))
 
+	// The abuse's load is batch-1k's: alone, beside the abusive connections (which
+	// tells their cost from the queries'), and beside all of the abuse.
+	baseline := s(scenario{Name: abuseBaseline, Path: batch, Events: batchEvents, Connections: 8, Duration: abuseDuration})
+	connsAbuse := allAbuse
+	connsAbuse.QueryWorkers, connsAbuse.Queries = 0, nil
+	abusedConns, abused := baseline, baseline
+	abusedConns.Name, abusedConns.Abuse = "abuse-connections", &connsAbuse
+	abused.Name, abused.Abuse = "abuse", &allAbuse
+
 	scenarios := []scenario{http, capture}
 	if mode != "quick" {
 		scenarios = append(scenarios, capture25k)
@@ -148,7 +180,14 @@ func plan(mode string) ([]scenario, error) {
 	// The flags scenarios come last, so that the ingest beside them leaves the database
 	// the other scenarios measure as it was before they existed; http runs again just
 	// before them, so that their ceiling is the machine's speed of that moment too.
-	return append(scenarios, soak, http, flags, flags10k), nil
+	// The abuse scenarios come last of all, abuse the very last: hedge runs the
+	// tenant's queries that the abuse abandons on to their end (up to its query time
+	// limit), which only abuse's row check and hedge's shutdown see.
+	scenarios = append(scenarios, soak, http, flags, flags10k, baseline)
+	if mode != "quick" {
+		scenarios = append(scenarios, abusedConns)
+	}
+	return append(scenarios, abused), nil
 }
 
 // pick keeps the scenarios named in list (comma-separated), in plan order; "" keeps all.
