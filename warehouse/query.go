@@ -223,8 +223,14 @@ func (q *Queries) HogQL(ctx context.Context, scope Scope, query string) (*Result
 
 // run checks query and runs it with args on a connection whose events, persons and
 // groups are views of scope's project, returning at most maxRows rows (HasMore when
-// there were more). ctx is a request's, from begin.
+// there were more), on a thread of lowered priority (onLoweredThread). ctx is a
+// request's, from begin.
 func (q *Queries) run(ctx context.Context, scope Scope, query string, withPersons bool, maxRows int, args ...any) (*Result, error) {
+	return onLoweredThread(func() (*Result, error) { return q.execute(ctx, scope, query, withPersons, maxRows, args...) })
+}
+
+// execute is run on the calling thread.
+func (q *Queries) execute(ctx context.Context, scope Scope, query string, withPersons bool, maxRows int, args ...any) (*Result, error) {
 	conn, err := q.db.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cannot get a query connection: %w", err)

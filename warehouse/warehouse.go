@@ -178,7 +178,11 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 	if err := os.MkdirAll(staging, 0o700); err != nil {
 		return nil, fmt.Errorf("cannot create the staging directory: %w", err)
 	}
-	connector, err := duckdb.NewConnector(cfg.Path+"?"+opts.Encode(), nil)
+	// Opened from a thread of lowered priority, so that DuckDB's worker threads, which
+	// it creates now, inherit that priority (see queryNice).
+	connector, err := onLoweredThread(func() (*duckdb.Connector, error) {
+		return duckdb.NewConnector(cfg.Path+"?"+opts.Encode(), nil)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("cannot open DuckDB file %s (is another hedge using this data directory?): %w", cfg.Path, err)
 	}

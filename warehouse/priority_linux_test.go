@@ -1,0 +1,87 @@
+package warehouse
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// niceOf is the nice value of thread tid of this process.
+func niceOf(t *testing.T, tid int) int {
+	t.Helper()
+	stat, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(tid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fields after the command's closing parenthesis: nice is the 19th field of the
+	// line, the 17th after it.
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	nice, err := strconv.Atoi(fields[16])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nice
+}
+
+// onLoweredThread runs its function on a thread of nice queryNice, leaves the caller's
+// thread as it was, and hands back the function's values and panics.
+func TestOnLoweredThread(t *testing.T) {
+	base := niceOf(t, unix.Gettid())
+	if base >= queryNice {
+		t.Skipf("the test runs at nice %d already", base)
+	}
+	tid, err := onLoweredThread(func() (int, error) { return unix.Gettid(), errors.New("the function's error") })
+	if err == nil || err.Error() != "the function's error" {
+		t.Fatalf("error %v", err)
+	}
+	if tid == unix.Gettid() {
+		t.Fatal("the function ran on the caller's thread")
+	}
+	nice, _ := onLoweredThread(func() (int, error) { return niceOf(t, unix.Gettid()), nil })
+	if nice != queryNice {
+		t.Fatalf("the function ran at nice %d, want %d", nice, queryNice)
+	}
+	if mine := niceOf(t, unix.Gettid()); mine != base {
+		t.Fatalf("the caller's thread is at nice %d", mine)
+	}
+	defer func() {
+		if r := recover(); r != "the function's panic" {
+			t.Fatalf("recovered %v", r)
+		}
+	}()
+	onLoweredThread(func() (int, error) { panic("the function's panic") })
+}
+
+// DuckDB's worker threads, which run the parallel parts of users' queries, have the
+// lowered priority; the threads of the Go runtime, which run the writer, do not.
+func TestDuckDBWorkersLowered(t *testing.T) {
+	base := niceOf(t, unix.Gettid())
+	if base >= queryNice {
+		t.Skipf("the test runs at nice %d already", base)
+	}
+	w := openTestWarehouse(t, filepath.Join(t.TempDir(), "hedge.duckdb"), Config{Threads: 4})
+	defer w.Close()
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	lowered, normal := 0, 0
+	for _, task := range tasks {
+		tid, _ := strconv.Atoi(task.Name())
+		switch niceOf(t, tid) {
+		case queryNice:
+			lowered++
+		case base:
+			normal++
+		}
+	}
+	// Four threads: three workers besides the thread that calls.
+	if lowered < 3 || normal == 0 {
+		t.Fatalf("%d threads at nice %d, %d at %d: want DuckDB's 3 workers lowered", lowered, queryNice, normal, base)
+	}
+}
