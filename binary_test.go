@@ -402,3 +402,41 @@ func TestBinaryLogLevel(t *testing.T) {
 	})
 	f("error", func(log string) bool { return log == "" })
 }
+
+// The first start's password signs in to the console; `hedge passwd` on the stopped
+// data directory replaces it, and refuses while hedge serves.
+func TestBinaryPasswd(t *testing.T) {
+	signIn := func(p *process, email, password string) int {
+		status, _ := request(t, "POST", p.adminURL+"/api/login/", "", fmt.Sprintf(`{"email":%q,"password":%q}`, email, password))
+		return status
+	}
+	passwd := func(dataDir, email, password string) (int, string) {
+		cmd := exec.Command(hedgeBinary(t), "passwd", "--data", dataDir, "--email", email)
+		cmd.Stdin = strings.NewReader(password + "\n")
+		out, _ := cmd.CombinedOutput()
+		return cmd.ProcessState.ExitCode(), string(out)
+	}
+	p, boot, dataDir := startServing(t)
+	if status := signIn(p, boot.UserEmail, boot.AdminPassword); status != 200 {
+		t.Fatalf("the bootstrap password: %d", status)
+	}
+	if code, out := passwd(dataDir, boot.UserEmail, "another password"); code == 0 || !strings.Contains(out, "another hedge") {
+		t.Fatalf("passwd while hedge serves: exit %d\n%s", code, out)
+	}
+	if code := p.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if code, out := passwd(dataDir, boot.UserEmail, "short"); code != 1 || !strings.Contains(out, "too short") {
+		t.Fatalf("a short password: exit %d\n%s", code, out)
+	}
+	if code, out := passwd(dataDir, "nobody@example.com", "another password"); code != 1 || !strings.Contains(out, "no active user") {
+		t.Fatalf("an unknown user: exit %d\n%s", code, out)
+	}
+	if code, out := passwd(dataDir, strings.ToUpper(boot.UserEmail), "another password"); code != 0 {
+		t.Fatalf("passwd: exit %d\n%s", code, out)
+	}
+	restarted := startProcess(t, []string{"HEDGE_DATA=" + dataDir, "HEDGE_ADMIN_ADDR=127.0.0.1:0", "HEDGE_CAPTURE_ADDR=127.0.0.1:0"})
+	if signIn(restarted, boot.UserEmail, boot.AdminPassword) != 400 || signIn(restarted, boot.UserEmail, "another password") != 200 {
+		t.Fatal("the new password does not replace the old one")
+	}
+}

@@ -2,8 +2,9 @@
 // binary: an ingestion listener that the official PostHog SDKs send to unchanged, an
 // embedded DuckDB warehouse, and PostHog's management API.
 //
-//	hedge serve [flags]   run both listeners over one DuckDB file
-//	hedge version         print hedge's and DuckDB's versions
+//	hedge serve [flags]                  run both listeners over one DuckDB file
+//	hedge passwd --email EMAIL [--data]  set a user's console password, read from stdin
+//	hedge version                        print hedge's and DuckDB's versions
 //
 // Every flag of serve can also be set with an environment variable: --admin-addr is
 // HEDGE_ADMIN_ADDR. A flag on the command line wins over the environment.
@@ -21,11 +22,11 @@ import (
 var version = "dev"
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
 // run executes the command in args and returns the process exit code.
-func run(args []string, stdout, stderr io.Writer) int {
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr)
 		return 2
@@ -33,6 +34,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return serveCommand(args[1:], stderr)
+	case "passwd":
+		return passwdCommand(args[1:], stdin, stderr)
 	case "version":
 		duckdbVersion, err := warehouse.DuckDBVersion()
 		if err != nil {
@@ -54,8 +57,9 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `hedge: a PostHog-compatible product-analytics backend in one binary.
 
 Usage:
-  hedge serve [flags]   run the management and capture listeners over one DuckDB file
-  hedge version         print hedge's and DuckDB's versions
+  hedge serve [flags]                   run the management and capture listeners over one DuckDB file
+  hedge passwd --email EMAIL [--data]   set a user's password for the web console, read from stdin
+  hedge version                         print hedge's and DuckDB's versions
 
 Run "hedge serve -h" for the flags; each has a HEDGE_* environment variable.
 `)

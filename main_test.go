@@ -52,7 +52,7 @@ func TestCommands(t *testing.T) {
 	f := func(args []string, code int, stdout string) {
 		t.Helper()
 		var out, errOut bytes.Buffer
-		if got := run(args, &out, &errOut); got != code || !strings.Contains(out.String(), stdout) {
+		if got := run(args, strings.NewReader(""), &out, &errOut); got != code || !strings.Contains(out.String(), stdout) {
 			t.Fatalf("hedge %v: exit %d stdout %q stderr %q; want exit %d and %q", args, got, out.String(), errOut.String(), code, stdout)
 		}
 	}

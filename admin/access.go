@@ -168,17 +168,19 @@ func (a *API) resolveProject(c *fiber.Ctx, p *principal, param string) (project,
 // in PostHog (/api/projects/@current/..., /api/organizations/@current/).
 const currentAlias = "@current"
 
-// currentProject is the project @current names for the caller. PostHog keeps a current
-// project per user, which its web app switches; hedge has no such choice to remember,
-// so the current project is the first (lowest id) of those the key reaches: a key
-// scoped to some projects or organizations picks among those. notFound is the answer
-// when it reaches none.
+// currentProject is the project @current names for the caller, the team of GET
+// /api/users/@me/: PostHog keeps a current project per user, which its web app
+// switches; hedge has none to remember, so it is the first project (lowest id) the key
+// reaches in the first organization the user joined that has one (among the projects
+// and organizations a scoped key names). notFound is the answer when it reaches none.
 func (a *API) currentProject(ctx context.Context, p *principal, notFound error) (int64, error) {
 	var id int64
-	err := a.db.QueryRowContext(ctx, `SELECT id FROM meta.projects WHERE id IN `+reachableProjectIDs+`
-		AND (len(?::BIGINT[]) = 0 OR list_contains(?::BIGINT[], id))
-		AND (len(?::VARCHAR[]) = 0 OR list_contains(?::VARCHAR[], organization_id::VARCHAR))
-		ORDER BY id LIMIT 1`, p.userID, nonNil(p.scopedTeams), nonNil(p.scopedTeams),
+	err := a.db.QueryRowContext(ctx, `SELECT p.id FROM meta.projects p
+		JOIN meta.memberships m ON m.organization_id = p.organization_id AND m.user_id = ?
+		WHERE p.id IN `+reachableProjectIDs+`
+		AND (len(?::BIGINT[]) = 0 OR list_contains(?::BIGINT[], p.id))
+		AND (len(?::VARCHAR[]) = 0 OR list_contains(?::VARCHAR[], p.organization_id::VARCHAR))
+		ORDER BY m.joined_at, m.id, p.id LIMIT 1`, p.userID, p.userID, nonNil(p.scopedTeams), nonNil(p.scopedTeams),
 		nonNil(p.scopedOrganizations), nonNil(p.scopedOrganizations)).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, notFound
@@ -189,20 +191,10 @@ func (a *API) currentProject(ctx context.Context, p *principal, notFound error) 
 	return id, nil
 }
 
-// currentOrganization is the organization @current names for the caller: that of the
-// current project (currentProject), or, when the key reaches no project, the first
-// organization the user joined that the key may use. notFound is the answer when
-// there is none.
+// currentOrganization is the organization @current names for the caller, the
+// organization of GET /api/users/@me/: the first the user joined that the key may use.
+// notFound is the answer when there is none.
 func (a *API) currentOrganization(ctx context.Context, p *principal, notFound error) (uuid.UUID, error) {
-	if team, err := a.currentProject(ctx, p, notFound); err == nil {
-		var id uuid.UUID
-		if err := a.db.QueryRowContext(ctx, `SELECT organization_id FROM meta.projects WHERE id = ?`, team).Scan(&id); err != nil {
-			return uuid.UUID{}, fmt.Errorf("cannot read the organization of project %d: %w", team, err)
-		}
-		return id, nil
-	} else if !errors.Is(err, notFound) {
-		return uuid.UUID{}, err
-	}
 	var id uuid.UUID
 	err := a.db.QueryRowContext(ctx, `SELECT organization_id FROM meta.memberships WHERE user_id = ?
 		AND (len(?::VARCHAR[]) = 0 OR list_contains(?::VARCHAR[], organization_id::VARCHAR))

@@ -78,6 +78,8 @@ type API struct {
 	exports   *batchexport.Runner
 	flags     *flags.Store
 	publicURL string
+	hasher    *hasher        // passwords
+	signIns   *signInLimiter // failed sign-ins and lockouts
 	log       *slog.Logger
 }
 
@@ -129,6 +131,8 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 		exports:   cfg.Exports,
 		flags:     cfg.Flags,
 		publicURL: strings.TrimSuffix(cfg.PublicURL, "/"),
+		hasher:    newHasher(),
+		signIns:   newSignInLimiter(),
 		log:       cfg.Logger,
 	}
 	a.app = fiber.New(fiber.Config{
@@ -152,6 +156,7 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 	a.app.Get("/_health", a.health)
 	a.app.Get("/metrics", a.metrics)
 	a.api = a.app.Group("/api")
+	a.bindSessions()
 	a.bindProjects()
 	a.bindExplicitMembers()
 	a.bindPersons()

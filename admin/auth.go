@@ -12,7 +12,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// principal is the authenticated caller of a request: a personal API key and its user.
+// principal is the authenticated caller of a request: a personal API key and its user,
+// or a session (scopes "*") and its user.
 // It lives in the request's Locals for the length of the request.
 type principal struct {
 	userID              int64
@@ -78,12 +79,17 @@ func findKey(c *fiber.Ctx) (key, source string) {
 	return "", ""
 }
 
-// authenticate finds the request's personal API key and its active user. Keys are
-// looked up by their sha256, the only form stored.
+// authenticate finds the request's personal API key and its active user, or without a
+// key its session (sessions.go). Keys are looked up by their sha256, the only form
+// stored.
 func (a *API) authenticate(c *fiber.Ctx) (*principal, error) {
 	key, source := findKey(c)
 	if key == "" {
-		return nil, errNotAuthenticated()
+		p, err := a.sessionPrincipal(c)
+		if err == nil && p == nil {
+			err = errNotAuthenticated()
+		}
+		return p, err
 	}
 	hashed := hashKey(key)
 	var stored, scopes, organizations, teams string

@@ -17,20 +17,22 @@ import (
 const BootstrapFile = "bootstrap.json"
 
 // Bootstrap is what the first start creates. It is written to bootstrap.json (mode
-// 0600) because the personal API key is stored nowhere else in clear.
+// 0600) because the personal API key and the password are stored nowhere else in clear.
 type Bootstrap struct {
 	OrganizationID string `json:"organization_id"`
 	ProjectID      int64  `json:"project_id"`
 	ProjectAPIKey  string `json:"project_api_key"`
 	PersonalAPIKey string `json:"personal_api_key"`
 	UserEmail      string `json:"user_email"`
-	AdminURL       string `json:"admin_url"`
-	CaptureURL     string `json:"capture_url"`
+	// AdminPassword signs UserEmail in to the web console; hedge passwd changes it.
+	AdminPassword string `json:"admin_password"`
+	AdminURL      string `json:"admin_url"`
+	CaptureURL    string `json:"capture_url"`
 }
 
-// BootstrapIfEmpty creates the first organization, its owner (b.UserEmail), a project
-// with its primary dashboard ("My App Dashboard") and a personal API key with scope
-// "*" when the database has no organization yet, and writes them with b's URLs to
+// BootstrapIfEmpty creates the first organization, its owner (b.UserEmail) with a
+// random password, a project with its primary dashboard ("My App Dashboard") and a
+// personal API key with scope "*" when the database has no organization yet, and writes them with b's URLs to
 // <dataDir>/bootstrap.json. On a database that has an organization it creates nothing
 // and returns nil.
 //
@@ -83,6 +85,15 @@ func BootstrapIfEmpty(ctx context.Context, db *sql.DB, dataDir string, b Bootstr
 	if err != nil {
 		return nil, err
 	}
+	password := randomToken(16, 22)
+	hash, err := newHasher().hash(ctx, password)
+	if err != nil {
+		return nil, err
+	}
+	if err := setPassword(ctx, tx, userID, hash); err != nil {
+		return nil, err
+	}
+	b.AdminPassword = password
 	b.OrganizationID = organizationID.String()
 	b.ProjectID = projectID
 	b.ProjectAPIKey = token

@@ -60,7 +60,7 @@ func TestBootstrapOnce(t *testing.T) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	want := []string{"admin_url", "capture_url", "organization_id", "personal_api_key", "project_api_key", "project_id", "user_email"}
+	want := []string{"admin_password", "admin_url", "capture_url", "organization_id", "personal_api_key", "project_api_key", "project_id", "user_email"}
 	if !slices.Equal(keys, want) {
 		t.Fatalf("%s keys %v, want exactly %v", BootstrapFile, keys, want)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
@@ -14,6 +15,7 @@ import (
 
 func (a *API) bindUsers() {
 	a.handle(fiber.MethodGet, "/users/@me/", "user:read", a.userMe)
+	a.handle(fiber.MethodPatch, "/users/@me/", "user:write", a.userMeUpdate)
 }
 
 // insertUser creates an active user and returns its integer id. Emails are stored
@@ -78,6 +80,7 @@ type organizationBasic struct {
 type meRecord struct {
 	userRecord
 	DateJoined    time.Time           `json:"date_joined"`
+	HasPassword   bool                `json:"has_password"`
 	Organization  *organizationBasic  `json:"organization"`
 	Organizations []organizationBasic `json:"organizations"`
 	Team          *projectListItem    `json:"team"`
@@ -91,8 +94,9 @@ func (a *API) userMe(c *fiber.Ctx) error {
 	p := principalOf(c)
 	ctx := c.UserContext()
 	var r meRecord
-	err := a.db.QueryRowContext(ctx, `SELECT `+userColumns+`, u.created_at FROM meta.users u WHERE u.id = ?`, p.userID).
-		Scan(append(r.dest(), &r.DateJoined)...)
+	err := a.db.QueryRowContext(ctx, `SELECT `+userColumns+`, u.created_at,
+		EXISTS (SELECT 1 FROM meta.user_passwords w WHERE w.user_id = u.id) FROM meta.users u WHERE u.id = ?`, p.userID).
+		Scan(append(r.dest(), &r.DateJoined, &r.HasPassword)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return errRecordNotFound()
 	}
@@ -129,4 +133,82 @@ func (a *API) userMe(c *fiber.Ctx) error {
 		}
 	}
 	return c.JSON(r)
+}
+
+// meUpdate is the body of PATCH /api/users/@me/: the fields sent change.
+type meUpdate struct {
+	FirstName       *string `json:"first_name"`
+	LastName        *string `json:"last_name"`
+	Password        *string `json:"password"`
+	CurrentPassword string  `json:"current_password"`
+}
+
+// PATCH /api/users/@me/ (user:write)
+// Changes the user's names and password. A password is changed from a signed-in
+// session only, never with a personal API key: a key of limited scopes must not become
+// a password, which signs in with every scope. The current password must come with it
+// (PostHog's rule), and the change ends the user's other sessions, as Django's does.
+func (a *API) userMeUpdate(c *fiber.Ctx) error {
+	p := principalOf(c)
+	ctx := c.UserContext()
+	var in meUpdate
+	if err := bindBody(c, &in); err != nil {
+		return err
+	}
+	if in.FirstName != nil && utf8.RuneCountInString(*in.FirstName) > 150 {
+		return errMaxLength("first_name", 150)
+	}
+	if in.LastName != nil && utf8.RuneCountInString(*in.LastName) > 150 {
+		return errMaxLength("last_name", 150)
+	}
+	tx, err := a.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("cannot begin changing user %d: %w", p.userID, err)
+	}
+	defer tx.Rollback()
+	if in.Password != nil {
+		token := sessionToken(c)
+		if _, viaKey := findKey(c); viaKey != "" || token == "" {
+			return errPermissionDenied("A password is changed from a signed-in session, not with a personal API key.")
+		}
+		var email string
+		var stored sql.NullString
+		if err := tx.QueryRowContext(ctx, `SELECT u.email, w.hash FROM meta.users u LEFT JOIN meta.user_passwords w ON w.user_id = u.id
+			WHERE u.id = ?`, p.userID).Scan(&email, &stored); err != nil {
+			return fmt.Errorf("cannot read user %d: %w", p.userID, err)
+		}
+		if in.CurrentPassword == "" {
+			return errValidation("current_password", "required", "This field is required if a new password is specified.")
+		}
+		ok, err := a.hasher.verify(ctx, in.CurrentPassword, stored.String)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errValidation("current_password", "incorrect_password", "Your current password is incorrect.")
+		}
+		if err := checkNewPassword("password", *in.Password, email); err != nil {
+			return err
+		}
+		hash, err := a.hasher.hash(ctx, *in.Password)
+		if err != nil {
+			return err
+		}
+		if err := setPassword(ctx, tx, p.userID, hash); err != nil {
+			return err
+		}
+		if err := endOtherSessions(ctx, tx, p.userID, token); err != nil {
+			return err
+		}
+	}
+	if in.FirstName != nil || in.LastName != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE meta.users SET first_name = coalesce(?, first_name), last_name = coalesce(?, last_name)
+			WHERE id = ?`, in.FirstName, in.LastName, p.userID); err != nil {
+			return fmt.Errorf("cannot change user %d: %w", p.userID, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("cannot commit the change of user %d: %w", p.userID, err)
+	}
+	return a.userMe(c)
 }

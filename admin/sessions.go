@@ -1,0 +1,362 @@
+package admin
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	lru "github.com/hashicorp/golang-lru/v2"
+)
+
+// Signing in, as PostHog's web app does: e-mail and password give a session, held in an
+// HttpOnly cookie, which then authenticates the API like a personal key with scope "*"
+// (bounded, as a key is, by the user's memberships). A request with a personal API key
+// is authenticated by the key alone, as before, and needs no CSRF token.
+//
+// A session-authenticated request that may change something (any method but GET, HEAD
+// and OPTIONS) must carry the session's CSRF token in X-CSRFToken (PostHog's header),
+// and must come from the console's own origin: a browser's Sec-Fetch-Site, when sent,
+// must be same-origin or none, and an Origin, when sent, must name the request's own
+// host (the rule of Go's net/http CrossOriginProtection). Sign-in itself gets the
+// origin check, so no other site can sign a browser in to an account of its choosing.
+
+const (
+	sessionCookie = "hedge_session"
+	csrfCookie    = "hedge_csrftoken"
+	csrfHeader    = "X-CSRFToken"
+	// sessionLifetime is how long a session lasts from sign-in (PostHog's and
+	// Metabase's 14 days); signing out or changing the password ends it sooner.
+	sessionLifetime = 14 * 24 * time.Hour
+	// lastSeenEvery is how stale a session's last_seen_at may get: a request writes it
+	// only when it is older, not on every request.
+	lastSeenEvery = 5 * time.Minute
+)
+
+// Sign-in limits, in memory: they hold for this process, which is all of hedge.
+const (
+	// maxFailures failed sign-ins of one e-mail from one address lock that pair out for
+	// lockout, right password or not.
+	maxFailures = 10
+	lockout     = 15 * time.Minute
+	// maxSignInsPerMinute bounds the sign-in attempts of one address, whatever the
+	// e-mails.
+	maxSignInsPerMinute = 30
+	// limiterEntries bounds each table of the limiter. Past it the oldest entries are
+	// forgotten: a client spreading over more addresses or e-mails than that gets
+	// through more attempts, each still costing it a hash.
+	limiterEntries = 10_000
+)
+
+// signInLimiter counts failed sign-ins per (e-mail, address) and attempts per address.
+type signInLimiter struct {
+	mu       sync.Mutex
+	failures *lru.Cache[[2]string, *failures]
+	attempts *lru.Cache[string, *minuteCount]
+}
+
+type failures struct {
+	count       int
+	lockedUntil time.Time
+}
+
+type minuteCount struct {
+	minute time.Time
+	count  int
+}
+
+func newSignInLimiter() *signInLimiter {
+	f, _ := lru.New[[2]string, *failures](limiterEntries)
+	a, _ := lru.New[string, *minuteCount](limiterEntries)
+	return &signInLimiter{failures: f, attempts: a}
+}
+
+// admit counts an attempt of address on e-mail at now, and refuses it when address
+// made too many this minute (errThrottled) or the pair is locked out (errLockedOut).
+func (l *signInLimiter) admit(email, address string, now time.Time) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	minute := now.Truncate(time.Minute)
+	a, ok := l.attempts.Get(address)
+	if !ok || !a.minute.Equal(minute) {
+		a = &minuteCount{minute: minute}
+		l.attempts.Add(address, a)
+	}
+	if a.count++; a.count > maxSignInsPerMinute {
+		return errThrottled(int(minute.Add(time.Minute).Sub(now).Seconds()) + 1)
+	}
+	if f, ok := l.failures.Get([2]string{email, address}); ok && now.Before(f.lockedUntil) {
+		return errLockedOut()
+	}
+	return nil
+}
+
+// failed counts a failed sign-in, and locks the pair out at maxFailures.
+func (l *signInLimiter) failed(email, address string, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	key := [2]string{email, address}
+	f, ok := l.failures.Get(key)
+	if !ok {
+		f = &failures{}
+		l.failures.Add(key, f)
+	}
+	if f.count++; f.count >= maxFailures {
+		f.count, f.lockedUntil = 0, now.Add(lockout)
+	}
+}
+
+// succeeded forgets the pair's failures.
+func (l *signInLimiter) succeeded(email, address string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.failures.Remove([2]string{email, address})
+}
+
+func errInvalidCredentials() *Error {
+	return &Error{Status: fiber.StatusBadRequest, Type: "validation_error", Code: "invalid_credentials", Detail: "Invalid email or password."}
+}
+
+func errLockedOut() *Error {
+	return &Error{Status: fiber.StatusForbidden, Type: "authentication_error", Code: "too_many_failed_attempts",
+		Detail: fmt.Sprintf("Too many failed login attempts. Try again in %d minutes.", int(lockout.Minutes()))}
+}
+
+// errThrottled is DRF's 429.
+func errThrottled(seconds int) *Error {
+	return &Error{Status: fiber.StatusTooManyRequests, Type: "throttled_error", Code: "throttled",
+		Detail: fmt.Sprintf("Request was throttled. Expected available in %d seconds.", seconds)}
+}
+
+// errCSRF is Django's refusal of a request that failed the CSRF checks, as PostHog's API
+// answers it.
+func errCSRF(reason string) *Error {
+	return errPermissionDenied("CSRF Failed: " + reason)
+}
+
+func (a *API) bindSessions() {
+	a.api.Post("/login/", a.login)
+	a.api.Post("/logout/", a.logout)
+}
+
+// signInInput is the body of POST /api/login/.
+type signInInput struct {
+	Email    string `json:"email"`
+	Password string `json:"password"`
+}
+
+// POST /api/login/ {email, password}
+// Signs in: 200 {"success": true} with the session and CSRF cookies. A wrong password
+// and an unknown e-mail get the same 400, in about the same time (a hash is computed
+// either way); a user without a password signs in with neither.
+func (a *API) login(c *fiber.Ctx) error {
+	if err := checkOrigin(c); err != nil {
+		return err
+	}
+	var in signInInput
+	if err := bindBody(c, &in); err != nil {
+		return err
+	}
+	email := strings.ToLower(strings.TrimSpace(in.Email))
+	switch {
+	case email == "":
+		return errRequired("email")
+	case in.Password == "":
+		return errRequired("password")
+	case len(in.Password) > 4*maxPasswordLength:
+		return errInvalidCredentials() // no hash of megabytes
+	}
+	now := time.Now()
+	address := c.IP()
+	if err := a.signIns.admit(email, address, now); err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	var userID int64
+	var stored sql.NullString
+	err := a.db.QueryRowContext(ctx, `SELECT u.id, p.hash FROM meta.users u LEFT JOIN meta.user_passwords p ON p.user_id = u.id
+		WHERE u.email = ? AND u.is_active`, email).Scan(&userID, &stored)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("cannot look up user %s: %w", email, err)
+	}
+	ok, err := a.hasher.verify(ctx, in.Password, stored.String)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		a.signIns.failed(email, address, now)
+		return errInvalidCredentials()
+	}
+	a.signIns.succeeded(email, address)
+	token := randomToken(32, 43)
+	if _, err := a.db.ExecContext(ctx, `INSERT INTO meta.sessions (token_hash, user_id, created_at, expires_at, last_seen_at, ip, user_agent)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, hashKey(token), userID, now, now.Add(sessionLifetime), now, address, truncate(c.Get(fiber.HeaderUserAgent), 512)); err != nil {
+		return fmt.Errorf("cannot start a session of user %d: %w", userID, err)
+	}
+	if _, err := a.db.ExecContext(ctx, `UPDATE meta.users SET last_login = ? WHERE id = ?`, now, userID); err != nil {
+		return fmt.Errorf("cannot record the sign-in of user %d: %w", userID, err)
+	}
+	a.setSessionCookies(c, token, sessionLifetime)
+	return c.JSON(fiber.Map{"success": true})
+}
+
+// POST /api/logout/
+// Ends the request's session, if it has one, and clears its cookies. A session
+// request needs its CSRF token, as every unsafe one does.
+func (a *API) logout(c *fiber.Ctx) error {
+	if token := sessionToken(c); token != "" {
+		if err := checkCSRF(c, token); err != nil {
+			return err
+		}
+		if _, err := a.db.ExecContext(c.UserContext(), `DELETE FROM meta.sessions WHERE token_hash = ?`, hashKey(token)); err != nil {
+			return fmt.Errorf("cannot end a session: %w", err)
+		}
+	}
+	a.setSessionCookies(c, "", -1)
+	return c.JSON(fiber.Map{"success": true})
+}
+
+// setSessionCookies sets the session cookie (HttpOnly) and the CSRF cookie (readable by
+// the console's script) for token, for maxAge; a negative maxAge clears them. Over
+// HTTPS (a public URL in https, or a request that came so) they are Secure and named
+// with the __Host- prefix; on plain HTTP a browser would drop a Secure cookie.
+func (a *API) setSessionCookies(c *fiber.Ctx, token string, maxAge time.Duration) {
+	secure := a.secureCookies(c)
+	csrf := ""
+	if token != "" {
+		csrf = csrfToken(token)
+	}
+	age := int(maxAge.Seconds())
+	if maxAge < 0 {
+		age = -1
+	}
+	for _, cookie := range []struct {
+		name, value string
+		httpOnly    bool
+	}{{sessionCookie, token, true}, {csrfCookie, csrf, false}} {
+		name := cookie.name
+		if secure {
+			name = "__Host-" + name
+		}
+		c.Cookie(&fiber.Cookie{Name: name, Value: cookie.value, Path: "/", MaxAge: age, HTTPOnly: cookie.httpOnly,
+			SameSite: fiber.CookieSameSiteLaxMode, Secure: secure})
+	}
+}
+
+func (a *API) secureCookies(c *fiber.Ctx) bool {
+	return strings.HasPrefix(a.publicURL, "https://") || c.Protocol() == "https"
+}
+
+// sessionToken is the request's session cookie, under either of its names, or "".
+func sessionToken(c *fiber.Ctx) string {
+	if token := c.Cookies("__Host-" + sessionCookie); token != "" {
+		return token
+	}
+	return c.Cookies(sessionCookie)
+}
+
+// csrfToken is the CSRF token of a session: derived from the session's token, which
+// script cannot read, by a one-way function, so it needs no storage of its own, cannot
+// give the session away, and ends with the session.
+func csrfToken(sessionToken string) string {
+	sum := sha256.Sum256([]byte("hedge csrf token\x00" + sessionToken))
+	return hex.EncodeToString(sum[:])
+}
+
+// safeMethod reports the methods that change nothing, which need no CSRF token.
+func safeMethod(method string) bool {
+	return method == fiber.MethodGet || method == fiber.MethodHead || method == fiber.MethodOptions
+}
+
+// checkCSRF refuses an unsafe request of session token without its CSRF token or from
+// another origin.
+func checkCSRF(c *fiber.Ctx, token string) error {
+	if safeMethod(c.Method()) {
+		return nil
+	}
+	if err := checkOrigin(c); err != nil {
+		return err
+	}
+	sent := c.Get(csrfHeader)
+	if sent == "" {
+		return errCSRF("CSRF token missing.")
+	}
+	if subtle.ConstantTimeCompare([]byte(sent), []byte(csrfToken(token))) != 1 {
+		return errCSRF("CSRF token incorrect.")
+	}
+	return nil
+}
+
+// checkOrigin refuses a request that a browser says comes from another site: by
+// Sec-Fetch-Site, when sent, or else by an Origin whose host is not the request's.
+func checkOrigin(c *fiber.Ctx) error {
+	switch c.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+	default:
+		return errCSRF("Origin checking failed - the request came from another site.")
+	}
+	origin := c.Get(fiber.HeaderOrigin)
+	if origin == "" {
+		return nil
+	}
+	if u, err := url.Parse(origin); err != nil || u.Host != c.Hostname() {
+		return errCSRF(fmt.Sprintf("Origin checking failed - %s does not match any trusted origins.", origin))
+	}
+	return nil
+}
+
+// sessionPrincipal is the caller of a request that carries a live session cookie, or
+// nil when it carries none (or one that ended). Unsafe requests must pass checkCSRF.
+func (a *API) sessionPrincipal(c *fiber.Ctx) (*principal, error) {
+	token := sessionToken(c)
+	if token == "" {
+		return nil, nil
+	}
+	ctx := c.UserContext()
+	hashed := hashKey(token)
+	var p principal
+	var lastSeen time.Time
+	err := a.db.QueryRowContext(ctx, `SELECT s.user_id, s.last_seen_at FROM meta.sessions s JOIN meta.users u ON u.id = s.user_id
+		WHERE s.token_hash = ? AND s.expires_at > now() AND u.is_active`, hashed).Scan(&p.userID, &lastSeen)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot look up a session: %w", err)
+	}
+	if err := checkCSRF(c, token); err != nil {
+		return nil, err
+	}
+	if time.Since(lastSeen) > lastSeenEvery {
+		if _, err := a.db.ExecContext(ctx, `UPDATE meta.sessions SET last_seen_at = now() WHERE token_hash = ?`, hashed); err != nil {
+			return nil, fmt.Errorf("cannot record a session's use: %w", err)
+		}
+	}
+	p.scopes = []string{"*"}
+	return &p, nil
+}
+
+// endOtherSessions ends every session of user but the one of token (none when token
+// is ""), in q: a changed password signs out the other browsers.
+func endOtherSessions(ctx context.Context, q querier, userID int64, token string) error {
+	if _, err := q.ExecContext(ctx, `DELETE FROM meta.sessions WHERE user_id = ? AND token_hash <> ?`, userID, hashKey(token)); err != nil {
+		return fmt.Errorf("cannot end the other sessions of user %d: %w", userID, err)
+	}
+	return nil
+}
+
+// truncate cuts s to at most n bytes, as valid UTF-8 (DuckDB refuses anything else).
+func truncate(s string, n int) string {
+	if len(s) > n {
+		s = s[:n]
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}

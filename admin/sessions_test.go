@@ -1,0 +1,182 @@
+package admin
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Tests hash passwords at a small cost: the cost is a parameter of the PHC string, and
+// what is tested is everything around it.
+func init() { passwordCost = argon2Params{memoryKiB: 64, passes: 1, threads: 1} }
+
+// signIn signs email in with password and returns the session and CSRF cookies.
+func (env *testEnv) signIn(t *testing.T, email, password string) (session, csrf *http.Cookie) {
+	t.Helper()
+	status, body, header := env.do(t, "POST", "/api/login/", "", nil, `{"email":"`+email+`","password":"`+password+`"}`)
+	if status != 200 || body != `{"success":true}` {
+		t.Fatalf("sign-in of %s: %d %s", email, status, body)
+	}
+	for _, c := range (&http.Response{Header: header}).Cookies() {
+		switch c.Name {
+		case sessionCookie:
+			session = c
+		case csrfCookie:
+			csrf = c
+		}
+	}
+	if session == nil || csrf == nil {
+		t.Fatalf("sign-in set cookies %v", header["Set-Cookie"])
+	}
+	return session, csrf
+}
+
+// withSession are the headers of a request of the session, with its CSRF token when
+// csrf is not empty, and more.
+func withSession(session *http.Cookie, csrf string, more ...string) map[string]string {
+	h := map[string]string{"Cookie": session.Name + "=" + session.Value}
+	if csrf != "" {
+		h[csrfHeader] = csrf
+	}
+	for i := 0; i+1 < len(more); i += 2 {
+		h[more[i]] = more[i+1]
+	}
+	return h
+}
+
+func TestSessions(t *testing.T) {
+	env := newTestEnv(t, "")
+	if env.boot.AdminPassword == "" {
+		t.Fatal("the bootstrap has no admin password")
+	}
+	email := env.boot.UserEmail
+	session, csrf := env.signIn(t, email, env.boot.AdminPassword)
+	// The session cookie is out of script's reach; the CSRF cookie is for script.
+	if !session.HttpOnly || session.SameSite != http.SameSiteLaxMode || session.Path != "/" || session.Secure ||
+		session.MaxAge != int(sessionLifetime.Seconds()) {
+		t.Fatalf("session cookie %+v", session)
+	}
+	if csrf.HttpOnly || csrf.SameSite != http.SameSiteLaxMode || csrf.Value != csrfToken(session.Value) {
+		t.Fatalf("CSRF cookie %+v", csrf)
+	}
+	var stored int
+	if err := env.warehouse.DB().QueryRow(`SELECT count(*) FROM meta.sessions WHERE token_hash = ?`, hashKey(session.Value)).Scan(&stored); err != nil || stored != 1 {
+		t.Fatalf("the session is stored %d times by its hash (%v)", stored, err)
+	}
+	patch := `{"first_name":"Ada"}`
+	csrfFailed := func(reason string) []string {
+		return []string{`{"type":"authentication_error","code":"permission_denied","detail":"CSRF Failed: ` + reason + `","attr":null}`}
+	}
+	env.run(t, []scenario{
+		{name: "a read with the session", method: "GET", path: "/api/users/@me/", headers: withSession(session, ""), status: 200,
+			want: []string{`"email":"` + email + `"`, `"has_password":true`}},
+		{name: "a change without the CSRF token", method: "PATCH", path: "/api/users/@me/", headers: withSession(session, ""), body: patch,
+			status: 403, want: csrfFailed("CSRF token missing.")},
+		{name: "a change with a wrong token", method: "PATCH", path: "/api/users/@me/", headers: withSession(session, "x"+csrf.Value[1:]),
+			body: patch, status: 403, want: csrfFailed("CSRF token incorrect.")},
+		{name: "a change from another origin", method: "PATCH", path: "/api/users/@me/",
+			headers: withSession(session, csrf.Value, "Origin", "https://evil.example"), body: patch, status: 403,
+			want: csrfFailed("Origin checking failed - https://evil.example does not match any trusted origins.")},
+		{name: "a change from another site", method: "PATCH", path: "/api/users/@me/",
+			headers: withSession(session, csrf.Value, "Sec-Fetch-Site", "cross-site"), body: patch, status: 403,
+			want: csrfFailed("Origin checking failed - the request came from another site.")},
+		{name: "a change with the token", method: "PATCH", path: "/api/users/@me/",
+			headers: withSession(session, csrf.Value, "Origin", strings.TrimSuffix(env.url, "/"), "Sec-Fetch-Site", "same-origin"),
+			body:    patch, status: 200, want: []string{`"first_name":"Ada"`}},
+		{name: "a key needs no token", method: "PATCH", path: "/api/users/@me/", key: env.owner, body: `{"last_name":"L"}`, status: 200,
+			want: []string{`"last_name":"L"`}},
+		{name: "a session acts with every scope", method: "POST", path: "/api/projects/1/dashboards/",
+			headers: withSession(session, csrf.Value), body: `{"name":"By session"}`, status: 201},
+		{name: "a sign-in from another site", method: "POST", path: "/api/login/", headers: map[string]string{"Origin": "https://evil.example"},
+			body: `{"email":"` + email + `","password":"` + env.boot.AdminPassword + `"}`, status: 403,
+			want: csrfFailed("Origin checking failed - https://evil.example does not match any trusted origins.")},
+		{name: "no cookie", method: "GET", path: "/api/users/@me/", status: 401},
+		{name: "a made-up cookie", method: "GET", path: "/api/users/@me/", headers: map[string]string{"Cookie": sessionCookie + "=made-up"}, status: 401},
+	})
+
+	// A session ends at its expiry...
+	other, _ := env.signIn(t, email, env.boot.AdminPassword)
+	env.exec(t, `UPDATE meta.sessions SET expires_at = now() - INTERVAL 1 SECOND WHERE token_hash = ?`, hashKey(other.Value))
+	if status, _, _ := env.do(t, "GET", "/api/users/@me/", "", withSession(other, ""), ""); status != 401 {
+		t.Fatalf("an expired session: %d", status)
+	}
+	// ...and at sign-out, whose cookies are cleared.
+	status, body, header := env.do(t, "POST", "/api/logout/", "", withSession(session, csrf.Value), "")
+	if status != 200 || body != `{"success":true}` || !strings.Contains(strings.Join(header["Set-Cookie"], "\n"), sessionCookie+"=;") {
+		t.Fatalf("sign-out: %d %s %v", status, body, header["Set-Cookie"])
+	}
+	if status, _, _ := env.do(t, "GET", "/api/users/@me/", "", withSession(session, ""), ""); status != 401 {
+		t.Fatalf("after sign-out: %d", status)
+	}
+}
+
+// A wrong password and an unknown e-mail get the same answer; ten failures of one
+// e-mail from one address lock it out, the right password included; an address
+// trying too often is throttled.
+func TestSignInLimits(t *testing.T) {
+	env := newTestEnv(t, "")
+	email := env.boot.UserEmail
+	invalid := `{"type":"validation_error","code":"invalid_credentials","detail":"Invalid email or password.","attr":null}`
+	env.run(t, []scenario{
+		{name: "a wrong password", method: "POST", path: "/api/login/", body: `{"email":"` + email + `","password":"wrong password"}`,
+			status: 400, want: []string{invalid}},
+		{name: "an unknown e-mail", method: "POST", path: "/api/login/", body: `{"email":"nobody@example.com","password":"wrong password"}`,
+			status: 400, want: []string{invalid}},
+		{name: "no password", method: "POST", path: "/api/login/", body: `{"email":"` + email + `"}`, status: 400,
+			want: []string{`"attr":"password"`}},
+	})
+	for range maxFailures - 1 { // one failure above already
+		env.do(t, "POST", "/api/login/", "", nil, `{"email":"`+email+`","password":"wrong password"}`)
+	}
+	status, body, _ := env.do(t, "POST", "/api/login/", "", nil, `{"email":"`+email+`","password":"`+env.boot.AdminPassword+`"}`)
+	if status != 403 || !strings.Contains(body, `"code":"too_many_failed_attempts"`) {
+		t.Fatalf("the right password after %d failures: %d %s", maxFailures, status, body)
+	}
+	// The lockout is of the pair: the limiter lets another e-mail in.
+	now := time.Now()
+	if err := env.api.signIns.admit("other@example.com", "127.0.0.1", now); err != nil {
+		t.Fatalf("another e-mail: %v", err)
+	}
+	l := newSignInLimiter()
+	for range maxSignInsPerMinute {
+		if err := l.admit("a@example.com", "192.0.2.1", now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.admit("b@example.com", "192.0.2.1", now); err == nil || err.(*Error).Status != 429 {
+		t.Fatalf("attempt %d of a minute: %v", maxSignInsPerMinute+1, err)
+	}
+	if err := l.admit("b@example.com", "192.0.2.1", now.Add(time.Minute)); err != nil {
+		t.Fatalf("the next minute: %v", err)
+	}
+}
+
+// A password is changed from a session, with the current one; the user's other
+// sessions end, the one that changed it stays.
+func TestPasswordChange(t *testing.T) {
+	env := newTestEnv(t, "")
+	email, old := env.boot.UserEmail, env.boot.AdminPassword
+	first, csrf := env.signIn(t, email, old)
+	second, _ := env.signIn(t, email, old)
+	env.run(t, []scenario{
+		{name: "not with a key", method: "PATCH", path: "/api/users/@me/", key: env.owner, body: `{"password":"a new password 1","current_password":"` + old + `"}`,
+			status: 403},
+		{name: "not without the current one", method: "PATCH", path: "/api/users/@me/", headers: withSession(first, csrf.Value),
+			body: `{"password":"a new password 1"}`, status: 400, want: []string{`"attr":"current_password"`, `"code":"required"`}},
+		{name: "not with a wrong current one", method: "PATCH", path: "/api/users/@me/", headers: withSession(first, csrf.Value),
+			body: `{"password":"a new password 1","current_password":"wrong"}`, status: 400, want: []string{`"code":"incorrect_password"`}},
+		{name: "not too short", method: "PATCH", path: "/api/users/@me/", headers: withSession(first, csrf.Value),
+			body: `{"password":"short","current_password":"` + old + `"}`, status: 400, want: []string{`"code":"password_too_short"`}},
+		{name: "not the e-mail", method: "PATCH", path: "/api/users/@me/", headers: withSession(first, csrf.Value),
+			body: `{"password":"` + email + `","current_password":"` + old + `"}`, status: 400, want: []string{`"code":"password_too_similar"`}},
+		{name: "changed", method: "PATCH", path: "/api/users/@me/", headers: withSession(first, csrf.Value),
+			body: `{"password":"a new password 1","current_password":"` + old + `"}`, status: 200},
+		{name: "this session stays", method: "GET", path: "/api/users/@me/", headers: withSession(first, ""), status: 200},
+		{name: "the other ended", method: "GET", path: "/api/users/@me/", headers: withSession(second, ""), status: 401},
+		{name: "the old password is refused", method: "POST", path: "/api/login/", body: `{"email":"` + email + `","password":"` + old + `"}`,
+			status: 400},
+		{name: "the new one signs in", method: "POST", path: "/api/login/", body: `{"email":"` + email + `","password":"a new password 1"}`,
+			status: 200},
+	})
+}
