@@ -216,7 +216,7 @@ func TestCreateFromTemplateJSON(t *testing.T) {
 		{`{"template_name": "x", "dashboard_description": "", "dashboard_filters": [], "tiles": [{"type": "TEXT", "body": "x"}]}`, "template__dashboard_filters"},
 		{`{"template_name": "x", "dashboard_description": "", "dashboard_filters": {}, "tiles": [{"type": "INSIGHT", "name": "n"}]}`, "template__tiles__0__query"},
 		{`{"template_name": "x", "dashboard_description": "", "dashboard_filters": {}, "tiles": [{"type": "CHART"}]}`, "template__tiles__0__type"},
-		{`{"template_name": "x", "dashboard_description": "", "dashboard_filters": {}, "tiles": [{"type": "INSIGHT", "name": "n", "query": {"kind": "FunnelsQuery"}}]}`, "template__tiles__0__query__kind"},
+		{`{"template_name": "x", "dashboard_description": "", "dashboard_filters": {}, "tiles": [{"type": "INSIGHT", "name": "n", "query": {"kind": "RetentionQuery"}}]}`, "template__tiles__0__query__kind"},
 	} {
 		status, out, _ := env.call(t, "POST", path, env.owner, `{"template": `+c.template+`}`)
 		if status != 400 || out["type"] != "validation_error" || out["attr"] != c.attr {

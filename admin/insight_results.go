@@ -34,8 +34,8 @@ type cachedResult struct {
 	result  any
 }
 
-// resultsCacheSize bounds the cache: results of trends are small, of events queries up
-// to their limit of rows.
+// resultsCacheSize bounds the cache: results of trends and funnels are small, of events
+// queries up to their limit of rows.
 const resultsCacheSize = 512
 
 func newResultsCache(ttl time.Duration) *resultsCache {

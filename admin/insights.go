@@ -131,11 +131,11 @@ func (in *insightInput) validate() error {
 	return nil
 }
 
-// checkInsightQuery refuses a query that is not one insights compute: a TrendsQuery or
-// an EventsQuery, bare or in PostHog's InsightVizNode or DataTableNode.
+// checkInsightQuery refuses a query that is not one insights compute: a TrendsQuery,
+// a FunnelsQuery or an EventsQuery, bare or in PostHog's InsightVizNode or DataTableNode.
 func checkInsightQuery(q rawJSON) error {
-	if kind, _, err := queryKind(json.RawMessage(q)); err != nil || (kind != "TrendsQuery" && kind != "EventsQuery") {
-		return errValidation("query", "invalid_input", "An insight's query must be a TrendsQuery or an EventsQuery.")
+	if kind, _, err := queryKind(json.RawMessage(q)); err != nil || !slices.Contains([]string{"TrendsQuery", "FunnelsQuery", "EventsQuery"}, kind) {
+		return errValidation("query", "invalid_input", "An insight's query must be a TrendsQuery, a FunnelsQuery or an EventsQuery.")
 	}
 	return nil
 }

@@ -100,11 +100,46 @@ func TestInsightUpdateFields(t *testing.T) {
 		t.Fatalf("after clearing the name %v %v", i["name"], i["description"])
 	}
 	env.run(t, []scenario{
-		{name: "a query insights cannot compute", method: "PATCH", path: env.insightPath(id), key: env.owner, body: `{"query": {"kind": "FunnelsQuery"}}`,
+		{name: "a query insights cannot compute", method: "PATCH", path: env.insightPath(id), key: env.owner, body: `{"query": {"kind": "RetentionQuery"}}`,
 			status: 400, want: []string{`"attr":"query"`}},
 		{name: "a name of the wrong type", method: "PATCH", path: env.insightPath(id), key: env.owner, body: `{"name": 5}`,
 			status: 400, want: []string{`"attr":"name"`}},
 	})
+}
+
+// An insight of a FunnelsQuery, as PostHog's UI saves it in an InsightVizNode, and its
+// dashboard's tile compute the funnel: u1 and u2 viewed a page, u1 signed up a minute
+// later.
+func TestFunnelInsight(t *testing.T) {
+	env := newTestEnv(t, "")
+	now := time.Now().UTC().Add(-time.Hour)
+	env.ingest(t,
+		warehouse.Event{Name: "$pageview", DistinctID: "u1", Timestamp: now},
+		warehouse.Event{Name: "$pageview", DistinctID: "u2", Timestamp: now},
+		warehouse.Event{Name: "signed up", DistinctID: "u1", Timestamp: now.Add(time.Minute)},
+	)
+	dashboard, _ := env.dashboard(t, `{"name": "Growth"}`)
+	i := env.must(t, 201, "POST", env.project+"/insights/", env.owner, fmt.Sprintf(`{"name": "Signup funnel", "dashboards": [%d],
+		"query": {"kind": "InsightVizNode", "source": {"kind": "FunnelsQuery", "series": [{"kind": "EventsNode", "event": "$pageview"},
+		{"kind": "EventsNode", "event": "signed up"}], "dateRange": {"date_from": "-1d"}, "funnelsFilter": {"funnelVizType": "steps"}}}}`, dashboard))
+	counts := func(result any) string {
+		t.Helper()
+		var got []string
+		for _, s := range result.(map[string]any)["results"].([]any) {
+			s := s.(map[string]any)
+			got = append(got, fmt.Sprintf("%s:%v/%v", s["name"], s["count"], s["median_conversion_time"]))
+		}
+		return strings.Join(got, " ")
+	}
+	const want = "$pageview:2/<nil> signed up:1/60"
+	if got := counts(i["result"]); got != want || i["is_cached"] != false {
+		t.Fatalf("the insight: %s, want %s", got, want)
+	}
+	d := env.must(t, 200, "GET", env.dashPath(dashboard, ""), env.owner, "")
+	tile := d["tiles"].([]any)[0].(map[string]any)["insight"].(map[string]any)
+	if got := counts(tile["result"]); got != want || tile["is_cached"] != true {
+		t.Fatalf("the dashboard's tile: %s (cached %v), want %s", got, tile["is_cached"], want)
+	}
 }
 
 func TestInsightListFilters(t *testing.T) {

@@ -18,7 +18,7 @@ func (a *API) bindQuery() {
 }
 
 // POST /api/projects/{project_id}/query/ (query:read)
-// Body {"query": {"kind": "EventsQuery" | "TrendsQuery" | "HogQLQuery", ...}}. A query
+// Body {"query": {"kind": "EventsQuery" | "TrendsQuery" | "FunnelsQuery" | "HogQLQuery", ...}}. A query
 // reads the project's rows only, in its time zone; a query that may not run, or that
 // fails for a reason of its own, answers 400 saying why.
 func (a *API) queryRun(c *fiber.Ctx) error {
@@ -98,8 +98,17 @@ func (a *API) runQuery(ctx context.Context, scope warehouse.Scope, raw json.RawM
 		if trends, err = a.queries.Trends(ctx, scope, q, now); err == nil {
 			result = trends
 		}
+	case "FunnelsQuery":
+		var q warehouse.FunnelsQuery
+		if err := decodeQuery(raw, &q); err != nil {
+			return nil, err
+		}
+		var funnels *warehouse.FunnelsResult
+		if funnels, err = a.queries.Funnels(ctx, scope, q, now); err == nil {
+			result = funnels
+		}
 	default:
-		return nil, errValidation("query__kind", "invalid_choice", fmt.Sprintf("%q is not a valid choice: EventsQuery, TrendsQuery or HogQLQuery.", kind))
+		return nil, errValidation("query__kind", "invalid_choice", fmt.Sprintf("%q is not a valid choice: EventsQuery, TrendsQuery, FunnelsQuery or HogQLQuery.", kind))
 	}
 	var queryErr *warehouse.QueryError
 	if errors.As(err, &queryErr) {

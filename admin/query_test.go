@@ -66,6 +66,23 @@ func TestQueryAPI(t *testing.T) {
 		t.Fatalf("TrendsQuery line %v", first)
 	}
 
+	// A funnel: u1 and u2 viewed a page, u1 signed up 2 s later.
+	status, out = query(key, `{"query": {"kind": "FunnelsQuery", "series": [{"kind": "EventsNode", "event": "$pageview"},
+		{"kind": "EventsNode", "event": "signed up", "custom_name": "Signed up"}], "dateRange": {"date_from": "-1d"},
+		"funnelsFilter": {"funnelVizType": "steps", "funnelOrderType": "ordered", "funnelWindowInterval": 1, "funnelWindowIntervalUnit": "hour"}}}`)
+	steps, _ := out["results"].([]any)
+	if status != 200 || len(steps) != 2 || out["timezone"] != "UTC" {
+		t.Fatalf("FunnelsQuery: %d %v", status, out)
+	}
+	if s := steps[0].(map[string]any); s["name"] != "$pageview" || s["action_id"] != "$pageview" || s["count"] != 2.0 || s["order"] != 0.0 ||
+		s["type"] != "events" || s["median_conversion_time"] != nil || fmt.Sprint(s["people"]) != "[]" {
+		t.Fatalf("FunnelsQuery, first step %v", s)
+	}
+	if s := steps[1].(map[string]any); s["name"] != "signed up" || s["custom_name"] != "Signed up" || s["count"] != 1.0 ||
+		s["average_conversion_time"] != 2.0 || s["median_conversion_time"] != 2.0 {
+		t.Fatalf("FunnelsQuery, second step %v", s)
+	}
+
 	// The project's time zone moves the day boundaries (no API changes it yet).
 	env.exec(t, `UPDATE meta.projects SET timezone = 'Asia/Tokyo' WHERE id = ?`, env.boot.ProjectID)
 	status, out = query(key, `{"query": {"kind": "TrendsQuery", "series": [{"event": null}], "dateRange": {"date_from": "-1d"}}}`)
@@ -88,7 +105,10 @@ func TestQueryAPI(t *testing.T) {
 		{`{"query": {"kind": "EventsQuery", "limit": 20000}}`, "query", "limit must be between"},
 		{`{"query": {"kind": "EventsQuery", "limit": "many"}}`, "query__limit", "valid integer"},
 		{`{"query": {"kind": "TrendsQuery", "series": [{"math": "weekly_active"}]}}`, "query", "math must be"},
-		{`{"query": {"kind": "FunnelsQuery"}}`, "query__kind", "not a valid choice"},
+		{`{"query": {"kind": "FunnelsQuery", "series": [{"event": "$pageview"}]}}`, "query", "a funnel has from 2 to 30 steps in series, not 1"},
+		{`{"query": {"kind": "FunnelsQuery", "series": [], "funnelsFilter": {"funnelWindowInterval": "long"}}}`,
+			"query__funnelsFilter__funnelWindowInterval", "valid integer"},
+		{`{"query": {"kind": "RetentionQuery"}}`, "query__kind", "not a valid choice"},
 		{`{}`, "query", "required"},
 	} {
 		status, out := query(key, c.body)

@@ -231,23 +231,11 @@ func (q *Queries) run(ctx context.Context, scope Scope, query string, withPerson
 
 // execute is run on the calling thread.
 func (q *Queries) execute(ctx context.Context, scope Scope, query string, withPersons bool, maxRows int, args ...any) (*Result, error) {
-	conn, err := q.db.Conn(ctx)
+	rows, closeRows, err := q.open(ctx, scope, query, withPersons, args...)
 	if err != nil {
-		return nil, fmt.Errorf("cannot get a query connection: %w", err)
+		return nil, err
 	}
-	defer conn.Close()
-
-	if err := checkQuery(ctx, conn, query, len(args)); err != nil {
-		return nil, cmp.Or(q.interrupted(ctx), err)
-	}
-	if _, err := conn.ExecContext(ctx, q.views(scope, withPersons)); err != nil {
-		return nil, cmp.Or(q.interrupted(ctx), fmt.Errorf("cannot prepare the views of project %d: %w", scope.Team, err))
-	}
-	rows, err := conn.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, q.failure(ctx, err)
-	}
-	defer rows.Close()
+	defer closeRows()
 	result, err := readResult(ctx, rows, maxRows, q.maxBytes)
 	if errors.Is(err, errResultTooLarge) {
 		return nil, queryErrorf("the query's answer is larger than %d MB: select fewer or smaller values, or add a LIMIT", q.maxBytes>>20)
@@ -256,6 +244,31 @@ func (q *Queries) execute(ctx context.Context, scope Scope, query string, withPe
 		return nil, q.failure(ctx, err)
 	}
 	return result, nil
+}
+
+// open checks query and starts it with args on a connection whose events, persons and
+// groups are views of scope's project: the caller reads the rows (a failure of theirs
+// is q.failure's to explain) and then calls closeRows, which gives the connection back.
+// ctx is a request's, from begin.
+func (q *Queries) open(ctx context.Context, scope Scope, query string, withPersons bool, args ...any) (_ *sql.Rows, closeRows func(), err error) {
+	conn, err := q.db.Conn(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot get a query connection: %w", err)
+	}
+	if err := checkQuery(ctx, conn, query, len(args)); err != nil {
+		conn.Close()
+		return nil, nil, cmp.Or(q.interrupted(ctx), err)
+	}
+	if _, err := conn.ExecContext(ctx, q.views(scope, withPersons)); err != nil {
+		conn.Close()
+		return nil, nil, cmp.Or(q.interrupted(ctx), fmt.Errorf("cannot prepare the views of project %d: %w", scope.Team, err))
+	}
+	rows, err := conn.QueryContext(ctx, query, args...)
+	if err != nil {
+		conn.Close()
+		return nil, nil, q.failure(ctx, err)
+	}
+	return rows, func() { rows.Close(); conn.Close() }, nil
 }
 
 // checkQuery refuses a query that a user may not run with params bound parameters:

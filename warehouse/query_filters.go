@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// The filters and dates that EventsQuery, TrendsQuery and batch exports share.
+// The filters and dates that EventsQuery, TrendsQuery, FunnelsQuery and batch exports share.
 
 // PropertyFilter is one of PostHog's property filters.
 type PropertyFilter struct {
@@ -87,6 +87,25 @@ func propertyFilters(filters []PropertyFilter) (conditions []string, args []any,
 		conditions, args = append(conditions, condition), append(args, bound...)
 	}
 	return conditions, args, withPersons, nil
+}
+
+// BreakdownFilter splits a trend's series, or a funnel, by the values of an event or
+// person property: the 25 most frequent values, then the rest together.
+type BreakdownFilter struct {
+	Breakdown     string `json:"breakdown"`
+	BreakdownType string `json:"breakdown_type"` // event (the default) or person
+}
+
+// column is the column of the events view whose properties b breaks down by: the
+// event's, or its person's (ofPersons: the view that joins persons).
+func (b *BreakdownFilter) column() (column string, ofPersons bool, err error) {
+	switch b.BreakdownType {
+	case "", "event":
+		return "properties", false, nil
+	case "person":
+		return "person_properties", true, nil
+	}
+	return "", false, queryErrorf("breakdown_type must be event or person, not %q", b.BreakdownType)
 }
 
 // jsonPointer is the JSON pointer (RFC 6901) to a top-level key: any key, escaped.

@@ -17,17 +17,20 @@ type TrendsQuery struct {
 	Series []TrendsSeries `json:"series"`
 	// Interval is hour, day (the default), week or month, in the project's time zone;
 	// weeks start on the project's week_start_day.
-	Interval  string `json:"interval"`
-	DateRange struct {
-		// DateFrom is an ISO date or time, or relative: "-7d", "-24h", "-4w", "-3m",
-		// "-1y", "dStart", "mStart", "yStart", or "all" (default "-7d").
-		DateFrom string `json:"date_from"`
-		// DateTo is the same, or empty for now; a date alone includes that whole day.
-		DateTo string `json:"date_to"`
-	} `json:"dateRange"`
+	Interval        string           `json:"interval"`
+	DateRange       DateRange        `json:"dateRange"`
 	BreakdownFilter *BreakdownFilter `json:"breakdownFilter"`
 	// Properties filter every series.
 	Properties []PropertyFilter `json:"properties"`
+}
+
+// DateRange is the span of time an insight query reads: [from, to) as dates resolves it.
+type DateRange struct {
+	// DateFrom is an ISO date or time, or relative: "-7d", "-24h", "-4w", "-3m",
+	// "-1y", "dStart", "mStart", "yStart", or "all" (default "-7d").
+	DateFrom string `json:"date_from"`
+	// DateTo is the same, or empty for now; a date alone includes that whole day.
+	DateTo string `json:"date_to"`
 }
 
 // TrendsSeries is one line of a trend: an event (nil or "" for every event) and how
@@ -41,13 +44,6 @@ type TrendsSeries struct {
 	Math               string           `json:"math"`
 	MathGroupTypeIndex *int             `json:"math_group_type_index"`
 	Properties         []PropertyFilter `json:"properties"`
-}
-
-// BreakdownFilter splits each series by the values of an event or person property:
-// the 25 most frequent values, then the rest together.
-type BreakdownFilter struct {
-	Breakdown     string `json:"breakdown"`
-	BreakdownType string `json:"breakdown_type"` // event (the default) or person
 }
 
 // Breakdown values that stand for the rest and for events without the property, as
@@ -102,23 +98,9 @@ func (q *Queries) Trends(ctx context.Context, scope Scope, tq TrendsQuery, now t
 	if err != nil {
 		return nil, queryErrorf("the project's time zone %q is unknown", scope.Timezone)
 	}
-	var from time.Time
-	if tq.DateRange.DateFrom == "all" {
-		from, err = q.firstEvent(ctx, scope, now)
-	} else {
-		from, err = parseDate(cmp.Or(tq.DateRange.DateFrom, "-7d"), scope, now, false)
-	}
+	from, to, err := q.dates(ctx, scope, tq.DateRange, now)
 	if err != nil {
 		return nil, err
-	}
-	to := now
-	if tq.DateRange.DateTo != "" {
-		if to, err = parseDate(tq.DateRange.DateTo, scope, now, true); err != nil {
-			return nil, err
-		}
-	}
-	if !to.After(from) {
-		return nil, queryErrorf("date_to must come after date_from")
 	}
 	// The buckets are built before any SQL runs, one per interval of the range: an
 	// hourly trend over centuries would take gigabytes. PostHog refuses ranges of too
@@ -208,14 +190,11 @@ func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string
 	valueGroup := "NULL::VARCHAR"
 	var valueGroupArgs []any
 	if b := tq.BreakdownFilter; b != nil && b.Breakdown != "" {
-		column := "properties"
-		switch b.BreakdownType {
-		case "", "event":
-		case "person":
-			column, withPersons = "person_properties", true
-		default:
-			return "", nil, false, false, queryErrorf("breakdown_type must be event or person, not %q", b.BreakdownType)
+		column, ofPersons, err := b.column()
+		if err != nil {
+			return "", nil, false, false, err
 		}
+		withPersons = withPersons || ofPersons
 		valueGroup = "coalesce(json_extract_string(" + column + ", ?), '" + breakdownNull + "')"
 		valueGroupArgs, breakdown = []any{jsonPointer(b.Breakdown)}, true
 	}
@@ -428,6 +407,30 @@ func next(t time.Time, interval string) time.Time {
 		return t.AddDate(0, 1, 0)
 	}
 	return t.AddDate(0, 0, 1)
+}
+
+// dates resolves a date range of the project at now: [from, to), from "-7d" when
+// date_from is empty and from the project's first event when it is "all", to now when
+// date_to is empty. ctx is a request's, from begin.
+func (q *Queries) dates(ctx context.Context, scope Scope, dr DateRange, now time.Time) (from, to time.Time, err error) {
+	if dr.DateFrom == "all" {
+		from, err = q.firstEvent(ctx, scope, now)
+	} else {
+		from, err = parseDate(cmp.Or(dr.DateFrom, "-7d"), scope, now, false)
+	}
+	if err != nil {
+		return time.Time{}, time.Time{}, err
+	}
+	to = now
+	if dr.DateTo != "" {
+		if to, err = parseDate(dr.DateTo, scope, now, true); err != nil {
+			return time.Time{}, time.Time{}, err
+		}
+	}
+	if !to.After(from) {
+		return time.Time{}, time.Time{}, queryErrorf("date_to must come after date_from")
+	}
+	return from, to, nil
 }
 
 // firstEvent is the time of the project's first event, for date_from "all".

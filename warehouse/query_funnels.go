@@ -1,0 +1,689 @@
+package warehouse
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// FunnelsQuery is PostHog's FunnelsQuery as its "steps" view answers it: of the persons
+// who did the first step, how many went on to do each next one within the conversion
+// window, and how long they took.
+//
+// A funnel counts persons as they are now: an event counts for the person its distinct
+// id belongs to at query time (the events view that joins person_distinct_ids), not
+// the one it was ingested under. So two distinct ids merged into one person midway
+// through a funnel are one person in it, as in PostHog, whose queries read the person
+// of an event through its overrides of merged persons.
+type FunnelsQuery struct {
+	Series          []FunnelsStep    `json:"series"`
+	DateRange       DateRange        `json:"dateRange"`
+	FunnelsFilter   FunnelsFilter    `json:"funnelsFilter"`
+	BreakdownFilter *BreakdownFilter `json:"breakdownFilter"`
+	// Properties filter every event the funnel reads.
+	Properties []PropertyFilter `json:"properties"`
+	// AggregationGroupTypeIndex would count groups rather than persons: refused.
+	AggregationGroupTypeIndex *int `json:"aggregation_group_type_index"`
+}
+
+// FunnelsStep is one step of a funnel: an event (nil for any event) that passes
+// property filters.
+type FunnelsStep struct {
+	Kind       string           `json:"kind"` // EventsNode, the default and the only kind
+	Event      *string          `json:"event"`
+	CustomName *string          `json:"custom_name"`
+	Properties []PropertyFilter `json:"properties"`
+	// OptionalInFunnel steps are refused.
+	OptionalInFunnel bool `json:"optionalInFunnel"`
+}
+
+// FunnelsFilter is how a funnel counts.
+type FunnelsFilter struct {
+	// FunnelOrderType is ordered (the default), strict or unordered.
+	FunnelOrderType string `json:"funnelOrderType"`
+	// FunnelVizType is steps, the default and the only view answered.
+	FunnelVizType string `json:"funnelVizType"`
+	// The conversion window is FunnelWindowInterval (default 14) of
+	// FunnelWindowIntervalUnit: second, minute, hour, day (the default), week or month.
+	FunnelWindowInterval     *int   `json:"funnelWindowInterval"`
+	FunnelWindowIntervalUnit string `json:"funnelWindowIntervalUnit"`
+	// BreakdownAttributionType is first_touch (the default) or last_touch: a person's
+	// breakdown value is that of the first, or last, event the funnel reads of theirs.
+	BreakdownAttributionType string `json:"breakdownAttributionType"`
+	// Exclusions, and an aggregation other than by person, are refused.
+	Exclusions             []json.RawMessage `json:"exclusions"`
+	FunnelAggregateByHogQL *string           `json:"funnelAggregateByHogQL"`
+}
+
+// FunnelsResult is the answer of a FunnelsQuery, in PostHog's shape: Results is a
+// []FunnelStepResult, or with a breakdown a [][]FunnelStepResult, a funnel per value.
+// A funnel that no person entered answers no steps, as PostHog's does.
+type FunnelsResult struct {
+	Results  any    `json:"results"`
+	Timezone string `json:"timezone"`
+}
+
+// FunnelStepResult is one step of a funnel's answer. Its conversion rates are its
+// count over the first step's (or the previous step's), as PostHog's UI computes them.
+type FunnelStepResult struct {
+	// ActionID and Name are the step's event (null for any event); an unordered
+	// funnel's steps are "Completed 1 step", "Completed 2 steps"... without an event.
+	ActionID   *string  `json:"action_id"`
+	Name       *string  `json:"name"`
+	CustomName *string  `json:"custom_name"`
+	Order      int      `json:"order"`
+	People     []string `json:"people"` // always empty: PostHog lists them by another query
+	// Count is how many persons reached the step.
+	Count int64  `json:"count"`
+	Type  string `json:"type"`
+	// The mean and median, in seconds, of the time from the previous step to this one
+	// over the persons who reached it; null for the first step and when none did.
+	AverageConversionTime *float64 `json:"average_conversion_time"`
+	MedianConversionTime  *float64 `json:"median_conversion_time"`
+	// With a breakdown, the value the funnel is of ("" for events without the
+	// property, "Other" for the values past the 25 largest funnels), twice as PostHog
+	// answers it.
+	Breakdown      *string `json:"breakdown,omitempty"`
+	BreakdownValue *string `json:"breakdown_value,omitempty"`
+}
+
+// Funnel orders, and the name of the funnel of the breakdown values past the largest.
+const (
+	funnelOrdered   = "ordered"
+	funnelStrict    = "strict"
+	funnelUnordered = "unordered"
+	funnelOther     = "Other"
+)
+
+// maxFunnelSteps bounds a funnel's steps: each is a condition of its query and a bit
+// of each event's step mask.
+const maxFunnelSteps = 30
+
+// maxFunnelWindowInterval bounds the conversion window's count: 100,000 months (8,500
+// years) bound no real funnel, and their microseconds fit an int64.
+const maxFunnelWindowInterval = 100_000
+
+// funnelWindowUnits are the conversion window's units in microseconds: a month is 31
+// days, as PostHog counts it.
+var funnelWindowUnits = map[string]int64{
+	"second": 1e6, "minute": 60e6, "hour": 3600e6, "day": 86400e6, "week": 7 * 86400e6, "month": 31 * 86400e6,
+}
+
+// funnelSpec is what a FunnelsQuery asks, checked.
+type funnelSpec struct {
+	steps     int
+	order     string // funnelOrdered, funnelStrict or funnelUnordered
+	window    int64  // the conversion window, in microseconds
+	lastTouch bool   // a person's breakdown value is their last event's, else their first's
+	breakdown bool
+}
+
+// Funnels runs a FunnelsQuery.
+func (q *Queries) Funnels(ctx context.Context, scope Scope, fq FunnelsQuery, now time.Time) (*FunnelsResult, error) {
+	spec, err := checkFunnel(fq)
+	if err != nil {
+		return nil, err
+	}
+	ctx, done, err := q.begin(ctx, scope)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	from, to, err := q.dates(ctx, scope, fq.DateRange, now)
+	if err != nil {
+		return nil, err
+	}
+	query, args, err := funnelsSQL(fq, spec, from, to)
+	if err != nil {
+		return nil, err
+	}
+	tallies, err := onLoweredThread(func() (map[string]*funnelTally, error) {
+		return q.funnelTallies(ctx, scope, query, args, spec)
+	})
+	if err != nil {
+		return nil, err
+	}
+	results, err := funnelsResults(ctx, tallies, fq, spec)
+	if err != nil {
+		return nil, cmp.Or(q.interrupted(ctx), err)
+	}
+	return &FunnelsResult{Results: results, Timezone: scope.timezone()}, nil
+}
+
+// checkFunnel refuses what hedge's funnels do not answer, naming the field, and
+// resolves the defaults of the rest.
+func checkFunnel(fq FunnelsQuery) (funnelSpec, error) {
+	f := fq.FunnelsFilter
+	spec := funnelSpec{steps: len(fq.Series), order: cmp.Or(f.FunnelOrderType, funnelOrdered)}
+	if spec.steps < 2 || spec.steps > maxFunnelSteps {
+		return spec, queryErrorf("a funnel has from 2 to %d steps in series, not %d", maxFunnelSteps, spec.steps)
+	}
+	for i, step := range fq.Series {
+		if step.Kind != "" && step.Kind != "EventsNode" {
+			return spec, queryErrorf("series[%d]: a funnel step must be an EventsNode, not %q", i, step.Kind)
+		}
+		if step.OptionalInFunnel {
+			return spec, queryErrorf("series[%d]: optionalInFunnel is not supported", i)
+		}
+	}
+	if !slices.Contains([]string{funnelOrdered, funnelStrict, funnelUnordered}, spec.order) {
+		return spec, queryErrorf("funnelsFilter.funnelOrderType must be ordered, strict or unordered, not %q", f.FunnelOrderType)
+	}
+	if f.FunnelVizType != "" && f.FunnelVizType != "steps" {
+		return spec, queryErrorf("funnelsFilter.funnelVizType must be steps, not %q: only the steps view is supported", f.FunnelVizType)
+	}
+	interval := 14
+	if f.FunnelWindowInterval != nil {
+		interval = *f.FunnelWindowInterval
+	}
+	if interval < 1 || interval > maxFunnelWindowInterval {
+		return spec, queryErrorf("funnelsFilter.funnelWindowInterval must be from 1 to %d, not %d", maxFunnelWindowInterval, interval)
+	}
+	unit, ok := funnelWindowUnits[cmp.Or(f.FunnelWindowIntervalUnit, "day")]
+	if !ok {
+		return spec, queryErrorf("funnelsFilter.funnelWindowIntervalUnit must be second, minute, hour, day, week or month, not %q", f.FunnelWindowIntervalUnit)
+	}
+	spec.window = int64(interval) * unit
+	switch f.BreakdownAttributionType {
+	case "", "first_touch":
+	case "last_touch":
+		spec.lastTouch = true
+	default:
+		return spec, queryErrorf("funnelsFilter.breakdownAttributionType must be first_touch or last_touch, not %q", f.BreakdownAttributionType)
+	}
+	if len(f.Exclusions) > 0 {
+		return spec, queryErrorf("funnelsFilter.exclusions are not supported")
+	}
+	if fq.AggregationGroupTypeIndex != nil || f.FunnelAggregateByHogQL != nil && *f.FunnelAggregateByHogQL != "" && *f.FunnelAggregateByHogQL != "person_id" {
+		return spec, queryErrorf("funnels count persons: aggregation_group_type_index and funnelsFilter.funnelAggregateByHogQL are not supported")
+	}
+	spec.breakdown = fq.BreakdownFilter != nil && fq.BreakdownFilter.Breakdown != ""
+	return spec, nil
+}
+
+// funnelsSQL is the query of the events fq reads over [from, to): a row per event with
+// its person, its time in microseconds (at_us), a mask of the steps it is (bit i: step i)
+// and its breakdown value ("" without one, or without the property), by person, then
+// time, then uuid, so that events of one time always come in one order.
+//
+// The events are those that are a step, and pass fq's properties; a strict funnel reads
+// every event that passes them, for any event between two steps breaks it, but only of
+// the persons who did the first step.
+func funnelsSQL(fq FunnelsQuery, spec funnelSpec, from, to time.Time) (query string, args []any, err error) {
+	var mask []string
+	var maskArgs, events []any
+	anyEvent := false
+	for i, step := range fq.Series {
+		var conditions []string
+		var conditionArgs []any
+		if step.Event != nil {
+			conditions, conditionArgs = append(conditions, "event = ?"), append(conditionArgs, *step.Event)
+			events = append(events, *step.Event)
+		} else {
+			anyEvent = true
+		}
+		filters, filterArgs, _, err := propertyFilters(step.Properties)
+		if err != nil {
+			return "", nil, err
+		}
+		conditions, conditionArgs = append(conditions, filters...), append(conditionArgs, filterArgs...)
+		condition := "TRUE"
+		if len(conditions) > 0 {
+			condition = strings.Join(conditions, " AND ")
+		}
+		mask = append(mask, "CASE WHEN "+condition+" THEN "+strconv.Itoa(1<<i)+" ELSE 0 END")
+		maskArgs = append(maskArgs, conditionArgs...)
+	}
+	value, valueArgs := "''", []any(nil)
+	if spec.breakdown {
+		column, _, err := fq.BreakdownFilter.column()
+		if err != nil {
+			return "", nil, err
+		}
+		value, valueArgs = "coalesce(json_extract_string("+column+", ?), '')", []any{jsonPointer(fq.BreakdownFilter.Breakdown)}
+	}
+	where := []string{`"timestamp" >= ?`, `"timestamp" < ?`, "person_id IS NOT NULL"} // a row of no person counts for no one
+	whereArgs := []any{from, to}
+	filters, filterArgs, _, err := propertyFilters(fq.Properties)
+	if err != nil {
+		return "", nil, err
+	}
+	where, whereArgs = append(where, filters...), append(whereArgs, filterArgs...)
+	if spec.order != funnelStrict && !anyEvent {
+		where, whereArgs = append(where, "event IN ("+placeholders(len(events))+")"), append(whereArgs, events...)
+	}
+	persons := "steps > 0"
+	if spec.order == funnelStrict {
+		persons = "person_id IN (SELECT person_id FROM funnel_events WHERE steps % 2 = 1)"
+	}
+	query = `WITH funnel_events AS (SELECT person_id, epoch_us("timestamp") AS at_us, uuid,
+			` + strings.Join(mask, " + ") + ` AS steps, ` + value + ` AS breakdown
+			FROM events WHERE ` + strings.Join(where, " AND ") + `)
+		SELECT person_id, at_us, steps, breakdown FROM funnel_events WHERE ` + persons + `
+		ORDER BY person_id, at_us, uuid`
+	return query, append(append(maskArgs, valueArgs...), whereArgs...), nil
+}
+
+// funnelTallies runs the query of funnelsSQL and folds its rows person by person as
+// they come (on the calling thread, which the caller lowers as run does): no row is held (q.maxRows bounds answers held whole; a funnel's is at most
+// 26 funnels), only the fold's state, which q.maxBytes bounds.
+func (q *Queries) funnelTallies(ctx context.Context, scope Scope, query string, args []any, spec funnelSpec) (map[string]*funnelTally, error) {
+	rows, closeRows, err := q.open(ctx, scope, query, true, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer closeRows()
+	fold := newFunnelFold(spec, q.maxBytes)
+	var person, value sql.RawBytes
+	var current []byte // the person being folded
+	var at, steps int64
+	for rows.Next() {
+		if err := ctx.Err(); err != nil {
+			return nil, q.failure(ctx, err)
+		}
+		if err := rows.Scan(&person, &at, &steps, &value); err != nil {
+			return nil, q.failure(ctx, err)
+		}
+		if !bytes.Equal(person, current) {
+			if err := fold.endPerson(); err != nil {
+				return nil, err
+			}
+			current = append(current[:0], person...)
+		}
+		if err := fold.add(at, uint64(steps), value); err != nil {
+			return nil, err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, q.failure(ctx, err)
+	}
+	if err := fold.endPerson(); err != nil {
+		return nil, err
+	}
+	return fold.tallies, nil
+}
+
+// funnelTally is what a funnel, or one breakdown value's, counts.
+type funnelTally struct {
+	counts []int64     // how many persons reached each step
+	times  [][]float64 // the conversion times into each step after the first, in seconds
+}
+
+// funnelEvent is an event the fold holds: its time in microseconds, the steps it is
+// (bit i: step i), and its place in the fold's input, which tells events apart.
+type funnelEvent struct {
+	at    int64
+	steps uint64
+	seq   int64
+}
+
+// funnelAttempt is one way into an ordered funnel: when its first step was done, and
+// the times and events (seq) of the steps it did.
+type funnelAttempt struct {
+	set    bool
+	start  int64
+	times  []int64
+	events []int64
+}
+
+// Bytes the fold counts for what it holds: an event of the ordered funnels' group of
+// one time, a time of the unordered funnels' window or of a conversion, a tally's step.
+const (
+	funnelEventBytes = 24
+	funnelTimeBytes  = 8
+	funnelStepBytes  = 32
+)
+
+// funnelFold computes the funnel of each person from their events in time order (add,
+// then endPerson), and tallies them by breakdown value. Each person counts once, at
+// the furthest step they reached; their conversion times are those of the attempt that
+// first reached it. The rules are those of PostHog's funnel aggregation (its
+// aggregate_funnel function), without exclusions and optional steps:
+//
+//   - Ordered: any event of the first step starts an attempt; an event of step s+1
+//     extends the latest attempt that did s steps, when it comes at most the window
+//     after that attempt's first step, and that attempt has not done step s+1 yet (the
+//     window counts from the first step). An event that is several steps extends the
+//     attempts from its last step down, so it is never two steps of one attempt.
+//     Events of one time are folded together: when they are not all the same steps,
+//     each (event, step) is folded alone, by step, an event still never being two steps
+//     of one attempt; so steps done at one time convert in the funnel's order.
+//   - Strict: as ordered, but any event that is not step s drops the attempts that did
+//     s steps, so no other event may come between two steps (events of one time with
+//     different steps excepted, as PostHog excepts them). Its input is every event of
+//     the person, not only the steps.
+//   - Unordered: an attempt is the events within the window: each step's events are
+//     kept in time order until they fall out of the window of the newest event, and the
+//     steps done are those with an event kept. An event that is several steps is kept
+//     for the one whose newest kept event is the oldest (one without any first). The
+//     furthest is counted before each event falls out of the window, and at the end.
+//
+// Conversion times are the differences between the times of consecutive steps (an
+// unordered attempt's times sorted); as in PostHog, a time of 0 (steps done at once)
+// is left out of the mean and the median.
+type funnelFold struct {
+	spec    funnelSpec
+	budget  int // how many more bytes the fold may hold (funnel*Bytes)
+	limit   int // the budget it started with
+	tallies map[string]*funnelTally
+	seq     int64
+
+	// The person being folded.
+	events    int    // how many of their events were added
+	value     []byte // their breakdown value
+	done      bool   // they did every step: their later events change nothing
+	best      int    // the furthest step they reached, from 1; 0 for none
+	bestTimes []int64
+	// Ordered and strict: the events of one time not yet folded, and entered[s], the
+	// latest attempt that did s steps (entered[0] starts at the time being folded).
+	group   []funnelEvent
+	entered []funnelAttempt
+	// Unordered: the times of each step's events within the window, oldest first, and
+	// how many steps have one.
+	queues    [][]int64
+	completed int
+}
+
+func newFunnelFold(spec funnelSpec, maxBytes int) *funnelFold {
+	return &funnelFold{spec: spec, budget: maxBytes, limit: maxBytes, tallies: map[string]*funnelTally{},
+		entered: make([]funnelAttempt, spec.steps+1), queues: make([][]int64, spec.steps)}
+}
+
+// charge counts n more bytes held, refusing past the budget.
+func (f *funnelFold) charge(n int) error {
+	if f.budget -= n; f.budget < 0 {
+		return queryErrorf("the funnel holds more than %d MB of conversion times, breakdown values and events of one person at one time: "+
+			"shorten the date range, or break down by a property of fewer values", f.limit>>20)
+	}
+	return nil
+}
+
+// add folds the person's next event: its time (µs), steps and breakdown value.
+func (f *funnelFold) add(at int64, steps uint64, value []byte) error {
+	if f.events == 0 || f.spec.lastTouch {
+		f.value = append(f.value[:0], value...)
+	}
+	f.events++
+	f.seq++
+	if f.done {
+		return nil
+	}
+	e := funnelEvent{at: at, steps: steps, seq: f.seq}
+	if f.spec.order == funnelUnordered {
+		return f.unordered(e)
+	}
+	if len(f.group) > 0 && f.group[0].at != at {
+		if f.foldGroup(); f.done {
+			return nil
+		}
+	}
+	if err := f.charge(funnelEventBytes); err != nil {
+		return err
+	}
+	f.group = append(f.group, e)
+	return nil
+}
+
+// endPerson tallies the person whose events were added, if any, and starts the next.
+func (f *funnelFold) endPerson() error {
+	if f.events == 0 {
+		return nil
+	}
+	if !f.done {
+		if f.spec.order == funnelUnordered {
+			f.unorderedBest()
+		} else if len(f.group) > 0 {
+			f.foldGroup()
+		}
+	}
+	err := f.tally()
+	f.events, f.done, f.best, f.bestTimes = 0, false, 0, nil
+	f.budget += len(f.group) * funnelEventBytes
+	f.group = f.group[:0]
+	clear(f.entered)
+	for s, queue := range f.queues {
+		f.budget += len(queue) * funnelTimeBytes
+		f.queues[s] = queue[:0]
+	}
+	f.completed = 0
+	return err
+}
+
+// tally counts the person at the furthest step they reached, under their breakdown value.
+func (f *funnelFold) tally() error {
+	if f.best == 0 {
+		return nil
+	}
+	t := f.tallies[string(f.value)]
+	if t == nil {
+		if err := f.charge(len(f.value) + f.spec.steps*funnelStepBytes); err != nil {
+			return err
+		}
+		t = &funnelTally{counts: make([]int64, f.spec.steps), times: make([][]float64, f.spec.steps)}
+		f.tallies[string(f.value)] = t
+	}
+	for s := range f.best {
+		t.counts[s]++
+	}
+	for s := 1; s < f.best; s++ {
+		if d := f.bestTimes[s] - f.bestTimes[s-1]; d > 0 {
+			if err := f.charge(funnelTimeBytes); err != nil {
+				return err
+			}
+			t.times[s] = append(t.times[s], float64(d)/1e6)
+		}
+	}
+	return nil
+}
+
+// foldGroup folds the ordered or strict funnel's events of one time.
+func (f *funnelFold) foldGroup() {
+	g := f.group
+	f.entered[0] = funnelAttempt{set: true, start: g[0].at}
+	if !slices.ContainsFunc(g, func(e funnelEvent) bool { return e.steps != g[0].steps }) {
+		for _, e := range g {
+			f.orderedEvent(e, e.steps, true)
+		}
+	} else {
+		for s := range f.spec.steps {
+			for _, e := range g {
+				if e.steps&(1<<s) != 0 {
+					f.orderedEvent(e, 1<<s, false)
+				}
+			}
+		}
+	}
+	f.budget += len(g) * funnelEventBytes
+	f.group = f.group[:0]
+	f.done = f.entered[f.spec.steps].set
+}
+
+// orderedEvent folds event e as the steps of mask steps; alone is false when it is
+// folded one step at a time with other events of its time.
+func (f *funnelFold) orderedEvent(e funnelEvent, steps uint64, alone bool) {
+	for s := f.spec.steps; s >= 1; s-- { // s steps done once e is step s (bit s-1)
+		if steps&(1<<(s-1)) == 0 {
+			continue
+		}
+		from := f.entered[s-1]
+		if !from.set || e.at-from.start > f.spec.window {
+			continue
+		}
+		if to := f.entered[s]; to.set && to.start == from.start {
+			continue // this attempt did step s already
+		}
+		if !alone && slices.Contains(from.events, e.seq) {
+			continue // e is an earlier step of this attempt
+		}
+		next := funnelAttempt{set: true, start: from.start,
+			times: append(slices.Clip(from.times), e.at), events: append(slices.Clip(from.events), e.seq)}
+		f.entered[s] = next
+		if s > f.best {
+			f.best, f.bestTimes = s, next.times
+		}
+	}
+	if f.spec.order == funnelStrict && alone {
+		for s := 1; s <= f.spec.steps; s++ {
+			if steps&(1<<(s-1)) == 0 {
+				f.entered[s] = funnelAttempt{}
+			}
+		}
+	}
+}
+
+// unordered folds event e of an unordered funnel.
+func (f *funnelFold) unordered(e funnelEvent) error {
+	for {
+		oldest := -1
+		for s, queue := range f.queues {
+			if len(queue) > 0 && (oldest < 0 || queue[0] < f.queues[oldest][0]) {
+				oldest = s
+			}
+		}
+		if oldest < 0 || f.completed < f.spec.steps && f.queues[oldest][0]+f.spec.window >= e.at {
+			break
+		}
+		f.unorderedBest()
+		f.queues[oldest] = f.queues[oldest][1:]
+		f.budget += funnelTimeBytes
+		if len(f.queues[oldest]) == 0 {
+			f.completed--
+		}
+	}
+	newest := func(queue []int64) int64 {
+		if len(queue) == 0 {
+			return math.MinInt64
+		}
+		return queue[len(queue)-1]
+	}
+	pick := -1
+	for s := range f.spec.steps {
+		if e.steps&(1<<s) != 0 && (pick < 0 || newest(f.queues[s]) < newest(f.queues[pick])) {
+			pick = s
+		}
+	}
+	if err := f.charge(funnelTimeBytes); err != nil {
+		return err
+	}
+	if len(f.queues[pick]) == 0 {
+		f.completed++
+	}
+	f.queues[pick] = append(f.queues[pick], e.at)
+	f.done = f.best == f.spec.steps
+	return nil
+}
+
+// unorderedBest records the steps done within the window when they are the most yet:
+// their oldest kept times, in order.
+func (f *funnelFold) unorderedBest() {
+	if f.completed <= f.best {
+		return
+	}
+	times := make([]int64, 0, f.completed)
+	for _, queue := range f.queues {
+		if len(queue) > 0 {
+			times = append(times, queue[0])
+		}
+	}
+	slices.Sort(times)
+	f.best, f.bestTimes = f.completed, times
+}
+
+// funnelsResults shapes the tallies into PostHog's answer: without a breakdown, the
+// funnel; with one, a funnel per value, the 25 largest and the rest together as
+// "Other", largest first (by the count of the last step, then of the one before...,
+// then by value). It stops with ctx's error once ctx is done.
+func funnelsResults(ctx context.Context, tallies map[string]*funnelTally, fq FunnelsQuery, spec funnelSpec) (any, error) {
+	if !spec.breakdown {
+		t := tallies[""]
+		if t == nil {
+			return []FunnelStepResult{}, nil
+		}
+		return funnelSteps(t, fq, spec, nil), nil
+	}
+	keys := slices.Collect(maps.Keys(tallies))
+	sortFunnels(keys, tallies)
+	if len(keys) > breakdownLimit {
+		merged := make(map[string]*funnelTally, breakdownLimit+1)
+		for i, k := range keys {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if i < breakdownLimit {
+				merged[k] = tallies[k]
+				continue
+			}
+			other := merged[funnelOther]
+			if other == nil {
+				other = &funnelTally{counts: make([]int64, spec.steps), times: make([][]float64, spec.steps)}
+				merged[funnelOther] = other
+			}
+			for s := range spec.steps {
+				other.counts[s] += tallies[k].counts[s]
+				other.times[s] = append(other.times[s], tallies[k].times[s]...)
+			}
+		}
+		tallies, keys = merged, slices.Collect(maps.Keys(merged))
+		sortFunnels(keys, tallies)
+	}
+	funnels := make([][]FunnelStepResult, 0, len(keys))
+	for _, k := range keys {
+		funnels = append(funnels, funnelSteps(tallies[k], fq, spec, &k))
+	}
+	return funnels, nil
+}
+
+// sortFunnels orders breakdown values by their funnels: the larger count of the last
+// step first, then of the step before..., then by value.
+func sortFunnels(keys []string, tallies map[string]*funnelTally) {
+	slices.SortFunc(keys, func(a, b string) int {
+		ca, cb := tallies[a].counts, tallies[b].counts
+		for s := len(ca) - 1; s >= 0; s-- {
+			if c := cmp.Compare(cb[s], ca[s]); c != 0 {
+				return c
+			}
+		}
+		return strings.Compare(a, b)
+	})
+}
+
+// funnelSteps is the answer of one funnel: a step per step of fq.
+func funnelSteps(t *funnelTally, fq FunnelsQuery, spec funnelSpec, breakdown *string) []FunnelStepResult {
+	steps := make([]FunnelStepResult, len(fq.Series))
+	for i, step := range fq.Series {
+		r := FunnelStepResult{Order: i, People: []string{}, Count: t.counts[i], Type: "events", Breakdown: breakdown, BreakdownValue: breakdown}
+		if spec.order == funnelUnordered {
+			name := fmt.Sprintf("Completed %d step", i+1)
+			if i > 0 {
+				name += "s"
+			}
+			r.Name = &name
+		} else {
+			r.ActionID, r.Name, r.CustomName = step.Event, step.Event, step.CustomName
+		}
+		if times := t.times[i]; len(times) > 0 {
+			var sum float64
+			for _, d := range times {
+				sum += d
+			}
+			mean := sum / float64(len(times))
+			slices.Sort(times)
+			median := times[len(times)/2]
+			if len(times)%2 == 0 {
+				median = (times[len(times)/2-1] + median) / 2
+			}
+			r.AverageConversionTime, r.MedianConversionTime = &mean, &median
+		}
+		steps[i] = r
+	}
+	return steps
+}
