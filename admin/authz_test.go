@@ -66,9 +66,19 @@ func newExplicitUUID(body string) func(*testing.T, *testEnv) (string, string) {
 	}
 }
 
+// newKeyID makes a key of the owner, gone after the route's test: the owner may hold
+// only 10 keys.
 func newKeyID(t *testing.T, env *testEnv) (string, string) {
 	k := env.must(t, 201, "POST", "/api/personal_api_keys/", env.owner, `{"label":"matrix","scopes":["project:read"]}`)
-	return k["id"].(string), ""
+	id := k["id"].(string)
+	t.Cleanup(func() { env.exec(t, `DELETE FROM meta.personal_api_keys WHERE id::VARCHAR = ?`, id) })
+	return id, ""
+}
+
+// newKeyBody is the body of a new key whose label the route's test then deletes.
+func newKeyBody(t *testing.T, env *testEnv) (string, string) {
+	t.Cleanup(func() { env.exec(t, `DELETE FROM meta.personal_api_keys WHERE label = 'matrix new key'`) })
+	return "", `{"label":"matrix new key","scopes":["personal_api_key:read"]}`
 }
 
 func newExportID(body string) func(*testing.T, *testEnv) (string, string) {
@@ -92,7 +102,7 @@ func matrixCases(env *testEnv) map[string]matrixCase {
 		"GET /api/organizations/:organization_id/":                        {noFixture, 200},
 		"GET /api/users/@me/":                                             {noFixture, 200},
 		"GET /api/personal_api_keys/":                                     {noFixture, 200},
-		"POST /api/personal_api_keys/":                                    {withBody(`{"label":"m","scopes":["personal_api_key:read"]}`), 201},
+		"POST /api/personal_api_keys/":                                    {newKeyBody, 201},
 		"GET /api/personal_api_keys/:id/":                                 {newKeyID, 200},
 		"DELETE /api/personal_api_keys/:id/":                              {newKeyID, 204},
 		"GET /api/organizations/:organization_id/members/":                {noFixture, 200},
@@ -200,6 +210,15 @@ func TestAuthorizationMatrix(t *testing.T) {
 	if err := env.warehouse.DB().QueryRow(`SELECT id FROM meta.users WHERE email = 'owner@example.com'`).Scan(&ownerID); err != nil {
 		t.Fatal(err)
 	}
+	// The session column: the owner signed in acts as the owner's * key does.
+	ownerHash, err := newHasher().hash(t.Context(), "the owner's password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := setPassword(t.Context(), env.warehouse.DB(), ownerID, ownerHash); err != nil {
+		t.Fatal(err)
+	}
+	ownerSession, ownerCSRF := env.signIn(t, "owner@example.com", "the owner's password")
 	cases := dashboardMatrixCases()
 	maps.Copy(cases, exportRunMatrixCases())
 	for name, tc := range matrixCases(env) {
@@ -282,10 +301,10 @@ func TestAuthorizationMatrix(t *testing.T) {
 			}
 			// Gone after the route's test: the owner may hold only 10 keys.
 			t.Cleanup(func() { env.exec(t, `DELETE FROM meta.personal_api_keys WHERE secure_value = ?`, hashKey(scopedKey)) })
-			succeeds := func(name, key string) {
+			succeeds := func(name, key string, headers map[string]string) {
 				t.Helper()
 				params, body := fixture()
-				status, _, text := env.call(t, r.method, path(params), key, body)
+				status, text, _ := env.do(t, r.method, path(params), key, headers, body)
 				switch {
 				case known && status != tc.status:
 					t.Fatalf("%s: %d, want %d: %s", name, status, tc.status, text)
@@ -295,8 +314,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 					t.Fatalf("%s treated as another tenant: %s", name, text)
 				}
 			}
-			succeeds("the owner's * key", env.owner)
-			succeeds("a key of scope "+scope, scopedKey)
+			succeeds("the owner's * key", env.owner, nil)
+			succeeds("a key of scope "+scope, scopedKey, nil)
+			succeeds("the owner's session", "", withSession(ownerSession, ownerCSRF.Value))
 
 			// The private-project column.
 			const organizationExports = "/api/organizations/:organization_id/batch_exports/"
@@ -306,8 +326,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 				if status, _, text := env.call(t, r.method, path(params), plainMemberKey, body); status != 403 || text != noProjectAccess {
 					t.Fatalf("a member not added to the private project: %d %s", status, text)
 				}
-				succeeds("an explicit admin of the private project", projectAdminKey)
-				succeeds("an admin of the organization", orgAdminKey)
+				succeeds("an explicit admin of the private project", projectAdminKey, nil)
+				succeeds("an admin of the organization", orgAdminKey, nil)
 				params, body = fixture()
 				status, _, text := env.call(t, r.method, path(params), explicitMemberKey, body)
 				switch {
@@ -331,8 +351,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 				case status != 404 || !strings.Contains(text, `"detail":"Not found."`):
 					t.Fatalf("a member not added to the private project reaches its export: %d %s", status, text)
 				}
-				succeeds("an explicit admin of the private project", projectAdminKey)
-				succeeds("an admin of the organization", orgAdminKey)
+				succeeds("an explicit admin of the private project", projectAdminKey, nil)
+				succeeds("an admin of the organization", orgAdminKey, nil)
 			}
 		})
 	}
