@@ -132,6 +132,10 @@ type server struct {
 	// failed receives the error of a listener that stopped by itself.
 	failed  chan error
 	serving sync.WaitGroup
+	// listeners are closed by stop once the servers have shut down: a server's
+	// Shutdown that comes before its Serve has taken the listener does not know of it,
+	// and that Serve would then accept for ever.
+	listeners []net.Listener
 }
 
 // start opens the warehouse, bootstraps an empty one, and starts both listeners. The
@@ -218,6 +222,7 @@ func start(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *server, e
 	edgeConfig.Flags, edgeConfig.People, edgeConfig.SDKAPI = s.flags, s.warehouse, s.api.Handler()
 	edgeConfig.Locations = s.api.ProjectTokens().Location
 	s.capture = edge.New(edgeConfig)
+	s.listeners = []net.Listener{adminLn, captureLn}
 	s.serve("management API", func() error { return s.api.Serve(newRetryingListener(adminLn, "admin", log)) })
 	s.serve("capture", func() error { return s.capture.Serve(newRetryingListener(captureLn, "capture", log)) })
 	log.Info("serving", "admin_url", s.adminURL, "capture_url", s.captureURL)
@@ -250,6 +255,9 @@ func (s *server) stop() error {
 	go func() { errs <- s.capture.Shutdown(ctx) }()
 	go func() { errs <- s.api.Shutdown(ctx) }()
 	err := errors.Join(<-errs, <-errs)
+	for _, ln := range s.listeners {
+		ln.Close() // closed already, unless its Serve began after its Shutdown
+	}
 	s.serving.Wait()
 	s.log.Info("listeners stopped", "took", time.Since(begin).Round(time.Millisecond))
 	s.exports.Close()

@@ -125,3 +125,23 @@ func TestServeBootstrapAndRestart(t *testing.T) {
 		t.Fatalf("the bootstrap key stopped working after a restart: %d", status)
 	}
 }
+
+// A shutdown right after the start still stops both listeners: a server's Shutdown
+// that comes before its Serve has taken the listener leaves it to stop, which closes
+// it (before, such a Serve accepted for ever and the shutdown never ended).
+func TestServeStopRightAfterStart(t *testing.T) {
+	dataDir := t.TempDir()
+	for range 20 {
+		s := startTestServer(t, dataDir)
+		stopped := make(chan error, 1)
+		go func() { stopped <- s.stop() }()
+		select {
+		case err := <-stopped:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the shutdown did not end")
+		}
+	}
+}

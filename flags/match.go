@@ -4,8 +4,6 @@ import (
 	"math"
 	"strconv"
 	"time"
-
-	"github.com/dlclark/regexp2"
 )
 
 // operator is a property filter's operator.
@@ -122,7 +120,7 @@ type filterValue struct {
 	high     float64
 	boundsOK bool
 	// regex: the compiled pattern, nil when it is invalid.
-	re *regexp2.Regexp
+	re *pattern
 	// is_date_*: the date.
 	date    dateSpec
 	dateOK  bool
@@ -232,8 +230,8 @@ func matchValue(op operator, fv *filterValue, v *value, present bool, mc *matchC
 		if fv.re == nil {
 			return false // an invalid pattern matches nothing, negated or not
 		}
-		m, err := fv.re.MatchString(v.text())
-		if err != nil {
+		m, ok := fv.re.match(v.text())
+		if !ok {
 			return false // the match ran out of time
 		}
 		return m == (op == opRegex)

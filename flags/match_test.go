@@ -168,12 +168,16 @@ func TestTranslatePattern(t *testing.T) {
 }
 
 func TestRegexTimeout(t *testing.T) {
-	// Catastrophic backtracking: the match stops, and neither operator matches.
-	value := []byte(`"^(a+)+$"`)
+	// Catastrophic backtracking, in a look-ahead that only the backtracking engine
+	// takes: the match stops, and neither operator matches.
+	value := []byte(`"(?=^(a+)+$)"`)
 	v := stringValue(strings.Repeat("a", 40) + "!")
 	mc := matchContext{now: time.Now(), loc: time.UTC}
 	for _, op := range []operator{opRegex, opNotRegex} {
 		fv := compileValue(op, value)
+		if fv.re == nil || fv.re.backtracking == nil {
+			t.Fatal("a look-ahead is not on the backtracking engine")
+		}
 		start := time.Now()
 		if matchValue(op, &fv, &v, true, &mc) {
 			t.Fatalf("operator %d matched a pattern that timed out", op)
@@ -181,6 +185,39 @@ func TestRegexTimeout(t *testing.T) {
 		if elapsed := time.Since(start); elapsed > 500*time.Millisecond {
 			t.Fatalf("the match took %v", elapsed)
 		}
+	}
+}
+
+// A pattern Go's linear-time engine takes runs there, with Python's Unicode \d, \w
+// and \s, and answers even on a value that makes a backtracking engine run for ever;
+// the rest goes to the backtracking engine.
+func TestCompileRegex(t *testing.T) {
+	f := func(source string, linear bool, matches, misses string) {
+		t.Helper()
+		p := compileRegex(source)
+		if p == nil || (p.linear != nil) != linear {
+			t.Fatalf("%q: compiled %+v, want linear %v", source, p, linear)
+		}
+		if m, ok := p.match(matches); !m || !ok {
+			t.Fatalf("%q does not match %q", source, matches)
+		}
+		if m, ok := p.match(misses); m || !ok {
+			t.Fatalf("%q matches %q", source, misses)
+		}
+	}
+	f(`^user[0-9]*[13579]@(acme|example)\.com$`, true, "user121@acme.com", "user121@acme.com\n")
+	f(`^(a+)+$`, true, strings.Repeat("a", 40), strings.Repeat("a", 40)+"!")
+	f(`^\d+$`, true, "١٢٣", "12a")                         // Arabic-Indic digits are digits
+	f(`^\w+\s\w+$`, true, "café\u00a0crème", "café-crème") // and accented letters word characters, no-break space a space
+	f(`^[\w-]+$`, true, "é-e", "é e")
+	f(`^\D+$`, true, "abc", "a٣")
+	f(`^[^\d]+$`, true, "abc", "a1")
+	f(`(?P<x>a)-(?P=x)`, false, "a-a", "a-b")  // back-reference
+	f(`foo(?!bar)`, false, "foobaz", "foobar") // look-ahead
+	f(`\bcat\b`, false, "a cat", "concat")     // Unicode word boundary
+	f(`^[\S]+$`, false, "abc", "a b")          // a negated class inside a class
+	if compileRegex(`(unclosed`) != nil {
+		t.Fatal("an invalid pattern compiled")
 	}
 }
 

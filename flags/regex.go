@@ -1,6 +1,7 @@
 package flags
 
 import (
+	"regexp"
 	"strings"
 	"time"
 
@@ -23,18 +24,118 @@ func init() {
 	regexp2.SetTimeoutCheckPeriod(regexClockPeriod)
 }
 
-// compileRegex compiles a regex filter's pattern for a backtracking engine (look-around
-// and back-references work) that searches anywhere in the text, or returns nil when
-// the pattern is invalid. The pattern is read as PostHog reads it: (?P<name>...) names a
-// group, and $ outside a character class matches only at the very end of the text
-// (unless the pattern sets the m flag).
-func compileRegex(pattern string) *regexp2.Regexp {
-	re, err := regexp2.Compile(translatePattern(pattern), regexp2.None)
+// pattern is a regex filter's compiled pattern. A pattern that Go's linear-time engine
+// takes runs there: no value can make it slow, so it needs no time limit, which counts
+// wall-clock time and so could end a simple match on a machine busy enough to keep its
+// goroutine waiting (a flag then answered false where it is true). The others (look-
+// around, back-references, \b) run on a backtracking engine, within regexTimeout.
+type pattern struct {
+	linear       *regexp.Regexp
+	backtracking *regexp2.Regexp
+}
+
+// match reports whether the pattern matches s anywhere; ok is false when the match ran
+// out of time.
+func (p *pattern) match(s string) (matched, ok bool) {
+	if p.linear != nil {
+		return p.linear.MatchString(s), true
+	}
+	m, err := p.backtracking.MatchString(s)
+	return m, err == nil
+}
+
+// compileRegex compiles a regex filter's pattern, or returns nil when the pattern is
+// invalid. It searches anywhere in the text, and is read as PostHog reads it (Python's
+// syntax): (?P<name>...) names a group, $ outside a character class matches only at
+// the very end of the text (unless the pattern sets the m flag), and \d, \w and \s are
+// Unicode classes.
+func compileRegex(source string) *pattern {
+	translated := translatePattern(source)
+	if linear, ok := linearPattern(translated); ok {
+		if re, err := regexp.Compile(linear); err == nil {
+			return &pattern{linear: re}
+		}
+	}
+	re, err := regexp2.Compile(translated, regexp2.None)
 	if err != nil {
 		return nil
 	}
 	re.MatchTimeout = regexTimeout
-	return re
+	return &pattern{backtracking: re}
+}
+
+// Python's (and the backtracking engine's) shorthand classes are Unicode; Go's are
+// ASCII. linearPattern spells them out.
+const (
+	unicodeDigit = `\p{Nd}`
+	unicodeWord  = `\p{L}\p{M}\p{Nd}\p{Pc}`
+	unicodeSpace = `\t\n\v\f\r \x{1c}-\x{1f}\x{85}\p{Z}`
+)
+
+// linearPattern rewrites a translated pattern (translatePattern) for Go's engine, with
+// Unicode classes for \d, \w and \s; ok is false where it cannot say the same thing
+// there: \b and \B (Go's word boundary is ASCII), and a negated class inside a class.
+// What Go's engine does not take at all (look-around, back-references) fails its
+// compilation.
+func linearPattern(p string) (string, bool) {
+	var b strings.Builder
+	b.Grow(len(p) + 16)
+	inClass := false
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch {
+		case c == '\\' && i+1 < len(p):
+			i++
+			switch e := p[i]; e {
+			case 'd':
+				b.WriteString(unicodeDigit)
+			case 'w', 's':
+				set := unicodeWord
+				if e == 's' {
+					set = unicodeSpace
+				}
+				if inClass {
+					b.WriteString(set)
+				} else {
+					b.WriteString("[" + set + "]")
+				}
+			case 'D', 'W', 'S':
+				if inClass {
+					return "", false
+				}
+				set := map[byte]string{'D': unicodeDigit, 'W': unicodeWord, 'S': unicodeSpace}[e]
+				b.WriteString("[^" + set + "]")
+			case 'b', 'B':
+				if !inClass { // [\b] is a backspace in both
+					return "", false
+				}
+				b.WriteString(`\x08`)
+			default:
+				b.WriteByte(c)
+				b.WriteByte(e)
+			}
+		case inClass:
+			if c == ']' {
+				inClass = false
+			}
+			b.WriteByte(c)
+		case c == '[':
+			inClass = true
+			b.WriteByte(c)
+			// A ] right after [ or [^ is a literal member of the class.
+			if i+1 < len(p) && p[i+1] == '^' {
+				b.WriteByte('^')
+				i++
+			}
+			if i+1 < len(p) && p[i+1] == ']' {
+				b.WriteString(`\]`)
+				i++
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), true
 }
 
 // translatePattern rewrites the syntax where the engine differs from PostHog's: the
