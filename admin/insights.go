@@ -98,19 +98,35 @@ func (a *API) insight(ctx context.Context, team, id int64, withResult bool) (ins
 	if err := rows.Err(); err != nil {
 		return r, fmt.Errorf("cannot read the tiles of insight %d: %w", id, err)
 	}
-	if withResult && len(r.Query) > 0 {
-		result, refreshed, cached, err := a.insightResult(ctx, team, r.Query)
-		var apiErr *Error
-		switch {
-		case errors.As(err, &apiErr):
-			r.QueryError = &apiErr.Detail
-		case err != nil:
+	if withResult {
+		if err := a.computeResult(ctx, team, &r, r.Query, nil); err != nil {
 			return r, err
-		default:
-			r.Result, r.LastRefresh, r.IsCached = result, &refreshed, cached
 		}
 	}
 	return r, nil
+}
+
+// computeResult sets r's result to that of query (r's own, or as a dashboard's filters
+// change it), or its query_error to why it cannot be computed: a refusal of the query,
+// or queryErr, a refusal met while making query. Other errors are returned.
+func (a *API) computeResult(ctx context.Context, team int64, r *insightRecord, query rawJSON, queryErr error) error {
+	if queryErr == nil && len(query) == 0 {
+		return nil
+	}
+	result, refreshed, cached, err := any(nil), time.Time{}, false, queryErr
+	if err == nil {
+		result, refreshed, cached, err = a.insightResult(ctx, team, query)
+	}
+	var apiErr *Error
+	switch {
+	case errors.As(err, &apiErr):
+		r.QueryError = &apiErr.Detail
+	case err != nil:
+		return err
+	default:
+		r.Result, r.LastRefresh, r.IsCached = result, &refreshed, cached
+	}
+	return nil
 }
 
 // insightInput is the body of insight create and update.

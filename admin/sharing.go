@@ -162,7 +162,7 @@ func (a *API) sharedDashboard(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	r, err := a.record(ctx, d, dashboardAccess{privilege: restrictionEveryoneEdits})
+	r, err := a.record(ctx, d, dashboardAccess{privilege: restrictionEveryoneEdits}, nil)
 	if err != nil {
 		return err
 	}
