@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
+	"github.com/gofiber/fiber/v2"
 	"golang.org/x/crypto/argon2"
 	"golang.org/x/sync/semaphore"
 )
@@ -74,10 +76,22 @@ func (h *hasher) verify(ctx context.Context, password, stored string) (bool, err
 	return want != nil && subtle.ConstantTimeCompare(sum, want) == 1, nil
 }
 
+// hashWait bounds how long a request waits for a hashing slot: a flood of sign-ins
+// from many addresses is refused (errBusyHashing) rather than queued without end.
+const hashWait = 5 * time.Second
+
+// errBusyHashing is the 503 of a request that found no hashing slot within hashWait.
+func errBusyHashing() *Error {
+	return &Error{Status: fiber.StatusServiceUnavailable, Type: "server_error", Code: "service_unavailable",
+		Detail: "Too many sign-ins at once: try again in a few seconds."}
+}
+
 // derive is argon2id of password and salt under p, once a slot is free.
 func (h *hasher) derive(ctx context.Context, password string, salt []byte, p argon2Params) ([]byte, error) {
-	if err := h.slots.Acquire(ctx, 1); err != nil {
-		return nil, fmt.Errorf("cannot hash a password: %w", err)
+	wait, cancel := context.WithTimeout(ctx, hashWait)
+	defer cancel()
+	if err := h.slots.Acquire(wait, 1); err != nil {
+		return nil, errBusyHashing()
 	}
 	defer h.slots.Release(1)
 	return argon2.IDKey([]byte(password), salt, p.passes, p.memoryKiB, p.threads, 32), nil

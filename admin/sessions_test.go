@@ -1,6 +1,8 @@
 package admin
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -179,4 +181,21 @@ func TestPasswordChange(t *testing.T) {
 		{name: "the new one signs in", method: "POST", path: "/api/login/", body: `{"email":"` + email + `","password":"a new password 1"}`,
 			status: 200},
 	})
+}
+
+// Hashes wait at most hashWait for a slot, then the request is refused with a 503.
+func TestHashSlots(t *testing.T) {
+	h := newHasher()
+	h.slots.Acquire(t.Context(), maxConcurrentHashes) // every slot taken
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // as a wait that ran out
+	_, err := h.hash(ctx, "a long password")
+	var apiErr *Error
+	if !errors.As(err, &apiErr) || apiErr.Status != 503 {
+		t.Fatalf("a hash without a slot: %v", err)
+	}
+	h.slots.Release(1)
+	if _, err := h.hash(t.Context(), "a long password"); err != nil {
+		t.Fatalf("a hash with a slot free: %v", err)
+	}
 }
