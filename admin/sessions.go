@@ -196,16 +196,26 @@ func (a *API) login(c *fiber.Ctx) error {
 		return errInvalidCredentials()
 	}
 	a.signIns.succeeded(email, address)
+	if err := a.startSession(c, userID); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"success": true})
+}
+
+// startSession signs userID in: a new session, its cookies on the answer, and the
+// user's last_login.
+func (a *API) startSession(c *fiber.Ctx, userID int64) error {
+	ctx, now := c.UserContext(), time.Now()
 	token := randomToken(32, 43)
 	if _, err := a.db.ExecContext(ctx, `INSERT INTO meta.sessions (token_hash, user_id, created_at, expires_at, last_seen_at, ip, user_agent)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, hashKey(token), userID, now, now.Add(sessionLifetime), now, address, truncate(c.Get(fiber.HeaderUserAgent), 512)); err != nil {
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, hashKey(token), userID, now, now.Add(sessionLifetime), now, c.IP(), truncate(c.Get(fiber.HeaderUserAgent), 512)); err != nil {
 		return fmt.Errorf("cannot start a session of user %d: %w", userID, err)
 	}
 	if _, err := a.db.ExecContext(ctx, `UPDATE meta.users SET last_login = ? WHERE id = ?`, now, userID); err != nil {
 		return fmt.Errorf("cannot record the sign-in of user %d: %w", userID, err)
 	}
 	a.setSessionCookies(c, token, sessionLifetime)
-	return c.JSON(fiber.Map{"success": true})
+	return nil
 }
 
 // POST /api/logout/

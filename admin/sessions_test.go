@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // Tests hash passwords at a small cost: the cost is a parameter of the PHC string, and
@@ -198,4 +200,39 @@ func TestHashSlots(t *testing.T) {
 	if _, err := h.hash(t.Context(), "a long password"); err != nil {
 		t.Fatalf("a hash with a slot free: %v", err)
 	}
+}
+
+// An invite shows its e-mail masked before it is accepted, and accepting it with a
+// password signs the new user in.
+func TestSignupWithPassword(t *testing.T) {
+	env := newTestEnv(t, "")
+	invite := env.must(t, 201, "POST", env.orgPath("invites/"), env.owner, `{"target_email":"ada@example.com","first_name":"Ada"}`)["id"].(string)
+	path := "/api/signup/" + invite + "/"
+	env.run(t, []scenario{
+		{name: "the preview", method: "GET", path: path, status: 200,
+			want: []string{`{"id":"` + invite + `","target_email":"a****@example.com","first_name":"Ada","organization_name":"Default organization"}`}},
+		{name: "an unknown invite", method: "GET", path: "/api/signup/" + uuid.NewString() + "/", status: 400,
+			want: []string{`"detail":"The provided invite ID is not valid."`}},
+		{name: "a short password", method: "POST", path: path, body: `{"password":"short"}`, status: 400,
+			want: []string{`"attr":"password"`, `"code":"password_too_short"`}},
+		{name: "from another site", method: "POST", path: path, headers: map[string]string{"Sec-Fetch-Site": "cross-site"},
+			body: `{"password":"a long password"}`, status: 403},
+	})
+	status, body, header := env.do(t, "POST", path, "", nil, `{"password":"a long password"}`)
+	if status != 201 || !strings.Contains(body, `"email":"ada@example.com"`) {
+		t.Fatalf("sign-up: %d %s", status, body)
+	}
+	var session *http.Cookie
+	for _, c := range (&http.Response{Header: header}).Cookies() {
+		if c.Name == sessionCookie {
+			session = c
+		}
+	}
+	if session == nil {
+		t.Fatalf("sign-up set no session: %v", header["Set-Cookie"])
+	}
+	if status, text, _ := env.do(t, "GET", "/api/users/@me/", "", withSession(session, ""), ""); status != 200 || !strings.Contains(text, `"has_password":true`) {
+		t.Fatalf("the new user's session: %d %s", status, text)
+	}
+	env.signIn(t, "ada@example.com", "a long password")
 }

@@ -14,9 +14,11 @@ import (
 	"github.com/google/uuid"
 )
 
-// bindSignup registers the one management route without a key: accepting an invite.
-// It is not in a.routes (those are the routes a key opens), but is in openapi.yaml.
+// bindSignup registers the management routes without a key for invites: looking one up
+// and accepting it. They are not in a.routes (those are the routes a key opens), but
+// are in openapi.yaml.
 func (a *API) bindSignup() {
+	a.api.Get("/signup/:invite_id/", a.signupPreview)
 	a.api.Post("/signup/:invite_id/", a.signup)
 }
 
@@ -24,6 +26,41 @@ func (a *API) bindSignup() {
 type signupInput struct {
 	FirstName optional[string] `json:"first_name"`
 	LastName  string           `json:"last_name"`
+	// Password, for a new user, signs them in to the console at once (the answer sets
+	// the session's cookies); without it the new user has only the key.
+	Password *string `json:"password"`
+}
+
+// GET /api/signup/{invite_id}/ (no key)
+// What a sign-up page shows before accepting: the invite's e-mail, masked, its first
+// name and the organization's name, as PostHog's invite pre-validation answers. An
+// unknown, used or expired invite is the same 400 as on accepting it.
+func (a *API) signupPreview(c *fiber.Ctx) error {
+	invite, err := a.pendingInvite(c.UserContext(), c.Params("invite_id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(invitePreview{ID: c.Params("invite_id"), TargetEmail: maskEmail(invite.email),
+		FirstName: invite.firstName, OrganizationName: invite.organizationName})
+}
+
+// invitePreview is GET /api/signup/{invite_id}/.
+type invitePreview struct {
+	ID               string `json:"id"`
+	TargetEmail      string `json:"target_email"`
+	FirstName        string `json:"first_name"`
+	OrganizationName string `json:"organization_name"`
+}
+
+// maskEmail shows enough of an e-mail for its owner to recognise it: the first
+// character and the domain.
+func maskEmail(email string) string {
+	local, domain, ok := strings.Cut(email, "@")
+	if !ok || local == "" {
+		return "****"
+	}
+	first, _ := utf8.DecodeRuneInString(local)
+	return string(first) + "****@" + domain
 }
 
 // signupRecord answers an accepted invite: the user, the organization joined, and for
@@ -59,6 +96,10 @@ const signupScope = "organization_member:write"
 // that e-mail in the organization are consumed. An unknown, used or expired invite is
 // a 400.
 func (a *API) signup(c *fiber.Ctx) error {
+	// Like a sign-in, accepting may sign a browser in: no other site may post it.
+	if err := checkOrigin(c); err != nil {
+		return err
+	}
 	var in signupInput
 	if err := bindBody(c, &in); err != nil {
 		return err
@@ -105,6 +146,15 @@ func (a *API) signup(c *fiber.Ctx) error {
 		return errValidation("", "user_already_exists",
 			"A user with this email address already exists. Accept the invite with that user's personal API key.")
 	}
+	var hash string
+	if in.Password != nil {
+		if err := checkNewPassword("password", *in.Password, invite.email); err != nil {
+			return err
+		}
+		if hash, err = a.hasher.hash(ctx, *in.Password); err != nil {
+			return err
+		}
+	}
 	tx, err := a.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("cannot begin sign-up of %s: %w", invite.email, err)
@@ -118,12 +168,22 @@ func (a *API) signup(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if hash != "" {
+		if err := setPassword(ctx, tx, userID, hash); err != nil {
+			return err
+		}
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("cannot commit sign-up of %s: %w", invite.email, err)
 	}
 	r, err := signupAnswer(ctx, a.db, userID, invite)
 	if err != nil {
 		return err
+	}
+	if hash != "" {
+		if err := a.startSession(c, userID); err != nil {
+			return err
+		}
 	}
 	r.PersonalAPIKey = &key
 	return c.Status(fiber.StatusCreated).JSON(r)
