@@ -121,16 +121,7 @@ func linearPattern(p string) (string, bool) {
 			b.WriteByte(c)
 		case c == '[':
 			inClass = true
-			b.WriteByte(c)
-			// A ] right after [ or [^ is a literal member of the class.
-			if i+1 < len(p) && p[i+1] == '^' {
-				b.WriteByte('^')
-				i++
-			}
-			if i+1 < len(p) && p[i+1] == ']' {
-				b.WriteString(`\]`)
-				i++
-			}
+			i = openClass(&b, p, i, `\]`)
 		default:
 			b.WriteByte(c)
 		}
@@ -163,16 +154,7 @@ func translatePattern(p string) string {
 			b.WriteByte(c)
 		case c == '[':
 			inClass = true
-			b.WriteByte(c)
-			// A ] right after [ or [^ is a literal member of the class.
-			if i+1 < len(p) && p[i+1] == '^' {
-				b.WriteByte('^')
-				i++
-			}
-			if i+1 < len(p) && p[i+1] == ']' {
-				b.WriteByte(']')
-				i++
-			}
+			i = openClass(&b, p, i, "]")
 		case strings.HasPrefix(p[i:], "(?P<"):
 			b.WriteString("(?<")
 			i += len("(?P<") - 1
@@ -215,4 +197,20 @@ func hasInlineFlag(p string, flag byte) bool {
 		i += 2 + next
 	}
 	return false
+}
+
+// openClass writes the opening of the character class at p[i], a [ and the ^ right
+// after it, and a ] right after those, which is a literal member of the class, as
+// literal; it returns the index of the last byte of p it read.
+func openClass(b *strings.Builder, p string, i int, literal string) int {
+	b.WriteByte('[')
+	if i+1 < len(p) && p[i+1] == '^' {
+		b.WriteByte('^')
+		i++
+	}
+	if i+1 < len(p) && p[i+1] == ']' {
+		b.WriteString(literal)
+		i++
+	}
+	return i
 }
