@@ -28,23 +28,23 @@ func niceOf(t *testing.T, tid int) int {
 	return nice
 }
 
-// onLoweredThread runs its function on a thread of nice queryNice, leaves the caller's
+// onLoweredThread runs its function on a thread of nice DefaultQueryNice, leaves the caller's
 // thread as it was, and hands back the function's values and panics.
 func TestOnLoweredThread(t *testing.T) {
 	base := niceOf(t, unix.Gettid())
-	if base >= queryNice {
+	if base >= DefaultQueryNice {
 		t.Skipf("the test runs at nice %d already", base)
 	}
-	tid, err := onLoweredThread(func() (int, error) { return unix.Gettid(), errors.New("the function's error") })
+	tid, err := onLoweredThread(DefaultQueryNice, func() (int, error) { return unix.Gettid(), errors.New("the function's error") })
 	if err == nil || err.Error() != "the function's error" {
 		t.Fatalf("error %v", err)
 	}
 	if tid == unix.Gettid() {
 		t.Fatal("the function ran on the caller's thread")
 	}
-	nice, _ := onLoweredThread(func() (int, error) { return niceOf(t, unix.Gettid()), nil })
-	if nice != queryNice {
-		t.Fatalf("the function ran at nice %d, want %d", nice, queryNice)
+	nice, _ := onLoweredThread(DefaultQueryNice, func() (int, error) { return niceOf(t, unix.Gettid()), nil })
+	if nice != DefaultQueryNice {
+		t.Fatalf("the function ran at nice %d, want %d", nice, DefaultQueryNice)
 	}
 	if mine := niceOf(t, unix.Gettid()); mine != base {
 		t.Fatalf("the caller's thread is at nice %d", mine)
@@ -54,17 +54,17 @@ func TestOnLoweredThread(t *testing.T) {
 			t.Fatalf("recovered %v", r)
 		}
 	}()
-	onLoweredThread(func() (int, error) { panic("the function's panic") })
+	onLoweredThread(DefaultQueryNice, func() (int, error) { panic("the function's panic") })
 }
 
 // DuckDB's worker threads, which run the parallel parts of users' queries, have the
 // lowered priority; the threads of the Go runtime, which run the writer, do not.
 func TestDuckDBWorkersLowered(t *testing.T) {
 	base := niceOf(t, unix.Gettid())
-	if base >= queryNice {
+	if base >= DefaultQueryNice {
 		t.Skipf("the test runs at nice %d already", base)
 	}
-	w := openTestWarehouse(t, filepath.Join(t.TempDir(), "hedge.duckdb"), Config{Threads: 4})
+	w := openTestWarehouse(t, filepath.Join(t.TempDir(), "hedge.duckdb"), Config{Threads: 4, Query: QueryLimits{Nice: DefaultQueryNice}})
 	defer w.Close()
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
@@ -74,7 +74,7 @@ func TestDuckDBWorkersLowered(t *testing.T) {
 	for _, task := range tasks {
 		tid, _ := strconv.Atoi(task.Name())
 		switch niceOf(t, tid) {
-		case queryNice:
+		case DefaultQueryNice:
 			lowered++
 		case base:
 			normal++
@@ -82,6 +82,6 @@ func TestDuckDBWorkersLowered(t *testing.T) {
 	}
 	// Four threads: three workers besides the thread that calls.
 	if lowered < 3 || normal == 0 {
-		t.Fatalf("%d threads at nice %d, %d at %d: want DuckDB's 3 workers lowered", lowered, queryNice, normal, base)
+		t.Fatalf("%d threads at nice %d, %d at %d: want DuckDB's 3 workers lowered", lowered, DefaultQueryNice, normal, base)
 	}
 }

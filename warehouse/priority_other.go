@@ -3,4 +3,4 @@
 package warehouse
 
 // lowerThreadPriority does nothing where a thread's priority cannot be set alone.
-func lowerThreadPriority() {}
+func lowerThreadPriority(int) {}

@@ -146,7 +146,7 @@ func (q *Queries) Funnels(ctx context.Context, scope Scope, fq FunnelsQuery, now
 	if err != nil {
 		return nil, err
 	}
-	tallies, err := onLoweredThread(func() (map[string]*funnelTally, error) {
+	tallies, err := onLoweredThread(q.nice, func() (map[string]*funnelTally, error) {
 		return q.funnelTallies(ctx, scope, query, args, spec)
 	})
 	if err != nil {

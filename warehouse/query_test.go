@@ -677,10 +677,14 @@ func TestTrendsRanges(t *testing.T) {
 }
 
 // One project's heavy queries never hold the whole pool: another project's query
-// answers at once. The heavy project's queries past its slots wait, and a request's
+// answers without waiting for them (on an idle machine within milliseconds; here the
+// bound only tells it from one that waited for a slot, which takes the time limit,
+// for queries run at a lowered priority and the test may share the machine with other
+// packages' tests). The heavy project's queries past its slots wait, and a request's
 // statements share one time limit.
 func TestQueryFairness(t *testing.T) {
-	f := newQueryFixture(t, Config{Query: QueryLimits{Timeout: 3 * time.Second}})
+	const limit = 6 * time.Second
+	f := newQueryFixture(t, Config{Query: QueryLimits{Timeout: limit}})
 	var wg sync.WaitGroup
 	errs := make([]error, projectQueries+1)
 	for i := range errs {
@@ -690,7 +694,7 @@ func TestQueryFairness(t *testing.T) {
 	other := Scope{Team: 2, Timezone: "UTC"}
 	start := time.Now()
 	result, err := f.hogql(t, other, `SELECT 1`)
-	if took := time.Since(start); err != nil || took > time.Second {
+	if took := time.Since(start); err != nil || took > limit/2 {
 		t.Fatalf("another project's SELECT 1: %v after %s", err, took)
 	}
 	if fmt.Sprint(result.Results) != "[[1]]" {

@@ -10,6 +10,7 @@
 package warehouse
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -179,8 +180,8 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 		return nil, fmt.Errorf("cannot create the staging directory: %w", err)
 	}
 	// Opened from a thread of lowered priority, so that DuckDB's worker threads, which
-	// it creates now, inherit that priority (see queryNice).
-	connector, err := onLoweredThread(func() (*duckdb.Connector, error) {
+	// it creates now, inherit that priority (see DefaultQueryNice).
+	connector, err := onLoweredThread(cmp.Or(cfg.Query.Nice, DefaultQueryNice), func() (*duckdb.Connector, error) {
 		return duckdb.NewConnector(cfg.Path+"?"+opts.Encode(), nil)
 	})
 	if err != nil {

@@ -14,9 +14,15 @@ import (
 	"github.com/google/uuid"
 )
 
+// openTestWarehouse opens a warehouse at path for a test. Its queries keep the test's
+// priority unless cfg sets one: tests that time queries share the machine with other
+// packages' tests, which a lowered query would yield to.
 func openTestWarehouse(t *testing.T, path string, cfg Config) *Warehouse {
 	t.Helper()
 	cfg.Path = path
+	if cfg.Query.Nice == 0 {
+		cfg.Query.Nice = -1
+	}
 	w, err := Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
