@@ -24,9 +24,9 @@ import (
 // PersonProperties is the JSON object text of the properties of the person that
 // distinctID belongs to now (after merges), as of the last commit: a call that starts
 // after a Submit returned sees that Submit's events. found is false when the distinct
-// id has no person. A distinct id resolves in memory; the database is read, once, only
-// when the person's properties are not cached, and ctx bounds that read, the wait for
-// a connection included. distinctID is not kept.
+// id has no person. The database is read only for what is not cached: the distinct id's
+// person, then the person's properties; ctx bounds those reads, the waits for a
+// connection included. distinctID is not kept.
 func (w *Warehouse) PersonProperties(ctx context.Context, team int64, distinctID string) (props string, found bool, err error) {
 	return w.lookups.person(ctx, team, distinctID)
 }
@@ -45,19 +45,20 @@ func (w *Warehouse) GroupTypeNames(team int64) [5]string {
 }
 
 const (
-	lookupShardBits = 4 // 16 shards per cache
+	lookupShardBits = 4 // at most 16 shards per cache
 	lookupStripes   = 1 << 12
 )
 
 // lookups serves PersonProperties, GroupProperties and GroupTypeNames to any number of
 // goroutines at once.
 //
-// A distinct id resolves in the Writer's distinct-id map, which is whole as of the last
-// commit: an id without a person (posthog-js asks for flags before its first event is
-// committed) is answered without the database. The properties of persons, by id, and of
-// groups, by key, absent groups included, are kept in bounded LRU caches and read from
-// the database on a miss. GroupTypeNames reads an immutable copy of the Writer's group
-// types, replaced after each commit that adds one.
+// A distinct id resolves in the Writer's distinct-id cache, which the lookups fill too:
+// one that misses is read from the database and cached, its absence included, so an id
+// without a person (posthog-js asks for flags before its first event is committed) reads
+// the database once. The properties of persons, by id, and of groups, by key, absent
+// groups included, are kept in bounded LRU caches and read from the database on a miss.
+// GroupTypeNames reads an immutable copy of the Writer's group types, replaced after
+// each commit that adds one.
 //
 // Persons that miss are read in batches (fetchPersons), as the Writer groups commits:
 // the misses that arrive while a read runs are read together by the next, in one
@@ -67,22 +68,25 @@ const (
 // (BenchmarkPersonProperties: 3,800 misses/s one at a time, 31,000 with 64 waiting).
 //
 // Invalidation. After each commit, before its submitters are answered, the writer
-// goroutine evicts exactly what the commit changed (invalidate). A fill must not then
-// put back what it read before that commit: each invalidation takes the next seq and
-// stamps it on the stripes (a hash of the key) of the keys it evicts; a fill notes seq
-// before its read, and caches a key only if its stripe's stamp is not newer. The read
-// sees every commit whose invalidation took a seq up to the one it noted (seq moves
-// after the commit), so a read that missed a commit changing the key noted an older seq,
-// and either the commit's invalidation stamped the stripe first (the fill is dropped) or
-// it comes after the fill and evicts it. mu makes a fill's check and insert one step
-// against an invalidation. Another key of the same stripe changed meanwhile only drops a
-// fill needlessly.
+// goroutine evicts exactly what the commit changed (invalidate), and caches the new
+// persons of the distinct ids it changed (identity.apply). A fill must not then put back
+// what it read before that commit: each applied commit takes the next seq and stamps it
+// on the stripes (a hash of the key) of the keys it changes, distinct ids before the
+// Writer caches them; a fill notes seq before its read, and caches a key only if its
+// stripe's stamp is not newer. The read sees every commit that took a seq up to the one
+// it noted (seq moves after the commit), so a read that missed a commit changing the key
+// noted an older seq, and either the commit stamped the stripe first (the fill is
+// dropped) or it comes after the fill and evicts it, or overwrites it with the new
+// person. mu makes a fill's check and insert one step against a stamp. Another key of
+// the same stripe changed meanwhile only drops a fill needlessly; distinct ids have
+// stripes of their own, so that commits of many new ids leave the fills of persons be.
 type lookups struct {
-	distinct *distinctMap // the Writer's
+	distinct *distinctCache // the Writer's
 	// db is the lookups' own pool: at most lookupConns reads at once, whatever the burst
 	// of misses, so that they leave cores to the Writer and to the query API's pool.
-	db        *sql.DB
-	readGroup *sql.Stmt
+	db           *sql.DB
+	readDistinct *sql.Stmt
+	readGroup    *sql.Stmt
 	// readPersons[i] reads up to personBatches[i] persons by id.
 	readPersons [len(personBatches)]*sql.Stmt
 	fetchMu     sync.Mutex
@@ -93,9 +97,10 @@ type lookups struct {
 	groupTypes  atomic.Pointer[map[int64][maxGroupTypes]string]
 	seed        maphash.Seed
 
-	seq     atomic.Uint64
-	mu      sync.Mutex
-	stripes [lookupStripes]uint64 // guarded by mu
+	seq             atomic.Uint64
+	mu              sync.Mutex
+	stripes         [lookupStripes]uint64 // of persons and groups; guarded by mu
+	distinctStripes [lookupStripes]uint64 // guarded by mu
 
 	// beforeRead and afterRead, when set (by tests, before the first lookup), run before
 	// a fill's read of the database and between the read and the insert.
@@ -149,6 +154,11 @@ func newLookups(ctx context.Context, connector *duckdb.Connector, x *identity, c
 			return nil, fmt.Errorf("cannot prepare the person lookup: %w", err)
 		}
 	}
+	l.readDistinct, err = l.db.PrepareContext(ctx, `SELECT person_id FROM person_distinct_ids WHERE team_id = ? AND distinct_id = ?`)
+	if err != nil {
+		l.close()
+		return nil, fmt.Errorf("cannot prepare the distinct id lookup: %w", err)
+	}
 	l.readGroup, err = l.db.PrepareContext(ctx, `SELECT group_properties FROM groups
 		WHERE team_id = ? AND group_type_index = ? AND group_key = ?`)
 	if err != nil {
@@ -160,7 +170,7 @@ func newLookups(ctx context.Context, connector *duckdb.Connector, x *identity, c
 }
 
 func (l *lookups) close() error {
-	for _, stmt := range append(l.readPersons[:], l.readGroup) {
+	for _, stmt := range append(l.readPersons[:], l.readDistinct, l.readGroup) {
 		if stmt != nil {
 			stmt.Close()
 		}
@@ -170,9 +180,9 @@ func (l *lookups) close() error {
 
 func (l *lookups) person(ctx context.Context, team int64, distinctID string) (string, bool, error) {
 	k := distinctKey{team, distinctID}
-	id, ok := l.distinct.load(k)
-	if !ok {
-		return "", false, nil
+	id, ok, err := l.distinctPerson(ctx, k)
+	if err != nil || !ok {
+		return "", false, err
 	}
 	h := maphash.Comparable(l.seed, id)
 	if props, ok := l.persons.get(h, id); ok {
@@ -198,14 +208,43 @@ func (l *lookups) person(ctx context.Context, team int64, distinctID string) (st
 		if f.found {
 			return f.props, true, nil
 		}
-		// A commit that ended after the map was read merged the person away; the map
-		// names the survivor once that commit is applied.
-		again, ok := l.distinct.load(k)
-		if !ok || again == id || retried {
-			return "", false, nil
+		// A commit that ended after the distinct id was resolved merged the person away;
+		// the distinct id resolves to the survivor once that commit is applied.
+		again, ok, err := l.distinctPerson(ctx, k)
+		if err != nil || !ok || again == id || retried {
+			return "", false, err
 		}
 		id = again
 	}
+}
+
+// distinctPerson is the person of k as of the last commit: the distinct-id cache's
+// answer, else the database's, which it caches, absence included (the stripe check of
+// lookups).
+func (l *lookups) distinctPerson(ctx context.Context, k distinctKey) (uuid.UUID, bool, error) {
+	h := l.distinct.hash(k)
+	if id, ok := l.distinct.lru.get(h, k); ok {
+		return id, id != uuid.Nil, nil
+	}
+	since := l.seq.Load()
+	if l.beforeRead != nil {
+		l.beforeRead()
+	}
+	var id uuid.UUID
+	err := l.readDistinct.QueryRowContext(ctx, k.team, k.id).Scan(&id)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return id, false, fmt.Errorf("cannot read the person of distinct id %q of project %d: %w", k.id, k.team, err)
+	}
+	if l.afterRead != nil {
+		l.afterRead()
+	}
+	k.id = strings.Clone(k.id) // the caller's may alias its request
+	l.mu.Lock()
+	if l.distinctStripes[h%lookupStripes] <= since {
+		l.distinct.lru.add(h, k, id)
+	}
+	l.mu.Unlock()
+	return id, id != uuid.Nil, nil
 }
 
 // fetchPersons reads the queued persons, a batch at a time, until the queue is empty;
@@ -312,17 +351,33 @@ func (l *lookups) group(ctx context.Context, team int64, typeIndex int, key stri
 	return g.props, g.found, nil
 }
 
-// invalidate evicts what the commit of delta d changed: the persons it changed or
-// merged away, and the groups it changed or created (which may be cached as absent).
-// Persons new in the commit are not cached: no lookup knew their ids before it. It
-// runs on the writer goroutine after the commit, before its submitters are answered.
-func (l *lookups) invalidate(d *identityDelta) {
+// stampDistinct takes the seq of a commit that succeeded and stamps it on the stripes of
+// the distinct ids the commit's delta d changed, before the Writer caches their new
+// persons (see lookups). It runs on the writer goroutine, first of apply.
+func (l *lookups) stampDistinct(d *identityDelta) uint64 {
+	seq := l.seq.Add(1)
+	if len(d.distinct) == 0 {
+		return seq
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k := range d.distinct {
+		l.distinctStripes[l.distinct.hash(k)%lookupStripes] = seq
+	}
+	return seq
+}
+
+// invalidate evicts, for the commit that took seq, what its delta d changed: the persons
+// it changed or merged away, and the groups it changed or created (which may be cached
+// as absent). Persons new in the commit are not cached: no lookup knew their ids before
+// it. It runs on the writer goroutine after the commit, before its submitters are
+// answered.
+func (l *lookups) invalidate(seq uint64, d *identityDelta) {
 	if len(d.persons) == 0 && len(d.deleted) == 0 && len(d.groups) == 0 {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	seq := l.seq.Add(1)
 	for id, p := range d.persons {
 		if p.stored {
 			l.evictPerson(seq, id)
@@ -360,26 +415,39 @@ func (l *lookups) publishGroupTypes(types map[int64]*[maxGroupTypes]string) {
 // key (h), which picks the shard. Each shard evicts on its own, so the cache as a whole
 // is only roughly least-recently-used.
 type shardedLRU[K comparable, V any] struct {
-	shards [1 << lookupShardBits]struct {
-		mu  sync.Mutex
-		lru *lru.LRU[K, V]
-		_   [48]byte // a cache line per shard
-	}
+	bits   uint // the shards are 1<<bits
+	shards []lruShard[K, V]
 }
 
-// newShardedLRU holds at most size entries (rounded up to a multiple of the shards).
+type lruShard[K comparable, V any] struct {
+	mu  sync.Mutex
+	lru *lru.LRU[K, V]
+	_   [48]byte // a cache line per shard
+}
+
+// minShardSize is the fewest entries of a shard: a cache of fewer than
+// minShardSize<<lookupShardBits entries has fewer shards, so that a small cache
+// evicts what its whole is least recently used, not a crowded shard's.
+const minShardSize = 64
+
+// newShardedLRU holds at most size entries (at least one), in up to 1<<lookupShardBits
+// shards of an equal share of them.
 func newShardedLRU[K comparable, V any](size int) *shardedLRU[K, V] {
 	c := &shardedLRU[K, V]{}
+	for c.bits < lookupShardBits && size>>(c.bits+1) >= minShardSize {
+		c.bits++
+	}
+	c.shards = make([]lruShard[K, V], 1<<c.bits)
 	for i := range c.shards {
-		c.shards[i].lru, _ = lru.NewLRU[K, V]((size+len(c.shards)-1)/len(c.shards), nil)
+		c.shards[i].lru, _ = lru.NewLRU[K, V](max(1, size>>c.bits), nil)
 	}
 	return c
 }
 
-func (c *shardedLRU[K, V]) shard(h uint64) int { return int(h >> (64 - lookupShardBits)) }
+func (c *shardedLRU[K, V]) shard(h uint64) *lruShard[K, V] { return &c.shards[h>>(64-c.bits)] }
 
 func (c *shardedLRU[K, V]) get(h uint64, k K) (V, bool) {
-	s := &c.shards[c.shard(h)]
+	s := c.shard(h)
 	s.mu.Lock()
 	v, ok := s.lru.Get(k)
 	s.mu.Unlock()
@@ -387,14 +455,14 @@ func (c *shardedLRU[K, V]) get(h uint64, k K) (V, bool) {
 }
 
 func (c *shardedLRU[K, V]) add(h uint64, k K, v V) {
-	s := &c.shards[c.shard(h)]
+	s := c.shard(h)
 	s.mu.Lock()
 	s.lru.Add(k, v)
 	s.mu.Unlock()
 }
 
 func (c *shardedLRU[K, V]) remove(h uint64, k K) {
-	s := &c.shards[c.shard(h)]
+	s := c.shard(h)
 	s.mu.Lock()
 	s.lru.Remove(k)
 	s.mu.Unlock()

@@ -147,6 +147,6 @@ func BenchmarkInvalidate(b *testing.B) {
 		b.StopTimer()
 		fill()
 		b.StartTimer()
-		l.invalidate(&d)
+		l.invalidate(l.stampDistinct(&d), &d)
 	}
 }
