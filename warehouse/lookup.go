@@ -60,12 +60,14 @@ const (
 // GroupTypeNames reads an immutable copy of the Writer's group types, replaced after
 // each commit that adds one.
 //
-// Persons that miss are read in batches (fetchPersons), as the Writer groups commits:
-// the misses that arrive while a read runs are read together by the next, in one
-// query. DuckDB spends most of a point read on the query, not the row (measured at
-// 200,000 persons: 280 µs for one id, 1 ms for 32), so after a restart, when every
-// returning user misses, batches keep up where single reads would queue
+// Distinct ids and persons that miss are read in batches (batchReads), as the Writer
+// groups commits: the misses that arrive while a read runs are read together by the
+// next, in one query. DuckDB spends most of a point read on the query, not the row
+// (measured at 200,000 persons: 280 µs for one id, 1 ms for 32), so after a restart,
+// when every returning user misses, batches keep up where single reads would queue
 // (BenchmarkPersonProperties: 3,800 misses/s one at a time, 31,000 with 64 waiting).
+// A read of distinct ids scans person_distinct_ids whole, whatever the batch's size (see
+// identity.resolve), so those batches are larger.
 //
 // Invalidation. After each commit, before its submitters are answered, the writer
 // goroutine evicts exactly what the commit changed (invalidate), and caches the new
@@ -85,17 +87,16 @@ type lookups struct {
 	// db is the lookups' own pool: at most lookupConns reads at once, whatever the burst
 	// of misses, so that they leave cores to the Writer and to the query API's pool.
 	db           *sql.DB
-	readDistinct *sql.Stmt
+	readDistinct *sql.Stmt // readDistinctIDsSQL
 	readGroup    *sql.Stmt
 	// readPersons[i] reads up to personBatches[i] persons by id.
-	readPersons [len(personBatches)]*sql.Stmt
-	fetchMu     sync.Mutex
-	queue       []*personFetch // guarded by fetchMu
-	fetchers    int            // running fetchPersons goroutines, at most lookupConns; guarded by fetchMu
-	persons     *shardedLRU[uuid.UUID, string]
-	groups      *shardedLRU[groupKey, cachedGroup]
-	groupTypes  atomic.Pointer[map[int64][maxGroupTypes]string]
-	seed        maphash.Seed
+	readPersons   [len(personBatches)]*sql.Stmt
+	distinctReads *batchReads[distinctKey, uuid.UUID]
+	personReads   *batchReads[uuid.UUID, string]
+	persons       *shardedLRU[uuid.UUID, string]
+	groups        *shardedLRU[groupKey, cachedGroup]
+	groupTypes    atomic.Pointer[map[int64][maxGroupTypes]string]
+	seed          maphash.Seed
 
 	seq             atomic.Uint64
 	mu              sync.Mutex
@@ -113,21 +114,15 @@ type cachedGroup struct {
 	found bool
 }
 
-// personFetch is one person to read, for a lookup that waits until done is closed.
-type personFetch struct {
-	id    uuid.UUID
-	done  chan struct{}
-	props string
-	found bool
-	err   error
-}
-
 // lookupConns is the size of the lookups' pool: half the cores, at least one.
 var lookupConns = max(1, runtime.NumCPU()/2)
 
-// personBatches are the sizes of the prepared batch reads; a batch is padded to the
-// next one by repeating an id.
+// personBatches are the sizes of the prepared batch reads of persons; a batch is padded
+// to the next one by repeating an id.
 var personBatches = [...]int{1, 4, 16, 64}
+
+// distinctBatch is the most distinct ids a read looks up.
+const distinctBatch = 1024
 
 // lookupTimeout bounds a batch read, which no caller's context can cancel on its own:
 // the lookups waiting for it give up at their own deadlines.
@@ -144,6 +139,8 @@ func newLookups(ctx context.Context, connector *duckdb.Connector, x *identity, c
 		groups:   newShardedLRU[groupKey, cachedGroup](cacheSize/10 + 1),
 		seed:     maphash.MakeSeed(),
 	}
+	l.distinctReads = &batchReads[distinctKey, uuid.UUID]{max: distinctBatch, read: l.readDistinctBatch}
+	l.personReads = &batchReads[uuid.UUID, string]{max: personBatches[len(personBatches)-1], read: l.readPersonBatch}
 	l.db.SetMaxOpenConns(lookupConns)
 	l.db.SetMaxIdleConns(lookupConns)
 	var err error
@@ -154,7 +151,7 @@ func newLookups(ctx context.Context, connector *duckdb.Connector, x *identity, c
 			return nil, fmt.Errorf("cannot prepare the person lookup: %w", err)
 		}
 	}
-	l.readDistinct, err = l.db.PrepareContext(ctx, `SELECT person_id FROM person_distinct_ids WHERE team_id = ? AND distinct_id = ?`)
+	l.readDistinct, err = l.db.PrepareContext(ctx, readDistinctIDsSQL)
 	if err != nil {
 		l.close()
 		return nil, fmt.Errorf("cannot prepare the distinct id lookup: %w", err)
@@ -189,24 +186,12 @@ func (l *lookups) person(ctx context.Context, team int64, distinctID string) (st
 		return props, true, nil
 	}
 	for retried := false; ; retried = true {
-		f := &personFetch{id: id, done: make(chan struct{})}
-		l.fetchMu.Lock()
-		l.queue = append(l.queue, f)
-		if l.fetchers < lookupConns {
-			l.fetchers++
-			go l.fetchPersons()
+		props, found, err := l.personReads.get(ctx, id)
+		if err != nil {
+			return "", false, fmt.Errorf("cannot read the properties of person %s: %w", id, err)
 		}
-		l.fetchMu.Unlock()
-		select {
-		case <-f.done:
-		case <-ctx.Done():
-			return "", false, fmt.Errorf("cannot read the properties of person %s: %w", id, ctx.Err())
-		}
-		if f.err != nil {
-			return "", false, fmt.Errorf("cannot read the properties of person %s: %w", id, f.err)
-		}
-		if f.found {
-			return f.props, true, nil
+		if found {
+			return props, true, nil
 		}
 		// A commit that ended after the distinct id was resolved merged the person away;
 		// the distinct id resolves to the survivor once that commit is applied.
@@ -219,80 +204,95 @@ func (l *lookups) person(ctx context.Context, team int64, distinctID string) (st
 }
 
 // distinctPerson is the person of k as of the last commit: the distinct-id cache's
-// answer, else the database's, which it caches, absence included (the stripe check of
-// lookups).
+// answer, else the database's (readDistinctBatch caches it).
 func (l *lookups) distinctPerson(ctx context.Context, k distinctKey) (uuid.UUID, bool, error) {
-	h := l.distinct.hash(k)
-	if id, ok := l.distinct.lru.get(h, k); ok {
+	if id, ok := l.distinct.lru.get(l.distinct.hash(k), k); ok {
 		return id, id != uuid.Nil, nil
+	}
+	k.id = strings.Clone(k.id) // the caller's may alias its request, which the read may outlive
+	id, ok, err := l.distinctReads.get(ctx, k)
+	if err != nil {
+		return id, false, fmt.Errorf("cannot read the person of distinct id %q of project %d: %w", k.id, k.team, err)
+	}
+	return id, ok, nil
+}
+
+// readDistinctBatch reads the persons of distinct ids (keys that own their strings) and
+// caches them, absence included (the stripe check of lookups).
+func (l *lookups) readDistinctBatch(keys []distinctKey) (map[distinctKey]uuid.UUID, error) {
+	teams, ids := make([]int64, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		teams[i], ids[i] = k.team, k.id
 	}
 	since := l.seq.Load()
 	if l.beforeRead != nil {
 		l.beforeRead()
 	}
-	var id uuid.UUID
-	err := l.readDistinct.QueryRowContext(ctx, k.team, k.id).Scan(&id)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return id, false, fmt.Errorf("cannot read the person of distinct id %q of project %d: %w", k.id, k.team, err)
-	}
+	read, err := func() (map[distinctKey]uuid.UUID, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
+		defer cancel()
+		rows, err := l.readDistinct.QueryContext(ctx, teams, ids)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		read := make(map[distinctKey]uuid.UUID, len(keys))
+		for rows.Next() {
+			var i int
+			var id uuid.UUID
+			if err := rows.Scan(&i, &id); err != nil {
+				return nil, err
+			}
+			read[keys[i-1]] = id
+		}
+		return read, rows.Err()
+	}()
 	if l.afterRead != nil {
 		l.afterRead()
 	}
-	k.id = strings.Clone(k.id) // the caller's may alias its request
+	if err != nil {
+		return nil, err
+	}
 	l.mu.Lock()
-	if l.distinctStripes[h%lookupStripes] <= since {
-		l.distinct.lru.add(h, k, id)
+	for _, k := range keys {
+		if h := l.distinct.hash(k); l.distinctStripes[h%lookupStripes] <= since {
+			l.distinct.lru.add(h, k, read[k]) // uuid.Nil when it has no person
+		}
 	}
 	l.mu.Unlock()
-	return id, id != uuid.Nil, nil
+	return read, nil
 }
 
-// fetchPersons reads the queued persons, a batch at a time, until the queue is empty;
-// it caches what it read (the stripe check of lookups) and wakes each waiting lookup.
-func (l *lookups) fetchPersons() {
-	var batch []*personFetch
-	args := make([]any, personBatches[len(personBatches)-1])
-	for {
-		l.fetchMu.Lock()
-		n := min(len(l.queue), len(args))
-		if n == 0 {
-			l.fetchers--
-			l.fetchMu.Unlock()
-			return
-		}
-		batch = append(batch[:0], l.queue[:n]...)
-		clear(l.queue[:n])
-		l.queue = l.queue[n:]
-		l.fetchMu.Unlock()
-
-		size := 0
-		for personBatches[size] < n {
-			size++
-		}
-		for i := range personBatches[size] {
-			args[i] = batch[min(i, n-1)].id
-		}
-		since := l.seq.Load()
-		if l.beforeRead != nil {
-			l.beforeRead()
-		}
-		read, err := l.readBatch(l.readPersons[size], args[:personBatches[size]])
-		if l.afterRead != nil {
-			l.afterRead()
-		}
-		l.mu.Lock()
-		for id, props := range read {
-			if h := maphash.Comparable(l.seed, id); l.stripes[h%lookupStripes] <= since {
-				l.persons.add(h, id, props)
-			}
-		}
-		l.mu.Unlock()
-		for _, f := range batch {
-			f.props, f.found = read[f.id]
-			f.err = err
-			close(f.done)
+// readPersonBatch reads the properties of persons by id and caches them (the stripe
+// check of lookups); a person that does not exist is not in what it returns.
+func (l *lookups) readPersonBatch(ids []uuid.UUID) (map[uuid.UUID]string, error) {
+	size := 0
+	for personBatches[size] < len(ids) {
+		size++
+	}
+	args := make([]any, personBatches[size])
+	for i := range args {
+		args[i] = ids[min(i, len(ids)-1)]
+	}
+	since := l.seq.Load()
+	if l.beforeRead != nil {
+		l.beforeRead()
+	}
+	read, err := l.readBatch(l.readPersons[size], args)
+	if l.afterRead != nil {
+		l.afterRead()
+	}
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	for id, props := range read {
+		if h := maphash.Comparable(l.seed, id); l.stripes[h%lookupStripes] <= since {
+			l.persons.add(h, id, props)
 		}
 	}
+	l.mu.Unlock()
+	return read, nil
 }
 
 // readBatch reads the properties of the persons with the ids in args (the
@@ -315,6 +315,78 @@ func (l *lookups) readBatch(stmt *sql.Stmt, args []any) (map[uuid.UUID]string, e
 		read[id] = props
 	}
 	return read, rows.Err()
+}
+
+// batchReads reads the keys that lookups miss, a batch at a time: a lookup queues its
+// key and waits; up to lookupConns goroutines at once each take up to max queued keys
+// and read them in one query (read), until the queue is empty. A read goes on when its
+// lookups have given up, so a key must not alias a request.
+type batchReads[K comparable, V any] struct {
+	max  int
+	read func(keys []K) (map[K]V, error) // a key is absent from the map when it has no value
+	mu   sync.Mutex
+	// queue holds the keys waiting for a read, readers the goroutines reading; guarded by mu.
+	queue   []*batchRead[K, V]
+	readers int
+}
+
+// batchRead is one key to read, for a lookup that waits until done is closed.
+type batchRead[K comparable, V any] struct {
+	key   K
+	done  chan struct{}
+	value V
+	found bool
+	err   error
+}
+
+// get is k's value, read with the keys queued beside it; ctx bounds the wait.
+func (r *batchReads[K, V]) get(ctx context.Context, k K) (V, bool, error) {
+	f := &batchRead[K, V]{key: k, done: make(chan struct{})}
+	r.mu.Lock()
+	r.queue = append(r.queue, f)
+	if r.readers < lookupConns {
+		r.readers++
+		go r.run()
+	}
+	r.mu.Unlock()
+	select {
+	case <-f.done:
+		return f.value, f.found, f.err
+	case <-ctx.Done():
+		var zero V
+		return zero, false, ctx.Err()
+	}
+}
+
+// run reads the queued keys, a batch at a time, until the queue is empty, and wakes
+// each waiting lookup.
+func (r *batchReads[K, V]) run() {
+	var batch []*batchRead[K, V]
+	var keys []K
+	for {
+		r.mu.Lock()
+		n := min(len(r.queue), r.max)
+		if n == 0 {
+			r.readers--
+			r.mu.Unlock()
+			return
+		}
+		batch = append(batch[:0], r.queue[:n]...)
+		clear(r.queue[:n])
+		r.queue = r.queue[n:]
+		r.mu.Unlock()
+
+		keys = keys[:0]
+		for _, f := range batch {
+			keys = append(keys, f.key)
+		}
+		read, err := r.read(keys)
+		for _, f := range batch {
+			f.value, f.found = read[f.key]
+			f.err = err
+			close(f.done)
+		}
+	}
 }
 
 func (l *lookups) group(ctx context.Context, team int64, typeIndex int, key string) (string, bool, error) {

@@ -69,7 +69,8 @@ type Config struct {
 	// BenchmarkDistinctIDCache). The others are read from person_distinct_ids, which
 	// DuckDB scans whole (it looks up no two-column key in its index): by the Writer in
 	// one query per commit for all the ids it lacks, new ids included, so the size
-	// matters little to it; by a flag lookup for its one id. Open reads none.
+	// matters little to it; by the flag lookups in one query for the misses that wait
+	// together. Open reads none.
 	DistinctIDCacheSize int
 	// PropertiesCacheSize is how many persons' properties, and a tenth as many groups',
 	// PersonProperties and GroupProperties keep in memory for flag evaluation (default
