@@ -99,6 +99,10 @@ func TestParseBenchmarks(t *testing.T) {
 		"BenchmarkEvaluate/parallel", "evals/s", 99786, 0, 1)
 	f("BenchmarkDecode/batch-1k 	     229	   4778795 ns/op	 184.88 MB/s	    209258 events/s", // GOMAXPROCS=1: no suffix
 		"BenchmarkDecode/batch-1k", "events/s", 209258, 184.88, 0)
+	f("BenchmarkDistinctIDCache-2     	      10	  61041302 ns/op	       230.6 B/id	 9213000 B/op	  150000 allocs/op",
+		"BenchmarkDistinctIDCache", "B/id", 230.6, 0, 150000)
+	f("BenchmarkDistinctIDs10M/open-2         	       3	  51854008 ns/op	        51.67 ms/open	  800000 B/op	    9000 allocs/op",
+		"BenchmarkDistinctIDs10M/open", "ms/open", 51.67, 0, 9000)
 	if stages, err := parseBenchmarks([]byte("BenchmarkX-2 \t 10\t 100 ns/op\nBenchmarkDecode\n--- FAIL: BenchmarkY\n")); err != nil || len(stages) != 0 {
 		t.Fatalf("lines without a throughput: %v %v", stages, err)
 	}

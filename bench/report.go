@@ -527,7 +527,8 @@ func (rep *report) print(w io.Writer) {
 		fmt.Fprintf(w, "target: %s\n", rep.Target.CaptureURL)
 	}
 	if len(rep.Stages) > 0 {
-		fmt.Fprintln(w, "\nstage ceilings (Go benchmarks, one goroutine, /parallel on every core; median of runs):")
+		fmt.Fprintln(w, "\nstage ceilings and costs (Go benchmarks, one goroutine, /parallel on every core; median of runs;")
+		fmt.Fprintln(w, "B/id: live heap per distinct id the Writer holds, also MB per million ids):")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "benchmark\t\tMB/s\tallocs/op\truns\t")
 		for _, s := range rep.Stages {

@@ -77,7 +77,7 @@ func runSuite(ctx context.Context, cfg suiteConfig) (*report, string, error) {
 		return nil, "", err
 	}
 
-	stages := &stageRunner{root: root, dir: work, benchtime: benchtimes[cfg.mode], log: cfg.log}
+	stages := &stageRunner{root: root, dir: work, benchtime: benchtimes[cfg.mode], slow: cfg.mode == "standard", log: cfg.log}
 	rounds := stageRounds[cfg.mode]
 	if cfg.stages {
 		fmt.Fprintln(cfg.log, "compiling the stage benchmarks")

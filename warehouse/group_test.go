@@ -15,7 +15,7 @@ func TestEventGroups(t *testing.T) {
 	// added, in the order it added them.
 	f := func(known []string, groups string, want [maxGroupTypes]string, wantNew ...string) {
 		t.Helper()
-		x, err := loadIdentity(context.Background(), w.DB(), 10)
+		x, err := loadIdentity(context.Background(), w.DB(), 10, 10)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,8 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
+	"iter"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/bytedance/sonic"
@@ -22,25 +23,39 @@ const (
 	warnAlreadyIdentified = "cannot_merge_already_identified"
 )
 
-// identity is the writer's view of persons, distinct ids and groups:
-// the distinct-id map and the group types of every project are in memory whole, persons
-// and groups in LRU caches, and the database is the truth behind them; a restart
-// rebuilds the maps. It belongs to the writer goroutine.
+// identity is the writer's view of persons, distinct ids and groups: the group types of
+// every project are in memory whole; distinct ids, persons and groups are in bounded LRU
+// caches, and the database is the truth behind them. It belongs to the writer goroutine.
 //
-// A commit's changes go to a delta, which the maps take on only once the commit has
+// Distinct ids. Before a commit processes its events, resolve puts in known the stored
+// person of every distinct id they name: from the cache, and the ones it lacks from the
+// database in one query for the whole commit. The commit then reads and changes
+// distinct ids only in known and its delta, so what the cache evicts meanwhile (the
+// flag lookups fill it too) changes nothing. Nothing is read at start: a restart begins
+// with an empty cache.
+//
+// A commit's changes go to a delta, which the caches take on only once the commit has
 // succeeded (apply), so a failed commit leaves them as the database is.
 //
-// The distinct-id map is the one part that other goroutines read (see distinctMap), and
-// apply tells the flag lookups what each commit changed (see lookups).
+// The distinct-id cache is the one part that other goroutines read and fill (see
+// lookups), and apply tells the flag lookups what each commit changed.
 type identity struct {
 	// db reads what is committed. Reads never need this commit's own changes: those are
 	// in the delta, and reach the transaction only in flush.
 	db         *sql.DB
-	distinct   *distinctMap
+	distinct   *distinctCache
 	groupTypes map[int64]*[maxGroupTypes]string
 	persons    *lru.LRU[uuid.UUID, *person]
 	groups     *lru.LRU[groupKey, *group]
 	delta      identityDelta
+	// known is the stored person (uuid.Nil: none) of every distinct id that the commit in
+	// progress names, as of the last commit; read lists the ones resolve read from the
+	// database, which apply caches. Their keys may alias the commit's requests.
+	known map[distinctKey]uuid.UUID
+	read  []distinctKey
+	// readTeams and readIDs are the parameters of the last read, kept for their room.
+	readTeams []int64
+	readIDs   []string
 	// lookups, when not nil, is told of every applied commit.
 	lookups *lookups
 }
@@ -50,22 +65,22 @@ type distinctKey struct {
 	id   string
 }
 
-// distinctMap is which person each distinct id of every project belongs to, whole, as
-// of the last commit. The writer goroutine is its only writer: it reads m without
-// locking, and changes m only while it holds mu. Any other goroutine reads it through
-// load.
-type distinctMap struct {
-	mu sync.RWMutex
-	m  map[distinctKey]uuid.UUID
+// distinctCache holds the person of distinct ids as of the last commit, for at most its
+// size of them, the least recently used evicted first (roughly: see shardedLRU); uuid.Nil
+// stands for no person, which no person's id is (see personIDFor). Keys it holds own
+// their strings. Safe for concurrent use: the writer goroutine puts what each commit
+// read and changed (apply), the flag lookups what they read, by the rule of lookups
+// that keeps out a read older than a commit.
+type distinctCache struct {
+	seed maphash.Seed
+	lru  *shardedLRU[distinctKey, uuid.UUID]
 }
 
-// load is the person of k, for goroutines other than the writer's.
-func (d *distinctMap) load(k distinctKey) (uuid.UUID, bool) {
-	d.mu.RLock()
-	id, ok := d.m[k]
-	d.mu.RUnlock()
-	return id, ok
+func newDistinctCache(size int) *distinctCache {
+	return &distinctCache{seed: maphash.MakeSeed(), lru: newShardedLRU[distinctKey, uuid.UUID](size)}
 }
+
+func (c *distinctCache) hash(k distinctKey) uint64 { return maphash.Comparable(c.seed, k) }
 
 type identityDelta struct {
 	distinct   map[distinctKey]uuid.UUID
@@ -85,13 +100,23 @@ func (d *identityDelta) reset() {
 	d.newTypes = d.newTypes[:0]
 }
 
-// loadIdentity reads the distinct-id map and the group types from the database.
-func loadIdentity(ctx context.Context, db *sql.DB, cacheSize int) (*identity, error) {
-	persons, _ := lru.NewLRU[uuid.UUID, *person](cacheSize, nil)
-	groups, _ := lru.NewLRU[groupKey, *group](cacheSize/10+1, nil)
+// reset forgets the commit that ended: its delta and the distinct ids it resolved.
+func (x *identity) reset() {
+	x.delta.reset()
+	clear(x.known)
+	clear(x.read)
+	x.read = x.read[:0]
+}
+
+// loadIdentity reads the group types from the database; distinct ids, persons and
+// groups are read as commits need them, into caches of distinctCacheSize ids,
+// personCacheSize persons and a tenth as many groups.
+func loadIdentity(ctx context.Context, db *sql.DB, personCacheSize, distinctCacheSize int) (*identity, error) {
+	persons, _ := lru.NewLRU[uuid.UUID, *person](personCacheSize, nil)
+	groups, _ := lru.NewLRU[groupKey, *group](personCacheSize/10+1, nil)
 	x := &identity{
 		db:         db,
-		distinct:   &distinctMap{m: map[distinctKey]uuid.UUID{}},
+		distinct:   newDistinctCache(distinctCacheSize),
 		groupTypes: map[int64]*[maxGroupTypes]string{},
 		persons:    persons,
 		groups:     groups,
@@ -99,22 +124,7 @@ func loadIdentity(ctx context.Context, db *sql.DB, cacheSize int) (*identity, er
 			distinct: map[distinctKey]uuid.UUID{}, persons: map[uuid.UUID]*person{}, deleted: map[uuid.UUID]bool{},
 			groupTypes: map[int64]*[maxGroupTypes]string{}, groups: map[groupKey]*group{},
 		},
-	}
-	rows, err := db.QueryContext(ctx, `SELECT team_id, distinct_id, person_id FROM person_distinct_ids`)
-	if err != nil {
-		return nil, fmt.Errorf("cannot load distinct ids: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var k distinctKey
-		var id uuid.UUID
-		if err := rows.Scan(&k.team, &k.id, &id); err != nil {
-			return nil, fmt.Errorf("cannot load distinct ids: %w", err)
-		}
-		x.distinct.m[k] = id
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("cannot load distinct ids: %w", err)
+		known: map[distinctKey]uuid.UUID{},
 	}
 	types, err := db.QueryContext(ctx, `SELECT team_id, group_type, group_type_index FROM group_type_mappings`)
 	if err != nil {
@@ -134,6 +144,94 @@ func loadIdentity(ctx context.Context, db *sql.DB, cacheSize int) (*identity, er
 	return x, types.Err()
 }
 
+// mergeOf is the merge that e asks for, by PostHog's rules: other's person is merged
+// into into's, and dangerous merges even an identified person; ok is false for no merge.
+func mergeOf(e *Event) (other, into string, dangerous, ok bool) {
+	switch {
+	case e.Name == EventIdentify && e.AnonDistinctID != "":
+		return e.AnonDistinctID, e.DistinctID, false, true
+	case e.Name == EventCreateAlias && e.Alias != "":
+		// The event's distinct_id is merged into the alias, which becomes the person's
+		// main id: the direction hedge's API contract asks for (PostHog's code merges the
+		// other way).
+		return e.DistinctID, e.Alias, false, true
+	case e.Name == EventMergeDangerously && e.Alias != "":
+		return e.Alias, e.DistinctID, true, true
+	}
+	return "", "", false, false
+}
+
+// resolve puts in known the stored person of every distinct id that process looks up
+// for the events (its own, and both of a merge): the cache's answer, else the
+// database's, read for all the ids the cache lacks in one query. The cache and the
+// database are as of the last commit, and the writer goroutine, which alone changes the
+// table, commits nothing between resolve and apply.
+func (x *identity) resolve(ctx context.Context, events iter.Seq[*Event]) error {
+	for e := range events {
+		x.need(distinctKey{e.TeamID, e.DistinctID})
+		if e.Personless {
+			continue // process looks up nothing else
+		}
+		if other, into, _, ok := mergeOf(e); ok {
+			x.need(distinctKey{e.TeamID, other})
+			x.need(distinctKey{e.TeamID, into})
+		}
+	}
+	if len(x.read) == 0 {
+		return nil
+	}
+	return x.readDistinctIDs(ctx)
+}
+
+// need puts k's stored person in known from the cache, or lists k in read, as absent
+// until readDistinctIDs finds it.
+func (x *identity) need(k distinctKey) {
+	if _, ok := x.known[k]; ok {
+		return
+	}
+	id, ok := x.distinct.lru.get(x.distinct.hash(k), k)
+	if !ok {
+		x.read = append(x.read, k)
+	}
+	x.known[k] = id
+}
+
+// readDistinctIDsSQL reads the persons of the distinct ids $1 (teams) and $2 (ids), as
+// parallel lists: the 1-based position in them of each id that has a person, and the
+// person. An id without a person has no row.
+const readDistinctIDsSQL = `SELECT k.i, d.person_id
+	FROM (SELECT unnest($1::BIGINT[]) AS team_id, unnest($2::VARCHAR[]) AS distinct_id, generate_subscripts($2, 1) AS i) k
+	JOIN person_distinct_ids d ON d.team_id = k.team_id AND d.distinct_id = k.distinct_id`
+
+// readDistinctIDs reads the persons of the distinct ids listed in read into known.
+func (x *identity) readDistinctIDs(ctx context.Context) error {
+	teams, ids := x.readTeams[:0], x.readIDs[:0]
+	for _, k := range x.read {
+		teams, ids = append(teams, k.team), append(ids, k.id)
+	}
+	x.readTeams, x.readIDs = teams, ids
+	defer clear(ids) // the strings may alias requests
+	distinctReadsTotal.Inc()
+	distinctIDsReadTotal.Add(len(ids))
+	rows, err := x.db.QueryContext(ctx, readDistinctIDsSQL, teams, ids)
+	if err != nil {
+		return fmt.Errorf("cannot read the persons of %d distinct ids: %w", len(ids), err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var i int
+		var id uuid.UUID
+		if err := rows.Scan(&i, &id); err != nil {
+			return fmt.Errorf("cannot read the persons of %d distinct ids: %w", len(ids), err)
+		}
+		x.known[x.read[i-1]] = id
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("cannot read the persons of %d distinct ids: %w", len(ids), err)
+	}
+	return nil
+}
+
 // processed is what identity processing decides for one event.
 type processed struct {
 	personID uuid.UUID
@@ -142,7 +240,8 @@ type processed struct {
 }
 
 // process applies one event to the identity model, by PostHog's rules, and returns
-// its person and groups. Events are processed in the order they are committed.
+// its person and groups. Events are processed in the order they are committed, after
+// resolve has read the distinct ids they name.
 func (x *identity) process(ctx context.Context, e *Event) (processed, error) {
 	var out processed
 	key := distinctKey{e.TeamID, e.DistinctID}
@@ -165,24 +264,8 @@ func (x *identity) process(ctx context.Context, e *Event) (processed, error) {
 			return out, err
 		}
 	}
-	switch {
-	case e.Name == EventIdentify && e.AnonDistinctID != "":
-		w, err := x.merge(ctx, e, e.AnonDistinctID, e.DistinctID, false)
-		if err != nil {
-			return out, err
-		}
-		out.warning = w
-	case e.Name == EventCreateAlias && e.Alias != "":
-		// The event's distinct_id is merged into the alias, which becomes the person's
-		// main id: the direction hedge's API contract asks for (PostHog's code merges the
-		// other way).
-		w, err := x.merge(ctx, e, e.DistinctID, e.Alias, false)
-		if err != nil {
-			return out, err
-		}
-		out.warning = w
-	case e.Name == EventMergeDangerously && e.Alias != "":
-		w, err := x.merge(ctx, e, e.Alias, e.DistinctID, true)
+	if other, into, dangerous, ok := mergeOf(e); ok {
+		w, err := x.merge(ctx, e, other, into, dangerous)
 		if err != nil {
 			return out, err
 		}
@@ -300,6 +383,9 @@ func (x *identity) moveDistinctIDs(ctx context.Context, team int64, from, to uui
 		if err := rows.Scan(&k.id); err != nil {
 			return fmt.Errorf("cannot list the distinct ids of person %s: %w", from, err)
 		}
+		if _, ok := x.known[k]; !ok {
+			x.known[k] = from // as stored; lookupDistinct reads it there
+		}
 		keys = append(keys, k)
 	}
 	if err := rows.Err(); err != nil {
@@ -341,12 +427,16 @@ func (x *identity) newPersonWithID(id uuid.UUID, team int64, at time.Time) *pers
 	return p
 }
 
+// lookupDistinct is the person of k in this commit so far: the delta's, else the stored
+// one in known. Every distinct id that the commit looks up is there (resolve,
+// moveDistinctIDs); one missing would read as new, and its row would then fail the
+// commit on the table's UNIQUE constraint rather than give the id a second person.
 func (x *identity) lookupDistinct(k distinctKey) (uuid.UUID, bool) {
 	if id, ok := x.delta.distinct[k]; ok {
 		return id, true
 	}
-	id, ok := x.distinct.m[k]
-	return id, ok
+	id := x.known[k]
+	return id, id != uuid.Nil
 }
 
 // person returns the person with id as it is in this commit so far; it must not be
@@ -415,7 +505,7 @@ func (x *identity) flush(a *appenders, at time.Time, exec func(query string, arg
 	}
 	for k, id := range x.delta.distinct {
 		var err error
-		if _, stored := x.distinct.m[k]; stored {
+		if x.known[k] != uuid.Nil { // stored: moved to another person
 			err = a.stagedDistinctIDs.AppendRow(k.team, k.id, duckdb.UUID(id), at)
 			stagedDistinctIDs++
 		} else {
@@ -459,22 +549,27 @@ func (x *identity) flush(a *appenders, at time.Time, exec func(query string, arg
 
 // apply takes on the delta of a commit that succeeded, and empties it. It runs before
 // the commit's submitters are answered, so a lookup that starts after their Submit
-// returned sees the commit. The distinct-id map changes first, then lookups evicts what
-// the commit changed: a lookup racing the two reads a moved distinct id's new person,
-// as it was before the commit or after it.
+// returned sees the commit. The distinct-id cache changes first, then lookups evicts
+// what the commit changed: a lookup racing the two reads a moved distinct id's new
+// person, as it was before the commit or after it.
 func (x *identity) apply() {
-	if len(x.delta.distinct) > 0 {
-		x.distinct.mu.Lock()
-		for k, id := range x.delta.distinct {
-			if _, ok := x.distinct.m[k]; !ok {
-				k.id = strings.Clone(k.id) // the key may alias a request that is gone now
-			}
-			x.distinct.m[k] = id
+	var seq uint64
+	if x.lookups != nil {
+		seq = x.lookups.stampDistinct(&x.delta) // before the cache takes the new persons
+	}
+	for k, id := range x.delta.distinct {
+		k.id = strings.Clone(k.id) // the key may alias a request that is gone now
+		x.distinct.lru.add(x.distinct.hash(k), k, id)
+	}
+	for _, k := range x.read {
+		if _, changed := x.delta.distinct[k]; !changed { // unchanged: as read, still
+			id := x.known[k]
+			k.id = strings.Clone(k.id)
+			x.distinct.lru.add(x.distinct.hash(k), k, id)
 		}
-		x.distinct.mu.Unlock()
 	}
 	if x.lookups != nil {
-		x.lookups.invalidate(&x.delta) // before the loops below mark new persons stored
+		x.lookups.invalidate(seq, &x.delta) // before the loops below mark new persons stored
 	}
 	for id := range x.delta.deleted {
 		x.persons.Remove(id)
@@ -493,7 +588,7 @@ func (x *identity) apply() {
 		g.stored = true
 		x.groups.Add(g.key, g)
 	}
-	x.delta.reset()
+	x.reset()
 }
 
 // identityJSON decodes the small JSON values of identity events: $set, $set_once,

@@ -37,22 +37,32 @@ const team = 1
 type identityEnv struct {
 	t    *testing.T
 	path string
+	cfg  warehouse.Config
 	w    *warehouse.Warehouse
 	at   time.Time // the next event's timestamp: each event is a second after the last
 }
 
 var firstEventTime = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 
+// distinctCacheSize, when not zero, is the DistinctIDCacheSize of the warehouses that
+// newIdentityEnv opens: TestIdentityTinyDistinctCache sets it while it runs the
+// scenarios again. Tests of this package do not run in parallel.
+var distinctCacheSize int
+
 func newIdentityEnv(t *testing.T, cfg warehouse.Config) *identityEnv {
 	t.Helper()
-	env := &identityEnv{t: t, path: filepath.Join(t.TempDir(), "hedge.duckdb"), at: firstEventTime}
-	env.open(cfg)
+	if distinctCacheSize != 0 {
+		cfg.DistinctIDCacheSize = distinctCacheSize
+	}
+	env := &identityEnv{t: t, path: filepath.Join(t.TempDir(), "hedge.duckdb"), cfg: cfg, at: firstEventTime}
+	env.open()
 	t.Cleanup(func() { env.w.Close() })
 	return env
 }
 
-func (env *identityEnv) open(cfg warehouse.Config) {
+func (env *identityEnv) open() {
 	env.t.Helper()
+	cfg := env.cfg
 	cfg.Path, cfg.Logger = env.path, testlog.New()
 	w, err := warehouse.Open(context.Background(), cfg)
 	if err != nil {
@@ -61,14 +71,14 @@ func (env *identityEnv) open(cfg warehouse.Config) {
 	env.w = w
 }
 
-// restart closes the warehouse and opens its file again: the Writer starts over with
-// what it loads from the database.
+// restart closes the warehouse and opens its file again, with the same configuration:
+// the Writer starts over with what it reads from the database.
 func (env *identityEnv) restart() {
 	env.t.Helper()
 	if err := env.w.Close(); err != nil {
 		env.t.Fatal(err)
 	}
-	env.open(warehouse.Config{})
+	env.open()
 }
 
 // send submits events as one realtime batch, each a second after the previous one.
@@ -481,8 +491,9 @@ func TestIdentityHistoricalOrder(t *testing.T) {
 	env.wantPerson("migrated", `[migrated] {"plan":"p49"} anonymous`)
 }
 
-// Persons, distinct ids, group types and groups survive a restart: the Writer rebuilds
-// its maps from the database and reads persons and groups back as it needs them.
+// Persons, distinct ids, group types and groups survive a restart: the Writer loads
+// the group types from the database and reads distinct ids, persons and groups back as
+// it needs them.
 func TestIdentityRestart(t *testing.T) {
 	env := newIdentityEnv(t, warehouse.Config{})
 	env.send(
@@ -561,5 +572,71 @@ func TestIdentityProjectsApart(t *testing.T) {
 	}
 	if _, ok, err := env.w.Person(context.Background(), other, env.person("anon").ID); ok || err != nil {
 		t.Fatalf("project %d reads project %d's person (%v)", other, team, err)
+	}
+}
+
+// After a restart the distinct ids stored before it resolve to their persons, which the
+// Writer reads back from the database (Open loads none): an event of a stored id changes
+// its person, a personless one names it, merges move stored ids, and no id gets a second
+// person.
+func TestIdentityRestartStoredIDs(t *testing.T) {
+	env := newIdentityEnv(t, warehouse.Config{})
+	var events []event
+	for i := range 20 {
+		events = append(events, event{Name: "e", DistinctID: fmt.Sprintf("u%d", i), Set: fmt.Sprintf(`{"i":%d}`, i)})
+	}
+	env.send(events...)
+	u3 := env.person("u3")
+	env.restart()
+	personless := event{UUID: uuid.New(), Name: "e", DistinctID: "u3", Personless: true}
+	env.send(
+		event{Name: "e", DistinctID: "u1", Set: `{"after":true}`},
+		personless,
+		event{Name: "$identify", DistinctID: "u4", AnonDistinctID: "u5"},   // two stored persons
+		event{Name: "$create_alias", DistinctID: "u6", Alias: "new-alias"}, // a new id joins a stored person
+	)
+	env.wantPerson("u1", `[u1] {"after":true,"i":1} anonymous`)
+	if got := env.eventPerson(personless.UUID); got != u3.ID {
+		t.Fatalf("a personless event of a stored id has person_id %s, want %s", got, u3.ID)
+	}
+	env.wantPerson("u5", `[u4 u5] {"i":4} identified`)
+	env.wantPerson("new-alias", `[new-alias u6] {"i":6} identified`)
+	if persons, ids := len(env.persons(team)), env.count(`SELECT count(*) FROM person_distinct_ids`); persons != 19 || ids != 21 {
+		t.Fatalf("%d persons and %d distinct ids, want 19 (one merged away) and 21", persons, ids)
+	}
+}
+
+// The scenarios again, over a distinct-id cache of two ids: nearly every distinct id an
+// event names is read back from the database, by the Writer and by the lookups.
+func TestIdentityTinyDistinctCache(t *testing.T) {
+	for _, scenario := range []struct {
+		name string
+		test func(*testing.T)
+	}{
+		{"SetPrecedence", TestIdentitySetPrecedence},
+		{"Identify", TestIdentityIdentify},
+		{"AliasDirection", TestIdentityAliasDirection},
+		{"MergeConflicts", TestIdentityMergeConflicts},
+		{"IllegalIDs", TestIdentityIllegalIDs},
+		{"AlreadyIdentified", TestIdentityAlreadyIdentified},
+		{"Personless", TestIdentityPersonless},
+		{"Groups", TestIdentityGroups},
+		{"HistoricalOrder", TestIdentityHistoricalOrder},
+		{"Restart", TestIdentityRestart},
+		{"RestartStoredIDs", TestIdentityRestartStoredIDs},
+		{"IllegalAliasTarget", TestIdentityIllegalAliasTarget},
+		{"ProjectsApart", TestIdentityProjectsApart},
+		{"Randomized", TestIdentityRandomized},
+		{"LookupPersonProperties", TestLookupPersonProperties},
+		{"LookupRestart", TestLookupRestart},
+		{"LookupRandomized", TestLookupRandomized},
+		{"LookupBatchedMisses", TestLookupBatchedMisses},
+		{"LookupConcurrent", TestLookupConcurrent},
+	} {
+		t.Run(scenario.name, func(t *testing.T) {
+			distinctCacheSize = 2
+			defer func() { distinctCacheSize = 0 }()
+			scenario.test(t)
+		})
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"hash/maphash"
 	"path/filepath"
 	"testing"
+
+	"github.com/google/uuid"
 )
 
 // The races of a lookup's fill with a commit, forced: the commit lands between the
@@ -75,9 +77,10 @@ func (env *lookupEnv) person(distinctID string) (string, bool) {
 // cachedPerson is what the cache holds for distinctID's person.
 func (env *lookupEnv) cachedPerson(distinctID string) (string, bool) {
 	l := env.w.lookups
-	id, ok := l.distinct.load(distinctKey{1, distinctID})
-	if !ok {
-		env.t.Fatalf("%q has no person", distinctID)
+	k := distinctKey{1, distinctID}
+	id, ok := l.distinct.lru.get(l.distinct.hash(k), k)
+	if !ok || id == uuid.Nil {
+		env.t.Fatalf("%q has no person in the cache", distinctID)
 	}
 	return l.persons.get(maphash.Comparable(l.seed, id), id)
 }
@@ -133,7 +136,8 @@ func TestLookupFillStripes(t *testing.T) {
 	}
 	// An invalidation of a key in u's stripe, stamped by hand: colliding keys are
 	// rare to come by.
-	id, _ := l.distinct.load(distinctKey{1, "u"})
+	u := distinctKey{1, "u"}
+	id, _ := l.distinct.lru.get(l.distinct.hash(u), u)
 	h := maphash.Comparable(l.seed, id)
 	l.persons.remove(h, id)
 	stamped := false
@@ -153,8 +157,8 @@ func TestLookupFillStripes(t *testing.T) {
 	}
 }
 
-// A lookup that read the distinct-id map just before a commit merged the person away
-// finds no such person in the database, and reads the survivor the map names now.
+// A lookup that resolved the distinct id just before a commit merged the person away
+// finds no such person in the database, and reads the survivor the id resolves to now.
 func TestLookupMergedAwayBeforeRead(t *testing.T) {
 	env := newLookupEnv(t)
 	l := env.w.lookups
@@ -169,5 +173,42 @@ func TestLookupMergedAwayBeforeRead(t *testing.T) {
 	}
 	if cached, ok := env.cachedPerson("anon"); !ok || cached != props {
 		t.Fatalf("the survivor's properties were not cached: %s %v", cached, ok)
+	}
+}
+
+// A lookup reads that a distinct id has no person, then a commit gives it one: the
+// lookup answers as it read, and must not cache that absence over the commit's person.
+func TestLookupStaleDistinctFill(t *testing.T) {
+	env := newLookupEnv(t)
+	l := env.w.lookups
+	var wait func()
+	l.afterRead, wait = env.once(Event{Name: "e", DistinctID: "new", Set: `{"v":1}`})
+	if props, found := env.person("new"); found {
+		t.Fatalf("the racing lookup found %s: it read before the commit", props)
+	}
+	wait()
+	if props, found := env.person("new"); !found || props != `{"v":1}` {
+		t.Fatalf("after the commit: %s %v; the absence read before it was cached", props, found)
+	}
+}
+
+// A lookup reads a distinct id's person, then a commit merges that person away: the
+// distinct id's new person stays cached, and the lookup answers with it.
+func TestLookupStaleDistinctMove(t *testing.T) {
+	env := newLookupEnv(t)
+	l := env.w.lookups
+	env.send(Event{Name: "e", DistinctID: "anon", Set: `{"a":1}`}, Event{Name: "e", DistinctID: "user", Set: `{"u":1}`})
+	anon := distinctKey{1, "anon"}
+	l.distinct.lru.remove(l.distinct.hash(anon), anon) // as if evicted: the lookup reads it
+	var wait func()
+	l.afterRead, wait = env.once(Event{Name: EventIdentify, DistinctID: "user", AnonDistinctID: "anon"})
+	props, found := env.person("anon")
+	wait()
+	if !found || props != `{"a":1,"u":1}` {
+		t.Fatalf("anon after its person was merged away: %s %v, want the survivor's properties", props, found)
+	}
+	user, _ := l.distinct.lru.get(l.distinct.hash(distinctKey{1, "user"}), distinctKey{1, "user"})
+	if id, _ := l.distinct.lru.get(l.distinct.hash(anon), anon); id != user {
+		t.Fatalf("anon is cached with person %s, the survivor is %s", id, user)
 	}
 }

@@ -138,8 +138,8 @@ func TestLookupGroupTypeNames(t *testing.T) {
 	f(team, "company", "team", "project", "a", "b")
 }
 
-// A restart answers the same, from a cold cache and the distinct-id map and group
-// types that Open loads.
+// A restart answers the same, from cold caches (distinct ids and persons are read back
+// from the database) and the group types that Open loads.
 func TestLookupRestart(t *testing.T) {
 	env := newIdentityEnv(t, warehouse.Config{})
 	env.send(

@@ -60,14 +60,23 @@ type Config struct {
 	// QueueTimeout is how long Submit waits for room under MaxQueuedRows before it
 	// gives up with ErrOverloaded (default DefaultQueueTimeout).
 	QueueTimeout time.Duration
-	// PersonCacheSize is how many persons the Writer keeps in memory beside the whole
-	// distinct-id map (default DefaultPersonCacheSize); the rest are read from the database when an
-	// event changes them.
+	// PersonCacheSize is how many persons the Writer keeps in memory (default
+	// DefaultPersonCacheSize); the rest are read from the database when an event changes
+	// them.
 	PersonCacheSize int
+	// DistinctIDCacheSize is how many distinct ids, with the person of each or its
+	// absence, the Writer and the flag lookups keep in memory between them (default
+	// DefaultDistinctIDCacheSize: about 60 MB, at some 230 bytes an id of 36 characters,
+	// BenchmarkDistinctIDCache). The others are read from person_distinct_ids, which
+	// DuckDB scans whole (it looks up no two-column key in its index): by the Writer in
+	// one query per commit for all the ids it lacks, new ids included, so the size
+	// matters little to it; by the flag lookups in one query for the misses that wait
+	// together. Open reads none.
+	DistinctIDCacheSize int
 	// PropertiesCacheSize is how many persons' properties, and a tenth as many groups',
 	// PersonProperties and GroupProperties keep in memory for flag evaluation (default
 	// DefaultPropertiesCacheSize: some 60 MB with a kilobyte of properties per person).
-	// Distinct ids take no room of it: they resolve in the Writer's distinct-id map.
+	// Distinct ids take no room of it: they resolve in the distinct-id cache.
 	PropertiesCacheSize int
 	// CheckpointRows is how many rows the Writer commits before it checkpoints while it
 	// is less than half busy (default DefaultCheckpointRows: one DuckDB row group, about 110 MB of
@@ -103,6 +112,7 @@ const (
 	DefaultMaxQueuedRows       = 200000
 	DefaultQueueTimeout        = time.Second
 	DefaultPersonCacheSize     = 20000
+	DefaultDistinctIDCacheSize = 250000
 	DefaultPropertiesCacheSize = 50000
 	DefaultCheckpointRows      = 122880
 	DefaultCheckpointInterval  = 5 * time.Minute
@@ -126,6 +136,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.PersonCacheSize <= 0 {
 		c.PersonCacheSize = DefaultPersonCacheSize
+	}
+	if c.DistinctIDCacheSize <= 0 {
+		c.DistinctIDCacheSize = DefaultDistinctIDCacheSize
 	}
 	if c.PropertiesCacheSize <= 0 {
 		c.PropertiesCacheSize = DefaultPropertiesCacheSize
@@ -213,7 +226,7 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 		w.closeDB()
 		return nil, err
 	}
-	identity, err := loadIdentity(ctx, db, cfg.PersonCacheSize)
+	identity, err := loadIdentity(ctx, db, cfg.PersonCacheSize, cfg.DistinctIDCacheSize)
 	if err != nil {
 		w.closeDB()
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"strings"
 	"sync"
@@ -29,7 +30,11 @@ var (
 	commitDuration     = metrics.NewHistogram(`hedge_writer_commit_duration_seconds`)
 	checkpointsTotal   = metrics.NewCounter(`hedge_writer_checkpoints_total`)
 	warningsTotal      = metrics.NewCounter(`hedge_writer_warnings_total`)
-	eventsTotal        = [laneCount]*metrics.Counter{
+	// The reads of person_distinct_ids for the distinct ids a commit names that the
+	// distinct-id cache lacks (one per commit at most), and the ids they looked up.
+	distinctReadsTotal   = metrics.NewCounter(`hedge_writer_distinct_id_reads_total`)
+	distinctIDsReadTotal = metrics.NewCounter(`hedge_writer_distinct_ids_read_total`)
+	eventsTotal          = [laneCount]*metrics.Counter{
 		metrics.NewCounter(`hedge_writer_events_total{lane="realtime"}`),
 		metrics.NewCounter(`hedge_writer_events_total{lane="historical"}`),
 		metrics.NewCounter(`hedge_writer_events_total{lane="overflow"}`),
@@ -417,6 +422,17 @@ func (w *Writer) commit(group []*submission) (err error) {
 			return err
 		}
 	}
+	defer func() {
+		if err != nil {
+			w.identity.reset() // a failed commit changes no cache
+		}
+	}()
+	ctx := context.Background()
+	// The distinct ids the events name, read before the transaction: from the cache, or
+	// in one query on another connection, of what is committed.
+	if err := w.identity.resolve(ctx, groupEvents(group)); err != nil {
+		return err
+	}
 	if err := w.exec("BEGIN TRANSACTION"); err != nil {
 		return err
 	}
@@ -428,10 +444,8 @@ func (w *Writer) commit(group []*submission) (err error) {
 			if rbErr := w.exec("ROLLBACK"); rbErr != nil {
 				w.log.Error("cannot roll back a failed commit", "err", rbErr)
 			}
-			w.identity.delta.reset()
 		}
 	}()
-	ctx := context.Background()
 	a := w.appenders
 	insertedAt := w.beginCommit()
 	defer w.endCommit()
@@ -493,6 +507,19 @@ func (w *Writer) commit(group []*submission) (err error) {
 	}
 	w.rowsSinceCheckpoint += warnings
 	return nil
+}
+
+// groupEvents are the events of a group's submissions, in the order they are committed.
+func groupEvents(group []*submission) iter.Seq[*Event] {
+	return func(yield func(*Event) bool) {
+		for _, s := range group {
+			for i := range s.batch.Events {
+				if !yield(&s.batch.Events[i]) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // beginCommit is the inserted_at of the rows of the commit that begins: the clock's
