@@ -58,6 +58,8 @@ type identity struct {
 	readIDs   []string
 	// lookups, when not nil, is told of every applied commit.
 	lookups *lookups
+	// stored, when not nil, tells of distinct ids that no row holds, which need no read.
+	stored *storedFilter
 }
 
 type distinctKey struct {
@@ -184,13 +186,14 @@ func (x *identity) resolve(ctx context.Context, events iter.Seq[*Event]) error {
 }
 
 // need puts k's stored person in known from the cache, or lists k in read, as absent
-// until readDistinctIDs finds it.
+// until readDistinctIDs finds it; an id that the stored filter knows no row holds is
+// absent without a read.
 func (x *identity) need(k distinctKey) {
 	if _, ok := x.known[k]; ok {
 		return
 	}
 	id, ok := x.distinct.lru.get(x.distinct.hash(k), k)
-	if !ok {
+	if !ok && (x.stored == nil || !x.stored.absent(k)) {
 		x.read = append(x.read, k)
 	}
 	x.known[k] = id
@@ -558,6 +561,9 @@ func (x *identity) apply() {
 		seq = x.lookups.stampDistinct(&x.delta) // before the cache takes the new persons
 	}
 	for k, id := range x.delta.distinct {
+		if x.stored != nil {
+			x.stored.add(k)
+		}
 		k.id = strings.Clone(k.id) // the key may alias a request that is gone now
 		x.distinct.lru.add(x.distinct.hash(k), k, id)
 	}

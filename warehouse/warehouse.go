@@ -167,6 +167,7 @@ type Warehouse struct {
 	writer    *Writer
 	queries   *Queries
 	lookups   *lookups
+	stored    *storedFilter // the writer's, whose fill must end before the database closes
 	staging   string
 	log       *slog.Logger
 }
@@ -236,6 +237,11 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 		return nil, err
 	}
 	identity.lookups = w.lookups
+	if w.stored, err = newStoredFilter(ctx, db, cfg.Logger); err != nil {
+		w.closeDB()
+		return nil, err
+	}
+	identity.stored = w.stored
 	conn, err := connector.Connect(ctx)
 	if err != nil {
 		w.closeDB()
@@ -291,6 +297,9 @@ func (w *Warehouse) checkpoint() error {
 }
 
 func (w *Warehouse) closeDB() error {
+	if w.stored != nil {
+		w.stored.close()
+	}
 	var errQueries, errLookups error
 	if w.queries != nil {
 		errQueries = w.queries.db.Close()
