@@ -84,6 +84,9 @@ const (
 // stripes of their own, so that commits of many new ids leave the fills of persons be.
 type lookups struct {
 	distinct *distinctCache // the Writer's
+	// stored, when not nil, is the Writer's filter of stored distinct ids: an id it calls
+	// absent (a new visitor) has no person, and needs no read.
+	stored *storedFilter
 	// db is the lookups' own pool: at most lookupConns reads at once, whatever the burst
 	// of misses, so that they leave cores to the Writer and to the query API's pool.
 	db           *sql.DB
@@ -208,6 +211,9 @@ func (l *lookups) person(ctx context.Context, team int64, distinctID string) (st
 func (l *lookups) distinctPerson(ctx context.Context, k distinctKey) (uuid.UUID, bool, error) {
 	if id, ok := l.distinct.lru.get(l.distinct.hash(k), k); ok {
 		return id, id != uuid.Nil, nil
+	}
+	if l.stored != nil && l.stored.absent(k) {
+		return uuid.Nil, false, nil
 	}
 	k.id = strings.Clone(k.id) // the caller's may alias its request, which the read may outlive
 	id, ok, err := l.distinctReads.get(ctx, k)

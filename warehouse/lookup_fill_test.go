@@ -181,6 +181,7 @@ func TestLookupMergedAwayBeforeRead(t *testing.T) {
 func TestLookupStaleDistinctFill(t *testing.T) {
 	env := newLookupEnv(t)
 	l := env.w.lookups
+	l.stored = nil // the lookup reads the new id, as while the stored filter fills
 	var wait func()
 	l.afterRead, wait = env.once(Event{Name: "e", DistinctID: "new", Set: `{"v":1}`})
 	if props, found := env.person("new"); found {

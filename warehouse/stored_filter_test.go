@@ -57,3 +57,15 @@ func TestStoredFilter(t *testing.T) {
 		t.Fatalf("%d of 106,667 absent ids called stored", falsePositives)
 	}
 }
+
+// A flag lookup of an id that the stored filter calls absent answers "no person"
+// without a read.
+func TestLookupSkipsNewIDs(t *testing.T) {
+	env := newLookupEnv(t)
+	<-env.w.stored.done
+	read := false
+	env.w.lookups.beforeRead = func() { read = true }
+	if props, found := env.person("never-seen"); found || read {
+		t.Fatalf("a new id: %s %v, read %v", props, found, read)
+	}
+}

@@ -241,7 +241,7 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 		w.closeDB()
 		return nil, err
 	}
-	identity.stored = w.stored
+	identity.stored, w.lookups.stored = w.stored, w.stored
 	conn, err := connector.Connect(ctx)
 	if err != nil {
 		w.closeDB()
