@@ -64,6 +64,8 @@ func serveCommand(args []string, stderr io.Writer) int {
 	fs.IntVar(&cfg.warehouse.FlushRows, "flush-rows", warehouse.DefaultFlushRows, "events after which a group commit gathers no more requests (one request's events are never split across commits)")
 	fs.DurationVar(&cfg.warehouse.FlushInterval, "flush-interval", 0, "how long a group commit waits for more events; 0: commit what is queued at once")
 	fs.IntVar(&cfg.warehouse.MaxQueuedRows, "max-queued-events", warehouse.DefaultMaxQueuedRows, "events (and warnings) waiting for a commit, at most; past it capture answers 503")
+	fs.DurationVar(&cfg.warehouse.DedupWindow, "dedup-window", warehouse.DefaultDedupWindow, "how long after its commit an event's uuid is remembered: a retried event with it is answered 200 and not stored again")
+	fs.IntVar(&cfg.warehouse.DedupEvents, "dedup-events", warehouse.DefaultDedupEvents, "uuids remembered for --dedup-window, at most (19 bytes each); past it the oldest are forgotten and the window shrinks")
 	fs.DurationVar(&cfg.warehouse.CheckpointInterval, "checkpoint-interval", warehouse.DefaultCheckpointInterval, "how often DuckDB's WAL is checkpointed into the database file")
 	fs.StringVar(&cfg.exportRoots, "export-roots", "", "comma-separated absolute directories, besides <data>/exports, that Parquet batch exports may write under: project N's below <root>/N")
 	fs.BoolVar(&cfg.exportPrivate, "export-allow-private-endpoints", false, "let S3 batch exports upload to addresses that are not public: loopback, private, shared (CGNAT), link-local... (a MinIO beside hedge); off, exports reach only public addresses, directly rather than through HTTP(S)_PROXY")

@@ -506,6 +506,48 @@ func TestSkippedEvents(t *testing.T) {
 	}
 }
 
+// A retried request (its 200 lost to a timeout or a dropped connection) stores its
+// events once and is answered 200 again; an event without a uuid gets a new one each
+// time, so it is stored each time; a uuid reused by another project is that project's
+// event.
+func TestRetriedEvents(t *testing.T) {
+	env := newCaptureEnv(t, edge.Config{})
+	other := env.newProject(t, "")
+	const u1, u2 = "0192f0c4-0000-7000-8000-0000000000a1", "0192f0c4-0000-7000-8000-0000000000a2"
+	batch := fmt.Appendf(nil, `{"api_key":%q,"batch":[
+		{"event":"a","distinct_id":"u","uuid":%q},
+		{"event":"b","distinct_id":"u","uuid":%q},
+		{"event":"no uuid","distinct_id":"u"},
+		{"event":"no uuid","distinct_id":"u"}
+	]}`, env.token, u1, u2)
+	single := fmt.Appendf(nil, `{"api_key":%q,"event":"b","distinct_id":"u","uuid":%q}`, env.token, u2)
+	otherProject := fmt.Appendf(nil, `{"api_key":%q,"event":"a","distinct_id":"u","uuid":%q}`, other.token, u1)
+	for _, r := range []struct {
+		path string
+		body []byte
+	}{{"/batch/", batch}, {"/batch/", batch}, {"/capture/", single}, {"/e/", gzipped(t, batch)}, {"/capture/", otherProject}} {
+		headers := map[string]string{}
+		if r.path == "/e/" {
+			headers["Content-Encoding"] = "gzip"
+		}
+		if a := env.send(t, "POST", r.path, r.body, headers); a.status != 200 || a.body != `{"status": 1}` {
+			t.Fatalf("%s answered %d %s", r.path, a.status, a.body)
+		}
+	}
+	for _, c := range []struct {
+		team int64
+		uuid string
+		want int
+	}{{env.team, u1, 1}, {env.team, u2, 1}, {other.id, u1, 1}} {
+		if n := env.count(t, `SELECT count(*) FROM events WHERE team_id = ? AND uuid = ?`, c.team, c.uuid); n != c.want {
+			t.Errorf("project %d has %d events %s, want %d", c.team, n, c.uuid, c.want)
+		}
+	}
+	if n := env.count(t, `SELECT count(DISTINCT uuid) FROM events WHERE event = 'no uuid'`); n != 6 {
+		t.Errorf("%d events without a uuid stored, want the 6 sent", n)
+	}
+}
+
 func TestLanes(t *testing.T) {
 	env := newCaptureEnv(t, edge.Config{OverflowRate: 1, OverflowBurst: 3})
 	var batch []string

@@ -386,7 +386,7 @@ var (
 	droppedTotal = func() map[string]*metrics.Counter {
 		m := map[string]*metrics.Counter{}
 		for _, reason := range []string{warnMissingEventName, warnMissingDistinctID, warnMissingSurveyID, warnPersonlessIdentity,
-			warnGroupKeyTooLong, warnInvalidGroupSet} {
+			warnGroupKeyTooLong, warnInvalidGroupSet, dropDuplicateUUID} {
 			m[reason] = metrics.NewCounter(fmt.Sprintf(`hedge_capture_events_dropped_total{reason=%q}`, reason))
 		}
 		return m
@@ -399,10 +399,12 @@ func countRequest(status int) {
 	}
 }
 
-// countEvents counts a committed request's events by lane and its skipped events by reason.
+// countEvents counts a committed request's events by lane and its skipped events by
+// reason: those it sent with a warning, and those the writer found stored already.
 func countEvents(batches []warehouse.Batch) {
 	for i := range batches {
-		acceptedTotal[i].Add(len(batches[i].Events))
+		acceptedTotal[i].Add(len(batches[i].Events) - batches[i].Duplicates)
+		droppedTotal[dropDuplicateUUID].Add(batches[i].Duplicates)
 		for _, w := range batches[i].Warnings {
 			droppedTotal[w.Type].Inc()
 		}

@@ -68,6 +68,11 @@ const (
 	warnInvalidGroupSet    = "invalid_group_set"
 )
 
+// dropDuplicateUUID is the reason counted for an event that the writer skipped because
+// its project had stored its uuid already (a retry): answered as accepted, without a
+// warning, as a retry should be.
+const dropDuplicateUUID = "duplicate_uuid"
+
 // maxGroupKeyLength is PostHog's limit on a $groupidentify's $group_key, in characters.
 const maxGroupKeyLength = 400
 

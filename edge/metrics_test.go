@@ -39,7 +39,8 @@ func captureCounters(t *testing.T) map[string]float64 {
 
 // The counters exposed at /metrics move by what each request did, and no other
 // capture counter moves: accepted events by lane, dropped events by reason (only once
-// committed), requests by status, and body bytes as received and as decoded.
+// committed; a uuid its project stored already is one), requests by status, and body
+// bytes as received and as decoded.
 func TestCaptureCounters(t *testing.T) {
 	env := newCaptureEnv(t, edge.Config{OverflowRate: 1, OverflowBurst: 1})
 	const (
@@ -63,6 +64,8 @@ func TestCaptureCounters(t *testing.T) {
 		`{"event":"$groupidentify","distinct_id":"u","properties":{"$group_type":"company","$group_key":"`+strings.Repeat("k", 401)+`"}}`,
 		`{"event":"$groupidentify","distinct_id":"u","properties":{"$group_type":"company","$group_key":"k","$group_set":[]}}`,
 	)
+	repeated := batch(`{"event":"r","distinct_id":"u","uuid":"0192f0c4-0000-7000-8000-0000000000d1"}`,
+		`{"event":"r","distinct_id":"u","uuid":"0192f0c4-0000-7000-8000-0000000000d1"}`)
 	noKey := []byte(`{"event":"e","distinct_id":"u"}`)
 	malformed := []byte(`{"api_key":"` + env.token + `","batch":[`)
 	tooLarge := batchOfSize(t, env.token, 2<<20)
@@ -92,6 +95,14 @@ func TestCaptureCounters(t *testing.T) {
 			dropped("missing_event_name"): 1, dropped("missing_distinct_id"): 1, dropped("missing_survey_id"): 1,
 			dropped("group_key_too_long"): 1, dropped("invalid_group_set"): 1,
 			dropped("invalid_event_when_process_person_profile_is_false"): 1,
+		}},
+		{"a uuid twice", "POST", "/batch/", repeated, nil, 200, map[string]float64{
+			requests(200): 1, bodyBytes: float64(len(repeated)), payloadBytes: float64(len(repeated)),
+			accepted("realtime"): 1, dropped("duplicate_uuid"): 1,
+		}},
+		{"the same request retried", "POST", "/batch/", repeated, nil, 200, map[string]float64{
+			requests(200): 1, bodyBytes: float64(len(repeated)), payloadBytes: float64(len(repeated)),
+			dropped("duplicate_uuid"): 2,
 		}},
 		{"missing token", "POST", "/capture/", noKey, nil, 401, map[string]float64{
 			requests(401): 1, bodyBytes: float64(len(noKey)), payloadBytes: float64(len(noKey)),

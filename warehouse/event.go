@@ -92,6 +92,10 @@ type Batch struct {
 	Lane     Lane
 	Events   []Event
 	Warnings []Warning
+	// Duplicates is set by the Writer: how many of Events it skipped because their
+	// project had stored their uuid already (see recentEvents). Valid once Submit has
+	// returned nil.
+	Duplicates int
 }
 
 func (b *Batch) rows() int { return len(b.Events) + len(b.Warnings) }
@@ -112,4 +116,5 @@ func (b *Batch) Reset() {
 	clear(b.Events)
 	clear(b.Warnings)
 	b.Events, b.Warnings = b.Events[:0], b.Warnings[:0]
+	b.Duplicates = 0
 }

@@ -85,6 +85,14 @@ type Config struct {
 	// and is left to sustained full load, where smaller checkpoints would cost
 	// throughput (each one recompresses the last row group; measured: 15% at 256MB).
 	CheckpointRows int
+	// DedupWindow is how long after its commit an event's uuid is remembered: an event
+	// with the uuid of one its project stored within the window is answered as accepted
+	// and not stored again (default DefaultDedupWindow).
+	DedupWindow time.Duration
+	// DedupEvents bounds the uuids remembered (default DefaultDedupEvents, 19 bytes of
+	// memory each): past it the oldest are forgotten first, so the window shrinks to
+	// the last DedupEvents events.
+	DedupEvents int
 	// CheckpointInterval is how often the Writer checkpoints DuckDB when events were
 	// written since the last checkpoint (default DefaultCheckpointInterval). It bounds the WAL that a restart
 	// after a crash must replay.
@@ -116,6 +124,8 @@ const (
 	DefaultPropertiesCacheSize = 50000
 	DefaultCheckpointRows      = 122880
 	DefaultCheckpointInterval  = 5 * time.Minute
+	DefaultDedupWindow         = 7 * 24 * time.Hour
+	DefaultDedupEvents         = 4_000_000
 )
 
 func (c *Config) setDefaults() {
@@ -148,6 +158,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.CheckpointInterval <= 0 {
 		c.CheckpointInterval = DefaultCheckpointInterval
+	}
+	if c.DedupWindow <= 0 {
+		c.DedupWindow = DefaultDedupWindow
+	}
+	if c.DedupEvents <= 0 {
+		c.DedupEvents = DefaultDedupEvents
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -242,12 +258,19 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 		return nil, err
 	}
 	identity.stored, w.lookups.stored = w.stored, w.stored
+	start := time.Now()
+	recent, err := loadRecentEvents(ctx, db, &cfg)
+	if err != nil {
+		w.closeDB()
+		return nil, err
+	}
+	cfg.Logger.Info("deduplication window loaded", "events", recent.n, "took", time.Since(start).Round(time.Millisecond))
 	conn, err := connector.Connect(ctx)
 	if err != nil {
 		w.closeDB()
 		return nil, fmt.Errorf("cannot open the writer's connection: %w", err)
 	}
-	writer, err := newWriter(conn, identity, versions, &cfg)
+	writer, err := newWriter(conn, identity, recent, versions, &cfg)
 	if err != nil {
 		conn.Close()
 		w.closeDB()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -55,6 +56,7 @@ type Writer struct {
 	statements map[string]driver.Stmt // prepared on conn, by query text
 	appenders  *appenders             // nil after a failed commit, until the next opens them again
 	identity   *identity
+	recent     *recentEvents
 	versions   *dataVersions
 	lanes      [laneCount]chan *submission
 	// queued bounds the rows (events and warnings) between Submit and their commit.
@@ -80,6 +82,10 @@ type Writer struct {
 	all                 []*submission
 	rowsSinceCheckpoint int
 	duty                dutyCycle
+	// fingerprints and duplicates are the commit's events' (recentEvents.addAll), in
+	// order; their arrays are kept for the next commit.
+	fingerprints []uint64
+	duplicates   []bool
 }
 
 // submission is one Batch waiting for its commit.
@@ -110,11 +116,12 @@ const stagingTables = `
 	CREATE TEMP TABLE staged_persons (id UUID, properties VARCHAR, created_at TIMESTAMPTZ, is_identified BOOLEAN, version BIGINT, updated_at TIMESTAMPTZ);
 	CREATE TEMP TABLE staged_distinct_ids (team_id BIGINT, distinct_id VARCHAR, person_id UUID, updated_at TIMESTAMPTZ)`
 
-func newWriter(conn driver.Conn, identity *identity, versions *dataVersions, cfg *Config) (*Writer, error) {
+func newWriter(conn driver.Conn, identity *identity, recent *recentEvents, versions *dataVersions, cfg *Config) (*Writer, error) {
 	w := &Writer{
 		conn:       conn,
 		statements: map[string]driver.Stmt{},
 		identity:   identity,
+		recent:     recent,
 		versions:   versions,
 		queued:     semaphore.NewWeighted(int64(cfg.MaxQueuedRows)),
 		done:       make(chan struct{}),
@@ -436,6 +443,7 @@ func (w *Writer) commit(group []*submission) (err error) {
 	if err := w.exec("BEGIN TRANSACTION"); err != nil {
 		return err
 	}
+	firstSeq := w.recent.seq()
 	defer func() {
 		if err != nil {
 			// Closing an appender flushes the rows it still holds, so close them while
@@ -444,18 +452,29 @@ func (w *Writer) commit(group []*submission) (err error) {
 			if rbErr := w.exec("ROLLBACK"); rbErr != nil {
 				w.log.Error("cannot roll back a failed commit", "err", rbErr)
 			}
+			w.recent.rollback(firstSeq)
 		}
 	}()
 	a := w.appenders
 	insertedAt := w.beginCommit()
 	defer w.endCommit()
+	duplicates := w.deduplicate(group, insertedAt)
 	var events [laneCount]int
 	warnings := 0
 	for _, s := range group {
 		b := s.batch
+		b.Duplicates = 0
 		lane := b.Lane.String()
 		for i := range b.Events {
 			e := &b.Events[i]
+			// A duplicate is skipped whole: its row and what it asks of persons and
+			// groups, which a retry has applied already.
+			duplicate := duplicates[0]
+			duplicates = duplicates[1:]
+			if duplicate {
+				b.Duplicates++
+				continue
+			}
 			p, err := w.identity.process(ctx, e)
 			if err != nil {
 				return err
@@ -481,7 +500,7 @@ func (w *Writer) commit(group []*submission) (err error) {
 				return err
 			}
 		}
-		events[b.Lane] += len(b.Events)
+		events[b.Lane] += len(b.Events) - b.Duplicates
 		warnings += len(b.Warnings)
 	}
 	if err := w.identity.flush(a, insertedAt, w.exec); err != nil {
@@ -496,6 +515,8 @@ func (w *Writer) commit(group []*submission) (err error) {
 		return err
 	}
 	w.identity.apply()
+	w.recent.committed(insertedAt)
+	dedupHeld.Set(float64(w.recent.n))
 	for _, s := range group {
 		w.versions.bump(s.batch.team())
 	}
@@ -520,6 +541,23 @@ func groupEvents(group []*submission) iter.Seq[*Event] {
 			}
 		}
 	}
+}
+
+// deduplicate adds the group's events to the recent ones, as of a commit at
+// insertedAt, and says which of them, in order, are duplicates.
+func (w *Writer) deduplicate(group []*submission, insertedAt time.Time) []bool {
+	w.recent.expire(insertedAt)
+	fps := w.fingerprints[:0]
+	for _, s := range group {
+		for i := range s.batch.Events {
+			e := &s.batch.Events[i]
+			fps = append(fps, w.recent.fingerprint(e.TeamID, e.UUID))
+		}
+	}
+	dups := slices.Grow(w.duplicates[:0], len(fps))[:len(fps)]
+	w.recent.addAll(fps, dups)
+	w.fingerprints, w.duplicates = fps, dups
+	return dups
 }
 
 // beginCommit is the inserted_at of the rows of the commit that begins: the clock's
