@@ -64,24 +64,30 @@ func TestDuckDBWorkersLowered(t *testing.T) {
 	if base >= DefaultQueryNice {
 		t.Skipf("the test runs at nice %d already", base)
 	}
+	// count is how many threads of the process are at nice and at base.
+	count := func() (lowered, normal int) {
+		tasks, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			t.Skipf("no /proc: %v", err)
+		}
+		for _, task := range tasks {
+			tid, _ := strconv.Atoi(task.Name())
+			switch niceOf(t, tid) {
+			case DefaultQueryNice:
+				lowered++
+			case base:
+				normal++
+			}
+		}
+		return lowered, normal
+	}
+	before, _ := count()
 	w := openTestWarehouse(t, filepath.Join(t.TempDir(), "hedge.duckdb"), Config{Threads: 4, Query: QueryLimits{Nice: DefaultQueryNice}})
 	defer w.Close()
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		t.Skipf("no /proc: %v", err)
-	}
-	lowered, normal := 0, 0
-	for _, task := range tasks {
-		tid, _ := strconv.Atoi(task.Name())
-		switch niceOf(t, tid) {
-		case DefaultQueryNice:
-			lowered++
-		case base:
-			normal++
-		}
-	}
-	// Four threads: three workers besides the thread that calls.
-	if lowered < 3 || normal == 0 {
-		t.Fatalf("%d threads at nice %d, %d at %d: want DuckDB's 3 workers lowered", lowered, DefaultQueryNice, normal, base)
+	after, normal := count()
+	// Four threads: three workers besides the thread that calls; Open may have started
+	// one lowered thread of its own to open the database from.
+	if after-before < 3 || normal == 0 {
+		t.Fatalf("%d more threads at nice %d (%d at %d): want DuckDB's 3 workers lowered", after-before, DefaultQueryNice, normal, base)
 	}
 }
