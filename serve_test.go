@@ -132,7 +132,14 @@ func TestServeBootstrapAndRestart(t *testing.T) {
 func TestServeStopRightAfterStart(t *testing.T) {
 	dataDir := t.TempDir()
 	for range 20 {
-		s := startTestServer(t, dataDir)
+		started := make(chan *server, 1)
+		go func() { started <- startTestServer(t, dataDir) }()
+		var s *server
+		select {
+		case s = <-started:
+		case <-time.After(time.Minute):
+			t.Fatal("the start did not end")
+		}
 		stopped := make(chan error, 1)
 		go func() { stopped <- s.stop() }()
 		select {
