@@ -41,7 +41,8 @@ lint:
 	go vet ./...
 
 ## bench: build hedge and measure it on a temporary data directory: stage ceilings and
-## end-to-end scenarios side by side (under 10 minutes); writes bench/results/<date>-<commit>.json
+## end-to-end scenarios side by side (under 10 minutes), then the queries on 10M generated
+## events (some 4 more, 2 more to generate them the first time); writes bench/results/<date>-<commit>.json
 bench: build
 	go run ./bench suite -hedge ./bin/hedge
 

@@ -17,15 +17,22 @@ type apiClient struct {
 	adminURL string
 	key      string
 	project  int64
+	timeout  time.Duration // of one call
 }
 
 // apiTimeout bounds one call; hedge's own query timeout is 30 s.
 const apiTimeout = time.Minute
 
 func newAPIClient(adminURL, key string, project int64) *apiClient {
+	return newAPIClientTimeout(adminURL, key, project, apiTimeout)
+}
+
+// newAPIClientTimeout is an apiClient whose calls may take up to timeout: a dashboard
+// computes its insights one after another, each within hedge's query timeout.
+func newAPIClientTimeout(adminURL, key string, project int64, timeout time.Duration) *apiClient {
 	return &apiClient{
-		client:   &fasthttp.Client{Name: "hedge-bench", MaxConnsPerHost: 16, ReadTimeout: apiTimeout, WriteTimeout: apiTimeout},
-		adminURL: adminURL, key: key, project: project,
+		client:   &fasthttp.Client{Name: "hedge-bench", MaxConnsPerHost: 16, ReadTimeout: timeout, WriteTimeout: timeout},
+		adminURL: adminURL, key: key, project: project, timeout: timeout,
 	}
 }
 
@@ -41,7 +48,7 @@ func (a *apiClient) do(method, path string, body []byte) (int, []byte, error) {
 		req.Header.SetContentType("application/json")
 		req.SetBodyRaw(body)
 	}
-	if err := a.client.DoTimeout(req, resp, apiTimeout); err != nil {
+	if err := a.client.DoTimeout(req, resp, a.timeout); err != nil {
 		return 0, nil, fmt.Errorf("cannot %s %s: %w", method, path, err)
 	}
 	return resp.StatusCode(), bytes.Clone(resp.Body()), nil

@@ -75,7 +75,9 @@ type scenarioRun struct {
 	// answers is what a flags scenario verified of its answers.
 	answers *answerCheck
 	// abuse is what the abuse beside the scenario's traffic did (scenario.Abuse).
-	abuse      *abuseRun
+	abuse *abuseRun
+	// queries is what the queries scenario measured (scenario.Queries).
+	queries    *queryRun
 	visibility []time.Duration
 	reads      map[string]*sendStats
 	usage      usage

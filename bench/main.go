@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -149,6 +150,11 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if err == nil {
 		scenarios, err = pick(scenarios, list)
 	}
+	// The queries scenario generates its data and starts hedge on it: the suite's.
+	if err == nil && list != "" && slices.ContainsFunc(scenarios, func(sc scenario) bool { return sc.Queries != nil }) {
+		err = errors.New("the queries scenario runs in the suite only: go run ./bench suite -scenarios queries")
+	}
+	scenarios = slices.DeleteFunc(scenarios, func(sc scenario) bool { return sc.Queries != nil })
 	if err != nil {
 		fmt.Fprintln(stderr, "bench load:", err)
 		return 2

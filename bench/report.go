@@ -56,10 +56,12 @@ type result struct {
 	// FlagAnswers is what a flags scenario verified of its answers, over its runs.
 	FlagAnswers *answerCheck `json:"flag_answers,omitempty"`
 	// Abuse is what the abuse beside the scenario's traffic did, over its runs.
-	Abuse       *abuseStats `json:"abuse,omitempty"`
-	RowsOK      bool        `json:"rows_ok"`
-	Ceiling     *ceiling    `json:"ceiling,omitempty"`
-	Problems    []string    `json:"problems,omitempty"`
+	Abuse *abuseStats `json:"abuse,omitempty"`
+	// Queries is what the queries scenario measured (the plan runs it once).
+	Queries     *queryRun `json:"queries,omitempty"`
+	RowsOK      bool      `json:"rows_ok"`
+	Ceiling     *ceiling  `json:"ceiling,omitempty"`
+	Problems    []string  `json:"problems,omitempty"`
 	usageSource string
 }
 
@@ -228,6 +230,10 @@ func (res *result) fill(runs []*scenarioRun) {
 			Latency: percentilesOf(besideSent.latencies), Answers: answers(besideSent.statuses)}
 	}
 	res.Abuse = abuseOf(runs)
+	if q := runs[0].queries; q != nil {
+		res.Queries = q
+		res.Problems = append(res.Problems, q.Problems...)
+	}
 	if res.FlagAnswers != nil {
 		res.FlagAnswers.finish()
 		res.Problems = append(res.Problems, res.FlagAnswers.problems()...)
@@ -349,6 +355,8 @@ func ceilings(results []*result, stages []*stage) {
 	for _, res := range results {
 		sc := res.Scenario
 		switch {
+		case sc.Queries != nil:
+			// Each of its figures has a ceiling of its own (queryFigure).
 		case sc.Abuse != nil && baseline != nil && baseline.EventsPerSecond > 0:
 			// The abused load's bound is the same load alone, measured just before.
 			res.Ceiling = &ceiling{Value: baseline.EventsPerSecond, Unit: "events/s", Bound: abuseBaseline,
@@ -445,6 +453,35 @@ func goals(results []*result, stages []*stage) []goal {
 		add(fmt.Sprintf("/flags/ (%d flags), %d connections, %s", flagsCount, sc.Connections, ingest), "≥ 10,000 req/s, p99 < 20 ms",
 			fmt.Sprintf("%s req/s, p99 %s", thousands(r.RequestsPerSecond), millis(r.Latency.P99)), met(r.RequestsPerSecond >= 10000 && r.Latency.P99 < 20))
 	}
+	for _, r := range results {
+		q := r.Queries
+		if q == nil {
+			continue
+		}
+		for _, f := range q.Figures {
+			if f.Goal == 0 {
+				continue
+			}
+			measured := millis(f.Latency.P50)
+			if f.Ceiling != nil {
+				measured += fmt.Sprintf(" (ceiling %s)", millis(f.Ceiling.P50))
+			}
+			failed := int64(0)
+			for status, n := range f.Answers {
+				if status != "200" {
+					failed += n
+				}
+			}
+			if failed > 0 {
+				measured += fmt.Sprintf(", %d of %d runs failed", failed, failed+int64(f.Latency.Count))
+			}
+			var ok *bool
+			if f.Latency.Count > 0 {
+				ok = met(failed == 0 && f.Latency.P50 < float64(f.Goal)/float64(time.Millisecond))
+			}
+			add(fmt.Sprintf("%s on %s events, p50", f.Name, thousands(float64(q.Events))), "< "+millis(float64(f.Goal)/float64(time.Millisecond)), measured, ok)
+		}
+	}
 	if r := find("batch-20mb"); r != nil {
 		add(fmt.Sprintf("one %d MB /batch/ body", r.Scenario.MaxBytes>>20), "accepted in < 200 ms",
 			fmt.Sprintf("%s median, %s max", millis(r.Latency.P50), millis(r.Latency.Max)), met(r.Latency.P50 < 200))
@@ -540,10 +577,15 @@ func (rep *report) print(w io.Writer) {
 		}
 		tw.Flush()
 	}
-	fmt.Fprintln(w, "\nscenarios (latency from when a request was due; CPU in cores: server/generator/others):")
+	traffic := slices.DeleteFunc(slices.Clone(rep.Scenarios), func(r *result) bool { return r.Queries != nil }) // a table of its own, below
+	if len(traffic) > 0 {
+		fmt.Fprintln(w, "\nscenarios (latency from when a request was due; CPU in cores: server/generator/others):")
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tevents/s\treq/s\tp50\tp95\tp99\tmax\tanswers\tcpu\tsteal\tpeak RSS\tvisible p99\trows\tceiling\tratio\t")
-	for _, r := range rep.Scenarios {
+	if len(traffic) > 0 {
+		fmt.Fprintln(tw, "scenario\tevents/s\treq/s\tp50\tp95\tp99\tmax\tanswers\tcpu\tsteal\tpeak RSS\tvisible p99\trows\tceiling\tratio\t")
+	}
+	for _, r := range traffic {
 		rows := "ok"
 		switch {
 		case r.Scenario.Health:
@@ -615,6 +657,9 @@ func (rep *report) print(w io.Writer) {
 				}
 			}
 			a.print(w, r, baseline)
+		}
+		if q := r.Queries; q != nil {
+			q.print(w, r, rep.Mode)
 		}
 		if f := r.Flatness; f != nil {
 			fmt.Fprintf(w, "%s: resident set peak %d MiB in the first half, %d MiB in the second: flat %v\n",

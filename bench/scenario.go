@@ -52,15 +52,19 @@ type scenario struct {
 	// another tenant (bench/abuse.go); the report compares the scenario with
 	// abuseBaseline, its traffic alone.
 	Abuse *abuse `json:"abuse,omitempty"`
+	// Queries is the queries scenario (bench/queries.go): it sends no traffic, and
+	// runs on a hedge of its own, on generated events, after the other scenarios.
+	Queries *queryBench `json:"queries,omitempty"`
 	// poolEvents is about how many events the prebuilt bodies hold together.
 	poolEvents int
 	// flagsPersons is how many persons the flags scenarios store before they start.
 	flagsPersons int
 }
 
-// modes are the suites: standard for `make bench` (under 10 minutes), quick for
-// `make bench-quick` (about a minute of load), tiny for `go test ./bench` (seconds,
-// every scenario, for correctness only).
+// modes are the suites: standard for `make bench` (under 10 minutes, and the queries
+// scenario's few more), quick for `make bench-quick` (about a minute of load, and a
+// minute of queries), tiny for `go test ./bench` (seconds, every scenario, for
+// correctness only).
 var modes = []string{"standard", "quick", "tiny"}
 
 // plan is the scenarios of a mode in the order they run. A scenario named twice or
@@ -100,6 +104,9 @@ func plan(mode string) ([]scenario, error) {
 			"SELECT count() FROM (SELECT range % 30000000 AS k, count() AS c FROM range(60000000) GROUP BY k)",
 		}}
 	abuseDuration := 12 * time.Second
+	// The queries scenario's events: the issue's 10 million over 60 days (some 5 GB
+	// of database), from 50,000 persons; quick mode reads a tenth as many.
+	queries := queryBench{Events: 10_000_000, Persons: 50_000, Days: 60, Runs: 10, MinRuns: 3, Budget: 10 * time.Second, Cache: true}
 	switch mode {
 	case "standard":
 		d = durations{2 * time.Second, 15 * time.Second, 20 * time.Second, 2 * time.Minute}
@@ -108,6 +115,7 @@ func plan(mode string) ([]scenario, error) {
 	case "quick":
 		d = durations{time.Second, 6 * time.Second, 8 * time.Second, 15 * time.Second}
 		bigSends = 2
+		queries.Events, queries.Persons, queries.Runs, queries.Budget = 1_000_000, 20_000, 5, 3*time.Second
 	case "tiny":
 		d = durations{0, 300 * time.Millisecond, 300 * time.Millisecond, time.Second}
 		pool, conns, bigBody, bigSends, soakEvents, soakRate, captureRate = 500, 4, 1<<20, 2, 10, 50, 500
@@ -115,6 +123,7 @@ func plan(mode string) ([]scenario, error) {
 		allAbuse = abuse{IdleConns: 20, StalledBodies: 2, StalledLength: 1 << 20, StalledSent: 65 << 10, QueryWorkers: 1,
 			Queries: []string{"SELECT count() FROM range(1000000)", "SELECT count() FROM (SELECT range % 1000 AS k, count() AS c FROM range(100000) GROUP BY k)"}}
 		abuseDuration = d.long
+		queries = queryBench{Events: 20_000, Persons: 300, Days: 60, Runs: 2, MinRuns: 1}
 	default:
 		return nil, fmt.Errorf("unknown mode %q: want one of %s", mode, strings.Join(modes, ", "))
 	}
@@ -187,7 +196,9 @@ func plan(mode string) ([]scenario, error) {
 	if mode != "quick" {
 		scenarios = append(scenarios, abusedConns)
 	}
-	return append(scenarios, abused), nil
+	// The queries scenario runs on a hedge of its own, once the other scenarios' has
+	// stopped (runSuite).
+	return append(scenarios, abused, scenario{Name: "queries", Queries: &queries}), nil
 }
 
 // pick keeps the scenarios named in list (comma-separated), in plan order; "" keeps all.

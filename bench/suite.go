@@ -94,13 +94,33 @@ func runSuite(ctx context.Context, cfg suiteConfig) (*report, string, error) {
 	if data == "" {
 		data = filepath.Join(work, "data")
 	}
-	runs, hedgeErr, err := runScenarios(ctx, cfg, binary, data, scenarios)
-	if err != nil {
-		return nil, "", err
+	// The traffic scenarios share one hedge; the queries scenario starts its own on its
+	// generated data, once that one has stopped.
+	var traffic []scenario
+	var runs []*scenarioRun
+	for _, sc := range scenarios {
+		if sc.Queries == nil {
+			traffic = append(traffic, sc)
+		}
 	}
-	if hedgeErr != nil {
-		rep.Problems = append(rep.Problems, hedgeErr.Error())
-		rep.Failed = true
+	if len(traffic) > 0 {
+		var hedgeErr error
+		runs, hedgeErr, err = runScenarios(ctx, cfg, binary, data, traffic)
+		if err != nil {
+			return nil, "", err
+		}
+		rep.hedgeStopped(hedgeErr)
+	}
+	for _, sc := range scenarios {
+		if sc.Queries == nil {
+			continue
+		}
+		run, hedgeErr, err := runQueries(ctx, cfg, binary, work, sc)
+		if err != nil {
+			return nil, "", fmt.Errorf("%s: %w", sc.Name, err)
+		}
+		rep.hedgeStopped(hedgeErr)
+		runs = append(runs, run)
 	}
 
 	for round := 2; cfg.stages && round <= rounds; round++ {
@@ -154,6 +174,15 @@ func runScenarios(ctx context.Context, cfg suiteConfig, binary, data string, sce
 	return runs, p.stop(), nil
 }
 
+// hedgeStopped notes an unclean stop of hedge (err), a finding of the report rather
+// than a failure to measure.
+func (rep *report) hedgeStopped(err error) {
+	if err != nil {
+		rep.Problems = append(rep.Problems, err.Error())
+		rep.Failed = true
+	}
+}
+
 // progress prints a line per run, as it ends.
 func progress(w io.Writer, r *scenarioRun) {
 	seconds := max(r.window.Seconds(), 1e-9)
@@ -183,7 +212,7 @@ func (rep *report) finish(runs []*scenarioRun) {
 		for _, p := range r.Problems {
 			rep.Problems = append(rep.Problems, r.Scenario.Name+": "+p)
 		}
-		if !r.RowsOK || r.FlagAnswers != nil && !r.FlagAnswers.OK {
+		if !r.RowsOK || r.FlagAnswers != nil && !r.FlagAnswers.OK || r.Queries != nil && !r.Queries.AnswersOK {
 			rep.Failed = true
 		}
 	}
