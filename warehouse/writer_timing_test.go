@@ -3,6 +3,8 @@ package warehouse
 import (
 	"context"
 	"encoding/json"
+	"math"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -123,4 +125,82 @@ func BenchmarkWriterAppender10k(b *testing.B) {
 			b.ReportMetric(float64(b.N*len(events))/b.Elapsed().Seconds(), "rows/s")
 		})
 	}
+}
+
+// checkpointWAL is the WAL BenchmarkCheckpoint checkpoints: about 220,000 events of
+// bench/gen, a quarter of wal_autocheckpoint's default.
+const checkpointWAL = 256 << 20
+
+// BenchmarkCheckpoint times DuckDB's CHECKPOINT of a WAL of checkpointWAL bytes of
+// realistic events (bench/gen, committed 10,000 at a time through the Writer, which
+// is kept from checkpointing on its own): the Writer checkpoints on its own connection,
+// so each of its commits waits for the whole checkpoint (checkpoint-ms). It also times
+// a 10,000-event commit submitted while that checkpoint runs on another connection
+// (stalled-ms), beside one without (commit-ms), and reports the database file's bytes
+// per event once checkpointed.
+func BenchmarkCheckpoint(b *testing.B) {
+	ctx := context.Background()
+	events, _ := benchEvents(b, 10000, false)
+	path := filepath.Join(b.TempDir(), "hedge.duckdb")
+	w, err := Open(ctx, Config{Path: path, FlushRows: len(events), WALAutocheckpoint: "64GB",
+		CheckpointRows: math.MaxInt, CheckpointInterval: 24 * time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	submit := func() time.Duration {
+		for i := range events {
+			events[i].UUID = uuid.Must(uuid.NewV7())
+		}
+		start := time.Now()
+		if err := w.Writer().Submit(&Batch{Events: events}); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	fileSize := func(name string) int64 {
+		info, err := os.Stat(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return info.Size()
+	}
+	var checkpoints, commits, stalls time.Duration
+	var wal int64
+	committed := 0
+	b.StopTimer()
+	for range b.N {
+		for fileSize(path+".wal") < checkpointWAL {
+			submit()
+			committed += len(events)
+		}
+		commits += submit()
+		committed += len(events)
+		wal += fileSize(path + ".wal")
+		b.StartTimer()
+		done := make(chan error, 1)
+		go func() {
+			start := time.Now()
+			_, err := w.DB().ExecContext(ctx, "CHECKPOINT")
+			checkpoints += time.Since(start)
+			done <- err
+		}()
+		time.Sleep(100 * time.Millisecond) // the checkpoint is under way
+		stalls += submit()
+		committed += len(events)
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+	}
+	// The commit made during the last checkpoint is still in the WAL.
+	if _, err := w.DB().ExecContext(ctx, "CHECKPOINT"); err != nil {
+		b.Fatal(err)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(checkpoints.Milliseconds())/n, "checkpoint-ms")
+	b.ReportMetric(float64(commits.Milliseconds())/n, "commit-ms")
+	b.ReportMetric(float64(stalls.Milliseconds())/n, "stalled-ms")
+	b.ReportMetric(float64(wal)/n/(1<<20), "WAL-MB")
+	b.ReportMetric(float64(fileSize(path))/float64(committed), "file-B/event")
 }
