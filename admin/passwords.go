@@ -169,8 +169,8 @@ func SetPassword(ctx context.Context, db *sql.DB, email, password string) error 
 	if err := setPassword(ctx, tx, userID, hash); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM meta.sessions WHERE user_id = ?`, userID); err != nil {
-		return fmt.Errorf("cannot end the sessions of %s: %w", email, err)
+	if err := endOtherSessions(ctx, tx, userID, ""); err != nil {
+		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("cannot commit the password of %s: %w", email, err)

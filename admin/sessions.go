@@ -39,6 +39,9 @@ const (
 	// lastSeenEvery is how stale a session's last_seen_at may get: a request writes it
 	// only when it is older, not on every request.
 	lastSeenEvery = 5 * time.Minute
+	// maxSessionsPerUser bounds a user's live sessions: signing in past it ends the
+	// oldest, so sign-ins in a loop cannot grow the table.
+	maxSessionsPerUser = 50
 )
 
 // Sign-in limits, in memory: they hold for this process, which is all of hedge.
@@ -203,13 +206,19 @@ func (a *API) login(c *fiber.Ctx) error {
 }
 
 // startSession signs userID in: a new session, its cookies on the answer, and the
-// user's last_login.
+// user's last_login. It also removes the sessions that ended, everyone's, and the user's
+// past the newest maxSessionsPerUser, so the table holds live sessions only.
 func (a *API) startSession(c *fiber.Ctx, userID int64) error {
 	ctx, now := c.UserContext(), time.Now()
 	token := randomToken(32, 43)
 	if _, err := a.db.ExecContext(ctx, `INSERT INTO meta.sessions (token_hash, user_id, created_at, expires_at, last_seen_at, ip, user_agent)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, hashKey(token), userID, now, now.Add(sessionLifetime), now, c.IP(), truncate(c.Get(fiber.HeaderUserAgent), 512)); err != nil {
 		return fmt.Errorf("cannot start a session of user %d: %w", userID, err)
+	}
+	if _, err := a.db.ExecContext(ctx, `DELETE FROM meta.sessions WHERE expires_at <= ? OR token_hash IN
+		(SELECT token_hash FROM meta.sessions WHERE user_id = ? ORDER BY created_at DESC, token_hash OFFSET ?)`,
+		now, userID, maxSessionsPerUser); err != nil {
+		return fmt.Errorf("cannot remove the ended sessions of user %d: %w", userID, err)
 	}
 	if _, err := a.db.ExecContext(ctx, `UPDATE meta.users SET last_login = ? WHERE id = ?`, now, userID); err != nil {
 		return fmt.Errorf("cannot record the sign-in of user %d: %w", userID, err)

@@ -236,3 +236,27 @@ func TestSignupWithPassword(t *testing.T) {
 	}
 	env.signIn(t, "ada@example.com", "a long password")
 }
+
+// Signing in removes the sessions that ended, and a user's past the newest
+// maxSessionsPerUser: the table holds live sessions only, however often one signs in.
+func TestSessionsBounded(t *testing.T) {
+	env := newTestEnv(t, "")
+	var userID int64
+	if err := env.warehouse.DB().QueryRow(`SELECT id FROM meta.users WHERE email = ?`, env.boot.UserEmail).Scan(&userID); err != nil {
+		t.Fatal(err)
+	}
+	// maxSessionsPerUser older sessions of the user, and one of another user that ended.
+	env.exec(t, `INSERT INTO meta.sessions SELECT 'sha256$old' || range, ?, now() - INTERVAL 1 DAY + range * INTERVAL 1 SECOND,
+		now() + INTERVAL 1 DAY, now(), '', '' FROM range(?)`, userID, maxSessionsPerUser)
+	env.exec(t, `INSERT INTO meta.sessions VALUES ('sha256$ended', 999, now() - INTERVAL 20 DAY, now() - INTERVAL 6 DAY, now(), '', '')`)
+	session, _ := env.signIn(t, env.boot.UserEmail, env.boot.AdminPassword)
+	var live, oldest, ended, mine int
+	if err := env.warehouse.DB().QueryRow(`SELECT count(*) FILTER (user_id = ?), count(*) FILTER (token_hash = 'sha256$old0'),
+		count(*) FILTER (token_hash = 'sha256$ended'), count(*) FILTER (token_hash = ?) FROM meta.sessions`,
+		userID, hashKey(session.Value)).Scan(&live, &oldest, &ended, &mine); err != nil {
+		t.Fatal(err)
+	}
+	if live != maxSessionsPerUser || oldest != 0 || ended != 0 || mine != 1 {
+		t.Fatalf("%d sessions of the user (oldest kept %d, new one %d), ended one kept %d", live, oldest, mine, ended)
+	}
+}
