@@ -12,7 +12,10 @@ SDK_TESTS := edge/testdata/sdk-js
 # module proxy at a pinned version.
 VERSITYGW := github.com/versity/versitygw/cmd/versitygw@v1.8.0
 
-.PHONY: run build test lint sdk-deps s3-server bench bench-quick
+# sudo where make does not run as root, for the browser's install.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: run build test lint sdk-deps s3-server web-deps browser-deps web screenshots bench bench-quick
 
 ## run: build hedge and serve on 127.0.0.1:8000 (management) and :8001 (capture), data in ./hedge-data
 run: build
@@ -22,9 +25,9 @@ run: build
 build:
 	go build -ldflags "$(LDFLAGS)" -o bin/hedge .
 
-## test: gofmt and go vet, the SDKs and the S3 server the tests drive, then every test
-test: lint sdk-deps s3-server
-	HEDGE_REQUIRE_SDK_TESTS=1 HEDGE_REQUIRE_S3_TESTS=1 HEDGE_VERSITYGW=$(CURDIR)/bin/versitygw go test -count=1 ./...
+## test: gofmt and go vet, the SDKs, the S3 server and the browser the tests drive, then every test
+test: lint sdk-deps s3-server web-deps browser-deps
+	HEDGE_REQUIRE_SDK_TESTS=1 HEDGE_REQUIRE_S3_TESTS=1 HEDGE_REQUIRE_BROWSER_TESTS=1 HEDGE_VERSITYGW=$(CURDIR)/bin/versitygw go test -count=1 ./...
 
 ## sdk-deps: install the pinned posthog-node, posthog-js and jsdom for the SDK tests
 sdk-deps:
@@ -33,6 +36,23 @@ sdk-deps:
 ## s3-server: install the pinned versitygw into ./bin for the S3 export tests
 s3-server:
 	GOBIN=$(CURDIR)/bin go install $(VERSITYGW)
+
+## web-deps: install the console's pinned npm packages: its bundle's sources, and axe-core for the browser tests
+web-deps:
+	npm ci --prefix web --no-audit --no-fund
+
+## browser-deps: install Debian's chromium-headless-shell for the browser tests, unless one is there
+browser-deps:
+	@if [ -z "$$HEDGE_CHROMIUM" ] && ! command -v chromium-headless-shell >/dev/null; then \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends chromium-headless-shell; fi
+
+## web: rebuild the console's committed bundle (web/dist) after changing web/src
+web: web-deps
+	go run ./web/build
+
+## screenshots: every console screen at 1280x800 in the light and the dark theme, into ./screenshots
+screenshots: web-deps browser-deps
+	HEDGE_REQUIRE_BROWSER_TESTS=1 HEDGE_SCREENSHOTS=$(CURDIR)/screenshots go test -count=1 -run 'TestConsole' .
 
 ## lint: fail on unformatted files and on go vet findings
 lint:

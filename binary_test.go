@@ -39,6 +39,7 @@ var binary struct {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	stopBrowser()
 	if binary.dir != "" {
 		os.RemoveAll(binary.dir)
 	}

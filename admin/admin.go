@@ -181,6 +181,7 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 	a.bindFeatureFlags()
 	a.bindCohorts()
 	a.bindFlagDefinitions()
+	a.bindConsole()
 	return a, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,8 +18,10 @@ func (a *API) bindSharing() {
 	a.handle(fiber.MethodGet, "/projects/:project_id/dashboards/:dashboard_id/sharing/", "sharing_configuration:read", a.sharingRetrieve)
 	a.handle(fiber.MethodPatch, "/projects/:project_id/dashboards/:dashboard_id/sharing/", "sharing_configuration:write", a.sharingUpdate)
 	a.handle(fiber.MethodPost, "/projects/:project_id/dashboards/:dashboard_id/sharing/refresh/", "sharing_configuration:write", a.sharingRefresh)
-	// The public link: no key, on the management listener.
+	// The public link: no key, on the management listener. /embedded/ is the same
+	// dashboard for an <iframe> on another site, the only console page that may be framed.
 	a.app.Get("/shared/:access_token", a.sharedDashboard)
+	a.app.Get("/embedded/:access_token", a.sharedDashboard)
 }
 
 // sharingRecord is a dashboard's sharing configuration.
@@ -143,11 +146,20 @@ func (a *API) sharingRefresh(c *fiber.Ctx) error {
 	return c.JSON(r)
 }
 
-// GET /shared/{access_token} (no key)
+// GET /shared/{access_token}, GET /embedded/{access_token} (no key)
 // A shared dashboard as JSON, with its tiles and their results, while its sharing is
 // enabled, in the public view (sharedDashboardRecord). Public viewers see it as
-// PostHog shows it to them: restricted, view only.
+// PostHog shows it to them: restricted, view only. A browser (Accept prefers HTML)
+// gets the console's page instead, which asks again for the JSON and renders it read
+// only; the page's URL is the credential, so it sends no Referer.
 func (a *API) sharedDashboard(c *fiber.Ctx) error {
+	if wantsHTML(c) {
+		framers := "'none'"
+		if strings.HasPrefix(c.Path(), "/embedded/") {
+			framers = "*"
+		}
+		return serveShell(c, framers, "no-referrer")
+	}
 	ctx := c.UserContext()
 	var team, id int64
 	err := a.db.QueryRowContext(ctx, `SELECT team_id, dashboard_id FROM meta.sharing_configurations WHERE access_token = ? AND enabled`,

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+)
+
+// Signing in to the console: a wrong password is refused with PostHog's words, the
+// right one opens the project, the session cookie is out of the page's reach, a
+// request without the CSRF token or from another origin is refused, and the 11th
+// failure in a row locks the address out.
+func TestConsoleSignIn(t *testing.T) {
+	c := openConsole(t)
+	c.visit("/")
+	c.run(chromedp.WaitVisible(chromedp.CSS("#field-email"))) // signed out: the sign-in page
+	if got := eval[string](c, `location.pathname + location.search`); got != "/login" {
+		t.Errorf("signed out, / went to %s", got)
+	}
+	c.checkScreen("sign-in")
+
+	c.expect("/api/login/", 400)
+	c.signInAs(c.boot.UserEmail, "not the password")
+	c.waitText(".error-note", "Invalid email or password.")
+
+	// Only the keyboard: Tab to the fields, type, Enter sends the form.
+	c.visit("/login")
+	c.run(chromedp.WaitVisible(chromedp.CSS("#field-email")))
+	if f := c.focused(); !strings.HasPrefix(f, "input|field-email") {
+		t.Errorf("the sign-in page opens with %q focused, not the e-mail field", f)
+	}
+	c.key(c.boot.UserEmail)
+	c.tabTo("field-password")
+	c.key(c.boot.AdminPassword + "\r")
+	c.run(chromedp.WaitVisible(chromedp.CSS("header.top")))
+	want := fmt.Sprintf("/project/%d/activity", c.boot.ProjectID)
+	if got := eval[string](c, `location.pathname`); got != want {
+		t.Errorf("signed in at %s, want %s", got, want)
+	}
+	if cookies := eval[string](c, `document.cookie`); strings.Contains(cookies, "hedge_session") || !strings.Contains(cookies, "hedge_csrftoken") {
+		t.Errorf("the page reads the cookies %q: the session must be HttpOnly, the CSRF token readable", cookies)
+	}
+
+	// An unsafe request without the CSRF token is refused; with it, it passes.
+	c.expect("/api/projects/", 403)
+	status := eval[int](c, fmt.Sprintf(`fetch('/api/projects/%d/', {method: 'PATCH', headers: {'Content-Type': 'application/json'},
+		body: JSON.stringify({name: 'Renamed'})}).then(r => r.status)`, c.boot.ProjectID))
+	if status != 403 {
+		t.Errorf("a PATCH without X-CSRFToken answered %d, want 403", status)
+	}
+	status = eval[int](c, fmt.Sprintf(`fetch('/api/projects/%d/', {method: 'PATCH', headers: {'Content-Type': 'application/json',
+		'X-CSRFToken': document.cookie.match(/hedge_csrftoken=([^;]+)/)[1]}, body: JSON.stringify({name: 'Renamed'})}).then(r => r.status)`, c.boot.ProjectID))
+	if status != 200 {
+		t.Errorf("a PATCH with X-CSRFToken answered %d, want 200", status)
+	}
+
+	// Another origin holding the browser's cookies and even the token is refused.
+	session, csrf := c.cookies()
+	req, _ := http.NewRequest("PATCH", fmt.Sprintf("%s/api/projects/%d/", c.hedge.adminURL, c.boot.ProjectID), strings.NewReader(`{"name":"x"}`))
+	req.Header.Set("Cookie", "hedge_session="+session+"; hedge_csrftoken="+csrf)
+	req.Header.Set("X-CSRFToken", csrf)
+	req.Header.Set("Origin", "http://attacker.example")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 403 || !strings.Contains(string(body), "Origin checking failed") {
+		t.Errorf("a PATCH from another origin: %d %s", resp.StatusCode, body)
+	}
+
+	// Ten failures lock the e-mail out from this address; the right password then
+	// shows the lockout, not a sign-in.
+	c.expect("/api/login/", 400)
+	for range 10 {
+		c.signInAs(c.boot.UserEmail, "still not it")
+		c.waitText(".error-note", "Invalid email or password.")
+	}
+	c.expect("/api/login/", 403)
+	c.signInAs(c.boot.UserEmail, c.boot.AdminPassword)
+	c.waitText(".error-note", "Too many failed login attempts.")
+}
+
+// cookies are the tab's session and CSRF cookies, read through the DevTools protocol
+// (the page itself cannot read the session's).
+func (c *consoleTab) cookies() (session, csrf string) {
+	c.t.Helper()
+	c.run(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		res, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{c.hedge.adminURL}})
+		if err != nil {
+			return err
+		}
+		for _, k := range res.Cookies {
+			switch k.Name {
+			case "hedge_session":
+				session = k.Value
+				if !k.HTTPOnly || k.SameSite != network.CookieSameSiteLax {
+					c.t.Errorf("the session cookie is HttpOnly=%v SameSite=%s, want HttpOnly and Lax", k.HTTPOnly, k.SameSite)
+				}
+			case "hedge_csrftoken":
+				csrf = k.Value
+			}
+		}
+		return nil
+	}))
+	if session == "" || csrf == "" {
+		c.t.Fatal("the browser holds no session or CSRF cookie")
+	}
+	return session, csrf
+}

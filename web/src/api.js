@@ -1,0 +1,74 @@
+// The console's one way to the management API: same-origin fetch with the session
+// cookie, the CSRF token on unsafe methods (read from its cookie, as PostHog's front
+// end does), and hedge's flat error body {type, code, detail, attr} turned into an
+// ApiError. A 401 anywhere sends the user to sign in and back afterwards.
+
+export class ApiError extends Error {
+  constructor(status, body) {
+    super((body && body.detail) || `The request failed (${status}).`);
+    this.status = status;
+    this.type = body && body.type;
+    this.code = body && body.code;
+    this.attr = (body && body.attr) || null;
+  }
+}
+
+function cookie(name) {
+  for (const part of document.cookie.split(';')) {
+    const [k, ...v] = part.trim().split('=');
+    if (k === name || k === '__Host-' + name) return decodeURIComponent(v.join('='));
+  }
+  return '';
+}
+
+let onUnauthorized = () => {};
+// setUnauthorizedHandler is called once by the app: what a 401 does.
+export function setUnauthorizedHandler(fn) {
+  onUnauthorized = fn;
+}
+
+// api sends method path with body (JSON) and answers the parsed JSON, or throws an
+// ApiError. signal aborts it.
+export async function api(path, { method = 'GET', body, signal, quiet401 = false } = {}) {
+  const headers = { Accept: 'application/json' };
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  if (method !== 'GET' && method !== 'HEAD') headers['X-CSRFToken'] = cookie('hedge_csrftoken');
+  let res;
+  try {
+    res = await fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: 'same-origin',
+      signal,
+    });
+  } catch (e) {
+    if (e.name === 'AbortError') throw e;
+    throw new ApiError(0, { detail: 'hedge cannot be reached. Check that it is running.' });
+  }
+  if (res.status === 204) return null;
+  let data = null;
+  const text = await res.text();
+  if (text) {
+    try {
+      data = JSON.parse(text);
+    } catch {
+      data = { detail: text.slice(0, 200) };
+    }
+  }
+  if (!res.ok) {
+    if (res.status === 401 && !quiet401) onUnauthorized();
+    throw new ApiError(res.status, data);
+  }
+  return data;
+}
+
+// query runs a query of the query API (HogQLQuery, TrendsQuery, ...) in project.
+export function query(project, q, signal) {
+  return api(`/api/projects/${project}/query/`, { method: 'POST', body: { query: q }, signal });
+}
+
+// hogql runs a HogQL SELECT in project; values fill {name} placeholders.
+export function hogql(project, sql, values, signal) {
+  return query(project, values ? { kind: 'HogQLQuery', query: sql, values } : { kind: 'HogQLQuery', query: sql }, signal);
+}

@@ -1,0 +1,139 @@
+// An insight's result drawn as its query says: trends as a chart (line, bars, stacked,
+// a number, a table or a bar list of totals, by trendsFilter.display), funnels as
+// steps with conversion, events and SQL as tables. The insight screen, dashboard
+// tiles and public dashboards all draw results through this one component.
+import { BarList, TimeChart } from './chart.jsx';
+import { Table, format } from './ui.jsx';
+
+// sourceOf unwraps the query an insight stores (InsightVizNode, DataTableNode,
+// DataVisualizationNode) to the query that ran.
+export function sourceOf(query) {
+  return query && query.source ? query.source : query;
+}
+
+// displays are PostHog's trendsFilter.display values and what hedge draws for each.
+export const displays = [
+  ['ActionsLineGraph', 'Line'],
+  ['ActionsBar', 'Bars'],
+  ['ActionsStackedBar', 'Stacked bars'],
+  ['BoldNumber', 'Number'],
+  ['ActionsBarValue', 'Totals'],
+  ['ActionsTable', 'Table'],
+];
+
+// seriesLabel names a trends line: the breakdown value when there is one.
+export function seriesLabel(line) {
+  if (line.breakdown_value !== undefined && line.breakdown_value !== null) {
+    const v = Array.isArray(line.breakdown_value) ? line.breakdown_value.join(', ') : String(line.breakdown_value);
+    return v === '$$_posthog_breakdown_other_$$' ? 'Other' : v === '$$_posthog_breakdown_null_$$' || v === '' ? '(none)' : v;
+  }
+  return line.label;
+}
+
+export function InsightResult({ query, result, title, height }) {
+  const q = sourceOf(query);
+  if (!q || result === undefined || result === null) return <p class="empty">No result yet.</p>;
+  switch (q.kind) {
+    case 'TrendsQuery':
+      return <TrendsResult query={q} lines={result} title={title} height={height} />;
+    case 'FunnelsQuery':
+      return <FunnelResult steps={result} title={title} />;
+    default:
+      return <RowsResult result={result} />;
+  }
+}
+
+function TrendsResult({ query, lines, title, height }) {
+  if (!Array.isArray(lines) || lines.length === 0) return <p class="empty">No events in this range.</p>;
+  const display = (query.trendsFilter && query.trendsFilter.display) || 'ActionsLineGraph';
+  const series = lines.map((l) => ({ label: seriesLabel(l), data: l.data, total: l.count }));
+  if (display === 'BoldNumber') {
+    const total = lines.reduce((a, l) => a + (l.count || 0), 0);
+    return (
+      <p class="bold-number" aria-label={`${title}: ${format(total)}`}>
+        {format(total)}
+      </p>
+    );
+  }
+  if (display === 'ActionsBarValue' || display === 'ActionsPie') {
+    return <BarList title={title} items={series.map((s) => ({ label: s.label, value: s.total }))} />;
+  }
+  if (display === 'ActionsTable') {
+    return (
+      <Table
+        caption={title}
+        columns={[
+          { key: 'label', label: 'Series' },
+          { key: 'total', label: 'Total', numeric: true },
+        ]}
+        rows={series}
+      />
+    );
+  }
+  const kind = display === 'ActionsBar' ? 'bar' : display === 'ActionsStackedBar' || display === 'ActionsAreaGraph' ? 'stacked' : 'line';
+  return <TimeChart title={title} labels={lines[0].days} series={series} display={kind} height={height} />;
+}
+
+// FunnelResult shows each step's count, its conversion from the first step and from
+// the previous one, and the median time from the previous step. A breakdown (an
+// array of step arrays) shows one funnel per value.
+function FunnelResult({ steps, title }) {
+  if (!Array.isArray(steps) || steps.length === 0) return <p class="empty">No one entered this funnel in this range.</p>;
+  if (Array.isArray(steps[0])) {
+    return (
+      <div class="funnels">
+        {steps.map((s) => (
+          <section>
+            <h3>{(s[0] && (Array.isArray(s[0].breakdown_value) ? s[0].breakdown_value.join(', ') : s[0].breakdown_value)) || '(none)'}</h3>
+            <FunnelResult steps={s} title={title} />
+          </section>
+        ))}
+      </div>
+    );
+  }
+  const first = steps[0].count || 0;
+  return (
+    <ol class="funnel" aria-label={title}>
+      {steps.map((s, i) => {
+        const fromFirst = first ? (100 * s.count) / first : 0;
+        const fromPrev = i === 0 ? 100 : steps[i - 1].count ? (100 * s.count) / steps[i - 1].count : 0;
+        return (
+          <li>
+            <div class="funnel-head">
+              <span class="funnel-step">
+                {i + 1}. {s.custom_name || s.name}
+              </span>
+              <span>
+                <strong>{format(s.count)}</strong> <span class="muted">({fromFirst.toFixed(1)}%)</span>
+              </span>
+            </div>
+            <div class="funnel-track" aria-hidden="true">
+              <span class="funnel-bar" style={{ width: `${fromFirst}%` }} />
+            </div>
+            {i > 0 && (
+              <p class="muted funnel-note">
+                {fromPrev.toFixed(1)}% of the previous step
+                {s.median_conversion_time != null && <>, median {duration(s.median_conversion_time)}</>}
+              </p>
+            )}
+          </li>
+        );
+      })}
+    </ol>
+  );
+}
+
+// duration says a number of seconds as a person would.
+export function duration(seconds) {
+  if (seconds < 60) return `${Math.round(seconds)} s`;
+  if (seconds < 3600) return `${Math.round(seconds / 60)} min`;
+  if (seconds < 86400) return `${(seconds / 3600).toFixed(1)} h`;
+  return `${(seconds / 86400).toFixed(1)} days`;
+}
+
+// RowsResult is a result of columns and rows (EventsQuery, HogQLQuery).
+function RowsResult({ result }) {
+  const columns = (result.columns || []).map((c, i) => ({ key: i, label: c }));
+  const rows = result.results || (Array.isArray(result) ? result : []);
+  return <Table columns={columns} rows={rows} />;
+}

@@ -1,0 +1,92 @@
+// The frame around every signed-in screen: a skip link, the header with the project
+// switch, the navigation, the theme toggle and the account menu.
+import { useState } from 'preact/hooks';
+import { api } from './api.js';
+import { Link, navigate } from './router.jsx';
+import { projectPath, useSession } from './session.jsx';
+import { setTheme, themeChoice } from './theme.js';
+
+// nav is the console's screens in the project, in the order of the menu.
+const nav = [
+  ['activity', 'Activity'],
+  ['insights', 'Insights'],
+  ['dashboards', 'Dashboards'],
+  ['persons', 'Persons'],
+  ['sql', 'SQL'],
+  ['feature_flags', 'Feature flags'],
+  ['batch_exports', 'Batch exports'],
+  ['settings', 'Settings'],
+];
+
+export function Layout({ children }) {
+  const { me, projects, project } = useSession();
+  const [choice, setChoice] = useState(themeChoice());
+  const path = location.pathname;
+  const signOut = async () => {
+    try {
+      await api('/api/logout/', { method: 'POST' });
+    } finally {
+      location.assign('/login');
+    }
+  };
+  return (
+    <div class="shell">
+      <a class="skip-link" href="#main">
+        Skip to content
+      </a>
+      <header class="top">
+        <Link class="brand" href={projectPath(project.id, 'activity')}>
+          hedge
+        </Link>
+        <label class="project-switch">
+          <span class="sr-only">Project</span>
+          <select value={project.id} onChange={(e) => navigate(projectPath(e.target.value, 'activity'))}>
+            {projects.map((p) => (
+              <option value={p.id}>{p.name}</option>
+            ))}
+          </select>
+        </label>
+        <nav aria-label="Screens">
+          <ul>
+            {nav.map(([slug, label]) => {
+              const href = projectPath(project.id, slug);
+              const current = path === href || path.startsWith(href + '/');
+              return (
+                <li>
+                  <Link href={href} aria-current={current ? 'page' : undefined}>
+                    {label}
+                  </Link>
+                </li>
+              );
+            })}
+          </ul>
+        </nav>
+        <div class="top-end">
+          <label>
+            <span class="sr-only">Theme</span>
+            <select
+              value={choice}
+              onChange={(e) => {
+                setTheme(e.target.value);
+                setChoice(e.target.value);
+              }}
+            >
+              <option value="system">System theme</option>
+              <option value="light">Light</option>
+              <option value="dark">Dark</option>
+            </select>
+          </label>
+          <Link href="/account" aria-current={path === '/account' ? 'page' : undefined}>
+            {me.first_name || me.email}
+          </Link>
+          <button type="button" class="secondary" onClick={signOut}>
+            Sign out
+          </button>
+        </div>
+      </header>
+      <main id="main" tabindex="-1">
+        {children}
+      </main>
+    </div>
+  );
+}

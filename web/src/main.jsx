@@ -1,0 +1,113 @@
+// The console's entry: routes a URL to its screen. Signed-out paths (sign in, invite,
+// public dashboards) render alone; every other path first loads who is signed in, and
+// a 401 sends the user to sign in and back to the same URL afterwards.
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import './app.css';
+import './theme.js';
+import { api, setUnauthorizedHandler } from './api.js';
+import { Layout } from './layout.jsx';
+import { match, navigate, useLocation } from './router.jsx';
+import { Account } from './screens/account.jsx';
+import { Login } from './screens/login.jsx';
+import { Signup } from './screens/signup.jsx';
+import { Session, projectPath } from './session.jsx';
+import { ErrorNote, Loading, Page } from './ui.jsx';
+
+// publicRoutes need no sign-in.
+const publicRoutes = [
+  ['/login', ({ params }) => <Login params={params} />],
+  ['/signup/:invite', ({ invite }) => <Signup invite={invite} />],
+];
+
+// routes are the signed-in screens; project screens get the project's id as project.
+const routes = [
+  ['/account', () => <Account />],
+];
+
+function toSignIn() {
+  const here = location.pathname + location.search;
+  location.assign('/login' + (here !== '/' ? '?next=' + encodeURIComponent(here) : ''));
+}
+
+function App() {
+  const { path, params } = useLocation();
+  for (const [pattern, Screen] of publicRoutes) {
+    const m = match(pattern, path);
+    if (m) return <Screen {...m} params={params} />;
+  }
+  return <SignedIn path={path} params={params} />;
+}
+
+// SignedIn loads the user and their projects, then shows the screen for path.
+function SignedIn({ path, params }) {
+  const [state, setState] = useState({ me: null, projects: null, error: null });
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    setUnauthorizedHandler(toSignIn);
+    // The CSRF cookie lives as long as the session: without it nobody is signed in,
+    // and the sign-in page needs no failed request to say so.
+    if (!/(^|;\s*)(__Host-)?hedge_csrftoken=/.test(document.cookie)) {
+      toSignIn();
+      return;
+    }
+    const ctl = new AbortController();
+    (async () => {
+      try {
+        const me = await api('/api/users/@me/', { signal: ctl.signal });
+        let projects = [];
+        if (me.organization) {
+          const page = await api(`/api/organizations/${me.organization.id}/projects/?limit=200`, { signal: ctl.signal });
+          projects = page.results;
+        }
+        setState({ me, projects, error: null });
+      } catch (error) {
+        if (error.name !== 'AbortError') setState({ me: null, projects: null, error });
+      }
+    })();
+    return () => ctl.abort();
+  }, [tick]);
+  if (state.error) return <ErrorNote error={state.error} />;
+  if (!state.me) return <Loading />;
+  const { me, projects } = state;
+  const reload = () => setTick((n) => n + 1);
+  const inProject = path.match(/^\/project\/(\d+)(\/|$)/);
+  const project = inProject ? projects.find((p) => p.id === Number(inProject[1])) : projects.find((p) => me.team && p.id === me.team.id) || projects[0];
+  if (path === '/' && project) {
+    navigate(projectPath(project.id, 'activity'), { replace: true });
+    return null;
+  }
+  const session = { me, projects, project: project || projects[0] || null, reload };
+  // A project path of a project the user cannot reach shows Not found in the frame.
+  let screen = null;
+  for (const [pattern, Screen] of routes) {
+    const m = match(pattern, path);
+    if (m) {
+      screen = inProject && !project ? null : <Screen {...m} project={project && project.id} params={params} />;
+      break;
+    }
+  }
+  if (!session.project) {
+    return (
+      <main id="main" class="auth-page">
+        <div class="auth-card">
+          <h1>No project</h1>
+          <p>Your account reaches no project yet. Ask an organization's admin for an invite, or create a project with the API.</p>
+        </div>
+      </main>
+    );
+  }
+  return (
+    <Session.Provider value={session}>
+      <Layout>
+        {screen || (
+          <Page title="Not found">
+            <p>There is no screen at this address.</p>
+          </Page>
+        )}
+      </Layout>
+    </Session.Provider>
+  );
+}
+
+render(<App />, document.getElementById('app'));

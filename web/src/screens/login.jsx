@@ -1,0 +1,49 @@
+// Sign in with e-mail and password; on success, back to where the user was going.
+import { useState } from 'preact/hooks';
+import { api } from '../api.js';
+import { ErrorNote, Field } from '../ui.jsx';
+
+// safeNext keeps a ?next= that is a path of this console, and nothing else (an open
+// redirect would send a signed-in user anywhere).
+export function safeNext(next) {
+  return next && next.startsWith('/') && !next.startsWith('//') && !next.startsWith('/\\') ? next : '/';
+}
+
+export function Login({ params }) {
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const [error, setError] = useState(null);
+  const [busy, setBusy] = useState(false);
+  const submit = async (e) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      await api('/api/login/', { method: 'POST', body: { email, password }, quiet401: true });
+      location.assign(safeNext(params.get('next')));
+    } catch (err) {
+      setError(err);
+      setBusy(false);
+    }
+  };
+  return (
+    <main id="main" class="auth-page">
+      <form class="auth-card" onSubmit={submit} aria-labelledby="login-title">
+        <h1 id="login-title">Sign in to hedge</h1>
+        <ErrorNote error={error} fields={['email', 'password']} />
+        <Field label="E-mail" name="email" error={error}>
+          <input type="email" autocomplete="username" required value={email} onInput={(e) => setEmail(e.target.value)} autofocus />
+        </Field>
+        <Field label="Password" name="password" error={error}>
+          <input type="password" autocomplete="current-password" required value={password} onInput={(e) => setPassword(e.target.value)} />
+        </Field>
+        <button type="submit" disabled={busy}>
+          {busy ? 'Signing in…' : 'Sign in'}
+        </button>
+        <p class="hint">
+          The first user's password is in <code>bootstrap.json</code> in hedge's data directory; <code>hedge passwd</code> sets a new one.
+        </p>
+      </form>
+    </main>
+  );
+}
