@@ -117,7 +117,7 @@ func openConsole(t *testing.T) *consoleTab {
 	p, boot, _ := startServing(t)
 	seedConsoleEvents(t, p.captureURL, boot.ProjectAPIKey)
 	ctx, cancel := chromedp.NewContext(parent)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
 	c := &consoleTab{t: t, ctx: ctx, hedge: p, boot: boot, expected: map[string]int{}}
 	if err := chromedp.Listen(ctx, c.listen); err != nil {
 		t.Fatal(err)

@@ -615,7 +615,8 @@ func (a *API) inviteLetterOf(ctx context.Context, q querier, c *fiber.Ctx, p *pr
 	return l, nil
 }
 
-// message is the e-mail of one invite: who invites, and how to accept through the API.
+// message is the e-mail of one invite: who invites, and how to accept: in the console
+// (its sign-up page), or through the API.
 func (l inviteLetter) message(id uuid.UUID, in inviteInput) mailMessage {
 	base, inviter, organization := l.base, l.inviter, l.organization
 	var b strings.Builder
@@ -627,10 +628,11 @@ func (l inviteLetter) message(id uuid.UUID, in inviteInput) mailMessage {
 	if in.Message != nil && *in.Message != "" {
 		fmt.Fprintf(&b, "Their message:\n\n%s\n\n", *in.Message)
 	}
+	fmt.Fprintf(&b, "To accept, open %s/signup/%s and choose a password.\n\n", base, id)
 	signup := fmt.Sprintf("%s/api/signup/%s/", base, id)
-	fmt.Fprintf(&b, "To accept, send your name to %s, for example:\n\n", signup)
+	fmt.Fprintf(&b, "Or accept through the API by sending your name to %s, for example:\n\n", signup)
 	fmt.Fprintf(&b, "  curl -X POST %s -H 'Content-Type: application/json' -d '{\"first_name\": \"Ada\"}'\n\n", signup)
-	b.WriteString("The answer holds your personal API key; it is shown only once. If you already have a user on\n")
+	b.WriteString("That answer holds your personal API key; it is shown only once. If you already have a user on\n")
 	b.WriteString("this hedge, send the request with that user's personal API key instead.\n\n")
 	b.WriteString("This invitation expires in 3 days.\n")
 	return mailMessage{

@@ -252,7 +252,8 @@ func TestInviteMail(t *testing.T) {
 		t.Fatalf("subject %q %v", subject, err)
 	}
 	body, _ := io.ReadAll(quotedprintable.NewReader(msg.Body))
-	for _, want := range []string{"Hi Ada,", "Welcome aboard", "https://hedge.example.com/api/signup/" + created["id"].(string) + "/", "expires in 3 days"} {
+	for _, want := range []string{"Hi Ada,", "Welcome aboard", "https://hedge.example.com/api/signup/" + created["id"].(string) + "/",
+		"open https://hedge.example.com/signup/" + created["id"].(string) + " and choose a password", "expires in 3 days"} {
 		if !strings.Contains(string(body), want) {
 			t.Fatalf("mail body lacks %q:\n%s", want, body)
 		}

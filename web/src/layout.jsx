@@ -2,21 +2,12 @@
 // switch, the navigation, the theme toggle and the account menu.
 import { useState } from 'preact/hooks';
 import { api } from './api.js';
+import { screens } from './nav.js';
+import { CommandPalette } from './palette.jsx';
 import { Link, navigate } from './router.jsx';
 import { projectPath, useSession } from './session.jsx';
 import { setTheme, themeChoice } from './theme.js';
 
-// nav is the console's screens in the project, in the order of the menu.
-const nav = [
-  ['activity', 'Activity'],
-  ['insights', 'Insights'],
-  ['dashboards', 'Dashboards'],
-  ['persons', 'Persons'],
-  ['sql', 'SQL'],
-  ['feature_flags', 'Feature flags'],
-  ['batch_exports', 'Batch exports'],
-  ['settings', 'Settings'],
-];
 
 export function Layout({ children }) {
   const { me, projects, project } = useSession();
@@ -41,14 +32,22 @@ export function Layout({ children }) {
         <label class="project-switch">
           <span class="sr-only">Project</span>
           <select value={project.id} onChange={(e) => navigate(projectPath(e.target.value, 'activity'))}>
-            {projects.map((p) => (
-              <option value={p.id}>{p.name}</option>
-            ))}
+            {me.organizations.length > 1
+              ? me.organizations.map((o) => (
+                  <optgroup label={o.name}>
+                    {projects
+                      .filter((p) => p.organization === o.id)
+                      .map((p) => (
+                        <option value={p.id}>{p.name}</option>
+                      ))}
+                  </optgroup>
+                ))
+              : projects.map((p) => <option value={p.id}>{p.name}</option>)}
           </select>
         </label>
         <nav aria-label="Screens">
           <ul>
-            {nav.map(([slug, label]) => {
+            {screens.map(([slug, label]) => {
               const href = projectPath(project.id, slug);
               const current = path === href || path.startsWith(href + '/');
               return (
@@ -71,19 +70,20 @@ export function Layout({ children }) {
                 setChoice(e.target.value);
               }}
             >
-              <option value="system">System theme</option>
+              <option value="system">Auto</option>
               <option value="light">Light</option>
               <option value="dark">Dark</option>
             </select>
           </label>
-          <Link href="/account" aria-current={path === '/account' ? 'page' : undefined}>
-            {me.first_name || me.email}
+          <Link href="/account" title={me.email} aria-current={path === '/account' ? 'page' : undefined}>
+            {me.first_name || me.email.split('@')[0]}
           </Link>
           <button type="button" class="secondary" onClick={signOut}>
             Sign out
           </button>
         </div>
       </header>
+      <CommandPalette project={project.id} />
       <main id="main" tabindex="-1">
         {children}
       </main>

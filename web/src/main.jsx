@@ -55,11 +55,11 @@ function SignedIn({ path, params }) {
     (async () => {
       try {
         const me = await api('/api/users/@me/', { signal: ctl.signal });
-        let projects = [];
-        if (me.organization) {
-          const page = await api(`/api/organizations/${me.organization.id}/projects/?limit=200`, { signal: ctl.signal });
-          projects = page.results;
-        }
+        // Every organization's projects: the header switches between all of them.
+        const pages = await Promise.all(
+          me.organizations.map((o) => api(`/api/organizations/${o.id}/projects/?limit=200`, { signal: ctl.signal })),
+        );
+        const projects = pages.flatMap((page, i) => page.results.map((p) => ({ ...p, organization_name: me.organizations[i].name })));
         setState({ me, projects, error: null });
       } catch (error) {
         if (error.name !== 'AbortError') setState({ me: null, projects: null, error });
