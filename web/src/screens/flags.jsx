@@ -132,7 +132,7 @@ function ActiveSwitch({ flag, onToggle }) {
           setBusy(false);
         }}
       />
-      <span class="sr-only">Enable {flag.key}</span>
+      <span class="sr-only">{flag.key} enabled</span>
       <span aria-hidden="true">{flag.active ? 'On' : 'Off'}</span>
     </label>
   );
