@@ -9,6 +9,8 @@ import { api, setUnauthorizedHandler } from './api.js';
 import { Layout } from './layout.jsx';
 import { match, navigate, useLocation } from './router.jsx';
 import { Account } from './screens/account.jsx';
+import { FeatureFlag } from './screens/flag.jsx';
+import { FeatureFlags } from './screens/flags.jsx';
 import { Login } from './screens/login.jsx';
 import { Signup } from './screens/signup.jsx';
 import { Session, projectPath } from './session.jsx';
@@ -23,6 +25,9 @@ const publicRoutes = [
 // routes are the signed-in screens; project screens get the project's id as project.
 const routes = [
   ['/account', () => <Account />],
+  ['/project/:project/feature_flags', ({ project, params }) => <FeatureFlags project={project} params={params} />],
+  ['/project/:project/feature_flags/new', ({ project, params }) => <FeatureFlag project={project} params={params} />],
+  ['/project/:project/feature_flags/:id', ({ project, id, params }) => <FeatureFlag project={project} id={id} params={params} />],
 ];
 
 function toSignIn() {
