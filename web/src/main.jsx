@@ -9,8 +9,11 @@ import { api, setUnauthorizedHandler } from './api.js';
 import { Layout } from './layout.jsx';
 import { match, navigate, useLocation } from './router.jsx';
 import { Account } from './screens/account.jsx';
+import { Insight } from './screens/insight.jsx';
+import { Insights } from './screens/insights.jsx';
 import { Login } from './screens/login.jsx';
 import { Signup } from './screens/signup.jsx';
+import { SQL } from './screens/sql.jsx';
 import { Session, projectPath } from './session.jsx';
 import { ErrorNote, Loading, Page } from './ui.jsx';
 
@@ -23,6 +26,10 @@ const publicRoutes = [
 // routes are the signed-in screens; project screens get the project's id as project.
 const routes = [
   ['/account', () => <Account />],
+  ['/project/:project/insights', ({ project, params }) => <Insights project={project} params={params} />],
+  ['/project/:project/insights/new', ({ project, params }) => <Insight project={project} params={params} />],
+  ['/project/:project/insights/:short_id', ({ project, params, short_id }) => <Insight key={short_id} project={project} params={params} shortId={short_id} />],
+  ['/project/:project/sql', ({ project, params }) => <SQL project={project} params={params} />],
 ];
 
 function toSignIn() {
