@@ -106,6 +106,11 @@ func TestConsoleInsightTrends(t *testing.T) {
 
 	// The list finds it by name and opens it by short id, as it was saved.
 	c.visit(fmt.Sprintf("/project/%d/insights", project))
+	c.waitText("main table", "Browser split of pageviews")
+	c.key("/")
+	if f := c.focused(); !strings.HasPrefix(f, "input|field-search") {
+		t.Errorf("/ focused %q, not the search", f)
+	}
 	c.fill("#field-search", "split of")
 	c.run(chromedp.Poll[chromedp.Void](`new URLSearchParams(location.search).get('search') === 'split of'`, chromedp.WithPollingTimeout(5*time.Second)))
 	// The seed project's dashboard brings five insights; the search leaves the one saved.
@@ -139,6 +144,29 @@ func TestConsoleInsightTrends(t *testing.T) {
 		t.Errorf("the From field is not described by its error: %q", got)
 	}
 	c.checkScreen("insight-error")
+
+	// Unique users: each browser is one user, seen on each of the last 7 days.
+	c.fill("#field-date_from", "-7d")
+	c.fill("#series-0-math", "dau")
+	c.waitText(".insight-result .legend", "Chrome 7")
+	c.fill("#field-display", "ActionsTable")
+	c.waitText(".insight-result table", "Safari")
+	if got := c.text(".insight-result table tbody tr:first-child td.num"); got != "7" {
+		t.Errorf("the table display shows %s unique Chrome users, want 7", got)
+	}
+	if csv := c.downloadedCSV(".result-head button"); !strings.HasPrefix(csv, "date,Chrome,Firefox,Safari\r\n") || strings.Count(csv, "\r\n") != 1+len(want.Results[0].Days) {
+		t.Errorf("the CSV download is %q", csv)
+	}
+}
+
+// downloadedCSV clicks the download button sel and answers the CSV it saves, caught
+// on its way to the browser's download.
+func (c *consoleTab) downloadedCSV(sel string) string {
+	c.t.Helper()
+	eval[bool](c, `(() => { window.__csv = null; URL.createObjectURL = (b) => { window.__csv = b; return 'about:blank'; };
+		HTMLAnchorElement.prototype.click = function () {}; return true; })()`)
+	c.run(chromedp.Click(chromedp.CSS(sel)))
+	return eval[string](c, `window.__csv ? window.__csv.text() : ''`)
 }
 
 // The funnel builder: $pageview → signed_up → purchase over the seed, where only
@@ -159,6 +187,9 @@ func TestConsoleInsightFunnel(t *testing.T) {
 	}
 	c.waitText(".funnel", "33.3%")
 	c.checkScreen("insight-funnel")
+	if csv := c.downloadedCSV(".result-head button"); csv != "breakdown,step,event,persons\r\n,1,$pageview,3\r\n,2,signed_up,1\r\n,3,purchase,1\r\n" {
+		t.Errorf("the funnel's CSV is %q", csv)
+	}
 
 	c.fill("#field-order", "strict")
 	c.fill("#field-breakdown", "$browser")

@@ -40,6 +40,9 @@ func TestConsoleSQL(t *testing.T) {
 		t.Errorf("the URL keeps the query as %q", got)
 	}
 	c.checkScreen("sql")
+	if csv := c.downloadedCSV(".page-actions button"); !strings.HasPrefix(csv, "n,latest\r\n39,") {
+		t.Errorf("the CSV download is %q", csv)
+	}
 
 	// Tab in the editor indents; Esc then Tab leaves it for the next control.
 	c.run(chromedp.Focus(chromedp.CSS("#field-query")))
@@ -70,6 +73,15 @@ func TestConsoleSQL(t *testing.T) {
 		t.Errorf("the result's header is %q", got)
 	}
 
+	c.fill("#field-query", "SELECT , count() FROM events GROUP BY 1 ORDER BY 1")
+	eval[bool](c, `(() => { const e = document.querySelector('#field-query'); e.setSelectionRange(7, 7); return true; })()`)
+	c.run(chromedp.Click(chromedp.CSS(`.sql-schema button[data-insert="properties.$browser"]`)))
+	c.run(chromedp.Click(chromedp.CSS(`button.run-query`)))
+	c.waitText(".sql-status", "4 rows") // Chrome, Firefox, Safari and the events without one
+	if got := c.text(".sql-result tbody tr:first-child"); !strings.Contains(got, "Chrome") || !strings.Contains(got, "13") {
+		t.Errorf("the first row by browser is %q", got)
+	}
+
 	// A refused query shows hedge's reason next to the editor.
 	c.expect(fmt.Sprintf("/api/projects/%d/query/", c.boot.ProjectID), 400)
 	c.fill("#field-query", "SELECT * FROM read_csv('/etc/passwd')")
@@ -90,10 +102,10 @@ func TestConsoleSQL(t *testing.T) {
 	c.visit(fmt.Sprintf("/project/%d/sql", c.boot.ProjectID))
 	c.waitText(".sql-history", "range(")
 	items := eval[[]string](c, `[...document.querySelectorAll('.sql-history li button')].map(b => b.innerText)`)
-	if len(items) != 4 || !strings.Contains(items[0], "range(") || !strings.Contains(items[3], "count() AS n") {
+	if len(items) != 5 || !strings.Contains(items[0], "range(") || !strings.Contains(items[4], "count() AS n") {
 		t.Fatalf("the history lists %q", items)
 	}
-	c.run(chromedp.Click(chromedp.CSS(`.sql-history li:nth-child(4) button`)))
+	c.run(chromedp.Click(chromedp.CSS(`.sql-history li:nth-child(5) button`)))
 	if v := eval[string](c, `document.querySelector('#field-query').value`); !strings.Contains(v, "count() AS n") {
 		t.Errorf("choosing a past query put %q in the editor", v)
 	}

@@ -17,6 +17,16 @@ export function Insights({ project, params }) {
     const t = setTimeout(() => setQuery({ search: typed.trim() || null }), 250);
     return () => clearTimeout(t);
   }, [typed]);
+  // '/' focuses the search, as on PostHog's lists, unless the user is typing.
+  useEffect(() => {
+    const onKey = (e) => {
+      if (e.key !== '/' || e.ctrlKey || e.metaKey || /^(INPUT|TEXTAREA|SELECT)$/.test(e.target.tagName)) return;
+      e.preventDefault();
+      document.getElementById('field-search').focus();
+    };
+    addEventListener('keydown', onKey);
+    return () => removeEventListener('keydown', onKey);
+  }, []);
   const { data, error, loading } = useAsync(
     (signal) => api(`/api/projects/${project}/insights/?limit=100&search=${encodeURIComponent(search)}`, { signal }),
     [project, search],
@@ -31,7 +41,7 @@ export function Insights({ project, params }) {
       }
     >
       <div class="insights-search">
-        <Field label="Search by name" name="search">
+        <Field label="Search by name" name="search" hint="Press / anywhere on this page to search.">
           <input type="search" value={typed} onInput={(e) => setTyped(e.target.value)} />
         </Field>
       </div>
