@@ -58,8 +58,10 @@ export function TimeChart({ title, labels, series, display = 'line', height = 28
       [xs, ...order.map((k) => data[k])],
       box.current,
     );
-    const resize = new ResizeObserver(() => plot.setSize({ width: box.current.clientWidth, height }));
-    resize.observe(box.current);
+    // The element, not the ref: the ref is null once the chart gives way to its table.
+    const el = box.current;
+    const resize = new ResizeObserver(() => plot.setSize({ width: el.clientWidth, height }));
+    resize.observe(el);
     return () => {
       resize.disconnect();
       plot.destroy();

@@ -11,8 +11,11 @@ import { match, navigate, useLocation } from './router.jsx';
 import { Account } from './screens/account.jsx';
 import { FeatureFlag } from './screens/flag.jsx';
 import { FeatureFlags } from './screens/flags.jsx';
+import { Insight } from './screens/insight.jsx';
+import { Insights } from './screens/insights.jsx';
 import { Login } from './screens/login.jsx';
 import { Signup } from './screens/signup.jsx';
+import { SQL } from './screens/sql.jsx';
 import { Session, projectPath } from './session.jsx';
 import { ErrorNote, Loading, Page } from './ui.jsx';
 
@@ -28,6 +31,10 @@ const routes = [
   ['/project/:project/feature_flags', ({ project, params }) => <FeatureFlags project={project} params={params} />],
   ['/project/:project/feature_flags/new', ({ project, params }) => <FeatureFlag project={project} params={params} />],
   ['/project/:project/feature_flags/:id', ({ project, id, params }) => <FeatureFlag project={project} id={id} params={params} />],
+  ['/project/:project/insights', ({ project, params }) => <Insights project={project} params={params} />],
+  ['/project/:project/insights/new', ({ project, params }) => <Insight project={project} params={params} />],
+  ['/project/:project/insights/:short_id', ({ project, params, short_id }) => <Insight key={short_id} project={project} params={params} shortId={short_id} />],
+  ['/project/:project/sql', ({ project, params }) => <SQL project={project} params={params} />],
 ];
 
 function toSignIn() {

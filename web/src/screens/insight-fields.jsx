@@ -1,0 +1,220 @@
+// The insight builder's fields. Each takes the query being built (source) and set, to
+// change it. Text fields change the query when committed (Enter or leaving the field),
+// not on every key, so a half-typed event name runs no query.
+import { Field } from '../ui.jsx';
+
+// fieldError places a refusal of the query API under the field it is about. hedge
+// names a field of the wrong type in attr (query__interval); a query it cannot run has
+// attr query and says which part in detail, which is matched here.
+export function fieldError(error, source) {
+  if (!error || !error.attr || !error.attr.startsWith('query')) return error;
+  const d = error.message;
+  const last = error.attr.split('__').pop();
+  const named = { interval: 'interval', date_from: 'date_from', date_to: 'date_to', breakdown: 'breakdown', series: 'series', properties: 'properties' };
+  named.funnelWindowInterval = 'window';
+  named.funnelWindowIntervalUnit = 'window_unit';
+  named.funnelOrderType = 'order';
+  const dateTo = source.dateRange && source.dateRange.date_to;
+  let attr = named[last] || 'query';
+  if (attr !== 'query') return { message: d, attr };
+  if (/date_to/.test(d) || (dateTo && d.includes(JSON.stringify(dateTo)))) attr = 'date_to';
+  else if (/not a date|too far in the past|date range/.test(d)) attr = 'date_from';
+  else if (/^interval/.test(d)) attr = 'interval';
+  else if (/funnelWindowIntervalUnit/.test(d)) attr = 'window_unit';
+  else if (/funnelWindowInterval/.test(d)) attr = 'window';
+  else if (/funnelOrderType/.test(d)) attr = 'order';
+  else if (/filter/.test(d)) attr = 'properties';
+  else if (/breakdown/.test(d)) attr = 'breakdown';
+  else if (/series|math|steps/.test(d)) attr = 'series';
+  return { message: d, attr };
+}
+
+// GroupError is the error of a group of fields (series, filters), under its legend.
+function GroupError({ error, name }) {
+  if (!error || error.attr !== name) return null;
+  return (
+    <p class="field-error" role="alert" id={`${name}-error`}>
+      {error.message}
+    </p>
+  );
+}
+
+const maths = [
+  ['total', 'Total count'],
+  ['dau', 'Unique users'],
+];
+
+// SeriesFields are a trend's series (event and math) or a funnel's steps (events).
+export function SeriesFields({ source, set, error }) {
+  const funnel = source.kind === 'FunnelsQuery';
+  const noun = funnel ? 'Step' : 'Series';
+  const change = (i, patch) => set({ ...source, series: source.series.map((s, j) => (j === i ? { ...s, ...patch } : s)) });
+  const remove = (i) => set({ ...source, series: source.series.filter((_, j) => j !== i) });
+  const min = funnel ? 2 : 1;
+  return (
+    <fieldset class="series" aria-describedby={error && error.attr === 'series' ? 'series-error' : undefined}>
+      <legend>{funnel ? 'Steps' : 'Series'}</legend>
+      <ol>
+        {source.series.map((s, i) => (
+          <li class="row">
+            <div class="field">
+              <label for={`series-${i}-event`}>
+                {noun} {i + 1} event
+              </label>
+              <input
+                id={`series-${i}-event`}
+                list="event-names"
+                value={s.event ?? ''}
+                placeholder="Any event"
+                onChange={(e) => change(i, { event: e.target.value.trim(), name: e.target.value.trim() })}
+              />
+            </div>
+            {!funnel && (
+              <div class="field">
+                <label for={`series-${i}-math`}>Count of series {i + 1}</label>
+                <select id={`series-${i}-math`} value={s.math || 'total'} onChange={(e) => change(i, { math: e.target.value })}>
+                  {maths.map(([v, label]) => (
+                    <option value={v}>{label}</option>
+                  ))}
+                </select>
+              </div>
+            )}
+            {source.series.length > min && (
+              <button type="button" class="secondary" onClick={() => remove(i)}>
+                Remove {noun.toLowerCase()} {i + 1}
+              </button>
+            )}
+          </li>
+        ))}
+      </ol>
+      <button type="button" class="secondary" onClick={() => set({ ...source, series: [...source.series, { kind: 'EventsNode', event: '', name: '', ...(funnel ? {} : { math: 'total' }) }] })}>
+        Add {noun.toLowerCase()}
+      </button>
+      <GroupError error={error} name="series" />
+    </fieldset>
+  );
+}
+
+const units = ['minute', 'hour', 'day', 'week', 'month'];
+
+// FunnelFields are the conversion window and the order of the steps.
+export function FunnelFields({ source, set, error }) {
+  const f = source.funnelsFilter || {};
+  const change = (patch) => set({ ...source, funnelsFilter: { ...f, ...patch } });
+  return (
+    <>
+      <div class="row">
+        <Field label="Conversion window" name="window" error={error}>
+          <input type="number" min="1" value={f.funnelWindowInterval ?? 14} onChange={(e) => change({ funnelWindowInterval: Number(e.target.value) })} />
+        </Field>
+        <Field label="Window unit" name="window_unit" error={error}>
+          <select value={f.funnelWindowIntervalUnit || 'day'} onChange={(e) => change({ funnelWindowIntervalUnit: e.target.value })}>
+            {units.map((u) => (
+              <option value={u}>{u}s</option>
+            ))}
+          </select>
+        </Field>
+      </div>
+      <Field label="Step order" name="order" error={error}>
+        <select value={f.funnelOrderType || 'ordered'} onChange={(e) => change({ funnelOrderType: e.target.value })}>
+          <option value="ordered">Sequential: other events may come between steps</option>
+          <option value="strict">Strict: no other events between steps</option>
+          <option value="unordered">Any order</option>
+        </select>
+      </Field>
+    </>
+  );
+}
+
+// DateRangeFields take PostHog's relative dates (-7d, -24h, mStart, all) or ISO dates.
+export function DateRangeFields({ source, set, error }) {
+  const r = source.dateRange || {};
+  const change = (patch) => set({ ...source, dateRange: { ...r, ...patch } });
+  return (
+    <div class="row">
+      <Field label="From" name="date_from" error={error} hint="-7d, -3m, mStart, all or a date">
+        <input list="date-presets" value={r.date_from || '-7d'} onChange={(e) => change({ date_from: e.target.value.trim() || '-7d' })} />
+      </Field>
+      <Field label="To" name="date_to" error={error} hint="Empty for now">
+        <input value={r.date_to || ''} onChange={(e) => change({ date_to: e.target.value.trim() || null })} />
+      </Field>
+      <datalist id="date-presets">
+        {['-24h', '-7d', '-14d', '-30d', '-90d', 'mStart', 'yStart', 'all'].map((v) => (
+          <option value={v} />
+        ))}
+      </datalist>
+    </div>
+  );
+}
+
+// BreakdownField splits the result by an event property.
+export function BreakdownField({ source, set, error }) {
+  const b = source.breakdownFilter || {};
+  return (
+    <Field label="Breakdown by event property" name="breakdown" error={error} hint="Empty for no breakdown">
+      <input
+        list="property-keys"
+        value={b.breakdown || ''}
+        onChange={(e) => {
+          const key = e.target.value.trim();
+          set({ ...source, breakdownFilter: key ? { breakdown: key, breakdown_type: 'event' } : undefined });
+        }}
+      />
+    </Field>
+  );
+}
+
+const operators = [
+  ['exact', 'equals'],
+  ['is_not', 'does not equal'],
+  ['icontains', 'contains'],
+  ['not_icontains', 'does not contain'],
+  ['regex', 'matches regex'],
+  ['gt', 'greater than'],
+  ['lt', 'less than'],
+  ['is_set', 'is set'],
+  ['is_not_set', 'is not set'],
+];
+
+// Filters are event property filters on every series.
+export function Filters({ source, set, error }) {
+  const list = source.properties || [];
+  const change = (i, patch) => set({ ...source, properties: list.map((p, j) => (j === i ? { ...p, ...patch } : p)) });
+  return (
+    <fieldset class="filters" aria-describedby={error && error.attr === 'properties' ? 'properties-error' : undefined}>
+      <legend>Filters</legend>
+      {list.length === 0 && <p class="hint">No filters: every event of the series counts.</p>}
+      <ol>
+        {list.map((p, i) => (
+          <li class="row">
+            <div class="field">
+              <label for={`filter-${i}-key`}>Filter {i + 1} property</label>
+              <input id={`filter-${i}-key`} list="property-keys" value={p.key} onChange={(e) => change(i, { key: e.target.value.trim() })} />
+            </div>
+            <div class="field">
+              <label for={`filter-${i}-op`}>Filter {i + 1} operator</label>
+              <select id={`filter-${i}-op`} value={p.operator || 'exact'} onChange={(e) => change(i, { operator: e.target.value })}>
+                {operators.map(([v, label]) => (
+                  <option value={v}>{label}</option>
+                ))}
+              </select>
+            </div>
+            {p.operator !== 'is_set' && p.operator !== 'is_not_set' && (
+              <div class="field">
+                <label for={`filter-${i}-value`}>Filter {i + 1} value</label>
+                <input id={`filter-${i}-value`} value={p.value ?? ''} onChange={(e) => change(i, { value: e.target.value })} />
+              </div>
+            )}
+            <button type="button" class="secondary" onClick={() => set({ ...source, properties: list.filter((_, j) => j !== i) })}>
+              Remove filter {i + 1}
+            </button>
+          </li>
+        ))}
+      </ol>
+      <button type="button" class="secondary" onClick={() => set({ ...source, properties: [...list, { key: '', operator: 'exact', value: '', type: 'event' }] })}>
+        Add filter
+      </button>
+      <GroupError error={error} name="properties" />
+    </fieldset>
+  );
+}

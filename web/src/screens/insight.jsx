@@ -1,0 +1,275 @@
+// The insight builder: a trends or funnel query built from fields, run by the query
+// API as it changes, drawn by InsightResult, saved as an insight (InsightVizNode) and
+// put on dashboards. The query being built lives in the URL (?q=), so a link
+// reproduces an unsaved insight, and a saved one's unsaved changes.
+import { useState } from 'preact/hooks';
+import { api, hogql, query } from '../api.js';
+import { InsightResult, displays, seriesLabel, sourceOf } from '../insight-result.jsx';
+import { navigate, setQuery } from '../router.jsx';
+import { projectPath } from '../session.jsx';
+import { ErrorNote, Field, Loading, Page, downloadCSV, useAsync } from '../ui.jsx';
+import { BreakdownField, DateRangeFields, Filters, FunnelFields, SeriesFields, fieldError } from './insight-fields.jsx';
+
+// The suggestions: events and event property keys seen in the last 30 days, most
+// frequent first.
+const eventsSQL = 'SELECT event, count() FROM events WHERE timestamp > now() - INTERVAL 30 DAY GROUP BY event ORDER BY 2 DESC LIMIT 100';
+const keysSQL =
+  'SELECT key, count() FROM (SELECT unnest(json_keys(properties)) AS key FROM events WHERE timestamp > now() - INTERVAL 30 DAY) GROUP BY key ORDER BY 2 DESC LIMIT 200';
+
+// placed are the fields fieldError puts an error under; any other shows above the result.
+const placed = ['series', 'interval', 'date_from', 'date_to', 'breakdown', 'properties', 'window', 'window_unit', 'order'];
+
+const node = (event) => ({ kind: 'EventsNode', event, name: event });
+
+const blank = {
+  TrendsQuery: {
+    kind: 'TrendsQuery',
+    series: [{ ...node('$pageview'), math: 'total' }],
+    interval: 'day',
+    dateRange: { date_from: '-7d' },
+    trendsFilter: { display: 'ActionsLineGraph' },
+  },
+  FunnelsQuery: {
+    kind: 'FunnelsQuery',
+    series: [node('$pageview'), node('')],
+    dateRange: { date_from: '-30d' },
+    funnelsFilter: { funnelOrderType: 'ordered', funnelVizType: 'steps', funnelWindowInterval: 14, funnelWindowIntervalUnit: 'day' },
+  },
+};
+
+// switchKind turns a trends query into a funnel or back, keeping what both have.
+function switchKind(source, kind) {
+  const next = { ...blank[kind], dateRange: source.dateRange, properties: source.properties, breakdownFilter: source.breakdownFilter };
+  const events = source.series.map((s) => s.event ?? '');
+  next.series = kind === 'TrendsQuery' ? events.map((e) => ({ ...node(e), math: 'total' })) : (events.length > 1 ? events : [...events, '']).map(node);
+  return next;
+}
+
+// parseQ reads the query of the URL; anything but a trends or funnel query is ignored.
+function parseQ(s) {
+  try {
+    const q = JSON.parse(s);
+    return q && blank[q.kind] && Array.isArray(q.series) ? q : null;
+  } catch {
+    return null;
+  }
+}
+
+// sent is the query as hedge runs it: an empty event is any event; filters not yet
+// filled in and an empty breakdown are left out; a comparison's value is a number.
+function sent(source) {
+  const q = { ...source, series: source.series.map((s) => ({ ...s, event: s.event || null, name: s.event || 'All events' })) };
+  const props = (source.properties || [])
+    .filter((p) => p.key && (p.operator === 'is_set' || p.operator === 'is_not_set' || p.value !== ''))
+    .map((p) => (/^(gt|gte|lt|lte)$/.test(p.operator) && p.value !== '' && !isNaN(p.value) ? { ...p, value: Number(p.value) } : p));
+  if (props.length) q.properties = props;
+  else delete q.properties;
+  if (!source.breakdownFilter || !source.breakdownFilter.breakdown) delete q.breakdownFilter;
+  return q;
+}
+
+export function Insight({ project, params, shortId }) {
+  const saved = useAsync(
+    (signal) =>
+      shortId
+        ? api(`/api/projects/${project}/insights/?short_id=${encodeURIComponent(shortId)}`, { signal }).then((p) => p.results[0] || null)
+        : Promise.resolve(null),
+    [project, shortId],
+  );
+  if (saved.error) return <Page title="Insight"><ErrorNote error={saved.error} /></Page>;
+  if (saved.loading) return <Page title="Insight"><Loading /></Page>;
+  if (shortId && !saved.data) {
+    return (
+      <Page title="Insight not found">
+        <p>There is no insight {shortId} in this project; it may have been deleted.</p>
+      </Page>
+    );
+  }
+  return <Builder project={project} params={params} initial={saved.data} />;
+}
+
+function Builder({ project, params, initial }) {
+  const [record, setRecord] = useState(initial);
+  const savedSource = record ? sourceOf(record.query) : null;
+  const source = parseQ(params.get('q')) || savedSource || blank.TrendsQuery;
+  const set = (next) => setQuery({ q: JSON.stringify(next) });
+  const body = sent(source);
+  // The display is drawn from the answer; changing it runs nothing.
+  const runKey = JSON.stringify({ ...body, trendsFilter: undefined });
+  const run = useAsync((signal) => query(project, body, signal).then((r) => ({ ...r, kind: body.kind })), [project, runKey]);
+  const suggest = useAsync(
+    (signal) =>
+      Promise.all([hogql(project, eventsSQL, null, signal), hogql(project, keysSQL, null, signal)]).then(([e, k]) => ({
+        events: e.results.map((r) => r[0]),
+        keys: k.results.map((r) => r[0]),
+      })),
+    [project],
+  );
+  const error = fieldError(run.error, source);
+  const fresh = run.data && run.data.kind === source.kind ? run.data : null;
+  const title = (record && record.name) || 'Untitled insight';
+  const dirty = record && JSON.stringify(sent(source)) !== JSON.stringify(sent(savedSource));
+  const isTrends = source.kind === 'TrendsQuery';
+  const display = (isTrends && source.trendsFilter && source.trendsFilter.display) || 'ActionsLineGraph';
+  const drawsChart = isTrends && ['ActionsLineGraph', 'ActionsBar', 'ActionsStackedBar'].includes(display);
+
+  return (
+    <Page title={record ? title : 'New insight'} wide>
+      <SaveBar project={project} record={record} setRecord={setRecord} source={body} dirty={dirty} />
+      <div class="insight-layout">
+        <form class="card insight-form" aria-labelledby="query-title" onSubmit={(e) => e.preventDefault()}>
+          <h2 id="query-title">Query</h2>
+          <fieldset class="kind-switch">
+            <legend>Insight type</legend>
+            {[
+              ['TrendsQuery', 'Trends'],
+              ['FunnelsQuery', 'Funnel'],
+            ].map(([kind, label]) => (
+              <label>
+                <input type="radio" name="kind" checked={source.kind === kind} onChange={() => set(switchKind(source, kind))} /> {label}
+              </label>
+            ))}
+          </fieldset>
+          <SeriesFields source={source} set={set} error={error} />
+          {isTrends ? (
+            <Field label="Interval" name="interval" error={error}>
+              <select value={source.interval || 'day'} onChange={(e) => set({ ...source, interval: e.target.value })}>
+                <option value="hour">Hour</option>
+                <option value="day">Day</option>
+                <option value="week">Week</option>
+                <option value="month">Month</option>
+              </select>
+            </Field>
+          ) : (
+            <FunnelFields source={source} set={set} error={error} />
+          )}
+          <DateRangeFields source={source} set={set} error={error} />
+          <BreakdownField source={source} set={set} error={error} />
+          <Filters source={source} set={set} error={error} />
+          {isTrends && (
+            <Field label="Display" name="display">
+              <select value={display} onChange={(e) => set({ ...source, trendsFilter: { ...source.trendsFilter, display: e.target.value } })}>
+                {displays.map(([v, label]) => (
+                  <option value={v}>{label}</option>
+                ))}
+              </select>
+            </Field>
+          )}
+          <datalist id="event-names">{suggest.data && suggest.data.events.map((e) => <option value={e} />)}</datalist>
+          <datalist id="property-keys">{suggest.data && suggest.data.keys.map((k) => <option value={k} />)}</datalist>
+        </form>
+        <section class="card insight-result" aria-labelledby="result-title">
+          <div class="result-head">
+            <h2 id="result-title">{isTrends ? 'Trend' : 'Funnel'}</h2>
+            {fresh && !drawsChart && (
+              <button type="button" class="secondary" onClick={() => downloadResult(title, source, fresh.results)}>
+                CSV
+              </button>
+            )}
+          </div>
+          <p class="muted" role="status">
+            {run.loading ? 'Updating…' : fresh ? `Times in ${fresh.timezone}, the project's time zone.` : ''}
+          </p>
+          <ErrorNote error={error} fields={placed} />
+          {error && placed.includes(error.attr) && <p class="empty">hedge cannot run this query: see the field marked in red.</p>}
+          {fresh && <InsightResult query={source} result={fresh.results} title={title} />}
+        </section>
+      </div>
+    </Page>
+  );
+}
+
+// downloadResult saves what the chart's own CSV button does not: funnels, numbers,
+// totals and tables.
+function downloadResult(title, source, results) {
+  if (source.kind === 'FunnelsQuery') {
+    const funnels = Array.isArray(results[0]) ? results : [results];
+    const rows = funnels.flatMap((steps) => steps.map((s, i) => [s.breakdown_value ?? '', i + 1, s.custom_name || s.name, s.count]));
+    downloadCSV(`${title}.csv`, ['breakdown', 'step', 'event', 'persons'], rows);
+    return;
+  }
+  const days = results.length ? results[0].days : [];
+  downloadCSV(`${title}.csv`, ['date', ...results.map(seriesLabel)], days.map((d, j) => [d, ...results.map((l) => l.data[j])]));
+}
+
+// SaveBar names, saves and updates the insight, and puts it on dashboards.
+function SaveBar({ project, record, setRecord, source, dirty }) {
+  const [name, setName] = useState((record && record.name) || '');
+  const [state, setState] = useState({ error: null, note: '' });
+  const save = async (e) => {
+    e.preventDefault();
+    const body = { name: name.trim() || null, query: { kind: 'InsightVizNode', source } };
+    try {
+      if (record) {
+        setRecord(await api(`/api/projects/${project}/insights/${record.id}/`, { method: 'PATCH', body }));
+        setQuery({ q: null });
+        setState({ error: null, note: 'Saved.' });
+      } else {
+        const made = await api(`/api/projects/${project}/insights/`, { method: 'POST', body });
+        navigate(projectPath(project, `insights/${made.short_id}`));
+      }
+    } catch (error) {
+      setState({ error, note: '' });
+    }
+  };
+  return (
+    <div class="card save-bar">
+      <form class="row" onSubmit={save} aria-label="Save insight">
+        <Field label="Name" name="name" error={state.error}>
+          <input value={name} placeholder="Untitled insight" onInput={(e) => setName(e.target.value)} />
+        </Field>
+        <button type="submit">{record ? 'Save changes' : 'Save'}</button>
+        <p class="muted" role="status">
+          {dirty ? 'Unsaved changes.' : state.note}
+        </p>
+      </form>
+      <ErrorNote error={state.error} fields={['name']} />
+      {record && <AddToDashboard project={project} record={record} setRecord={setRecord} />}
+    </div>
+  );
+}
+
+// AddToDashboard sets the insight's dashboards (PATCH dashboards), which gives it a
+// tile on the one added.
+function AddToDashboard({ project, record, setRecord }) {
+  const list = useAsync((signal) => api(`/api/projects/${project}/dashboards/?limit=200`, { signal }), [project]);
+  const [choice, setChoice] = useState('');
+  const [state, setState] = useState({ error: null, note: '' });
+  const dashboards = (list.data && list.data.results) || [];
+  const on = dashboards.filter((d) => record.dashboards.includes(d.id));
+  const off = dashboards.filter((d) => !record.dashboards.includes(d.id));
+  const add = async (e) => {
+    e.preventDefault();
+    const id = Number(choice || (off[0] && off[0].id));
+    if (!id) return;
+    try {
+      setRecord(await api(`/api/projects/${project}/insights/${record.id}/`, { method: 'PATCH', body: { dashboards: [...record.dashboards, id] } }));
+      setChoice('');
+      setState({ error: null, note: `Added to ${dashboards.find((d) => d.id === id).name || 'the dashboard'}.` });
+    } catch (error) {
+      setState({ error, note: '' });
+    }
+  };
+  return (
+    <form class="row add-dashboard" onSubmit={add} aria-label="Add to dashboard">
+      {off.length > 0 && (
+        <>
+          <Field label="Dashboard" name="dashboard" error={state.error}>
+            <select value={choice} onChange={(e) => setChoice(e.target.value)}>
+              {off.map((d) => (
+                <option value={d.id}>{d.name || 'Untitled dashboard'}</option>
+              ))}
+            </select>
+          </Field>
+          <button type="submit" class="secondary">
+            Add to dashboard
+          </button>
+        </>
+      )}
+      <p class="muted" role="status">
+        {state.note || (on.length ? `On ${on.map((d) => d.name || 'Untitled dashboard').join(', ')}.` : 'On no dashboard yet.')}
+      </p>
+      <ErrorNote error={state.error} fields={['dashboard']} />
+    </form>
+  );
+}
