@@ -9,7 +9,9 @@ import { api, setUnauthorizedHandler } from './api.js';
 import { Layout } from './layout.jsx';
 import { match, navigate, useLocation } from './router.jsx';
 import { Account } from './screens/account.jsx';
+import { BatchExport, BatchExports } from './screens/batch-exports.jsx';
 import { Login } from './screens/login.jsx';
+import { Settings } from './screens/settings.jsx';
 import { Signup } from './screens/signup.jsx';
 import { Session, projectPath } from './session.jsx';
 import { ErrorNote, Loading, Page } from './ui.jsx';
@@ -23,6 +25,9 @@ const publicRoutes = [
 // routes are the signed-in screens; project screens get the project's id as project.
 const routes = [
   ['/account', () => <Account />],
+  ['/project/:project/settings', ({ project }) => <Settings project={project} />],
+  ['/project/:project/batch_exports', ({ project, params }) => <BatchExports project={project} params={params} />],
+  ['/project/:project/batch_exports/:id', ({ project, id }) => <BatchExport project={project} id={id} />],
 ];
 
 function toSignIn() {
