@@ -86,7 +86,7 @@ function NewKey({ onCreated }) {
     }
   };
   return (
-    <form onSubmit={submit} aria-label="New personal API key">
+    <form class="key-form" onSubmit={submit} aria-label="New personal API key">
       <ErrorNote error={state.error} fields={['label', 'scopes']} />
       <div class="row">
         <Field label="Label" name="label" error={state.error}>
