@@ -11,8 +11,13 @@ import { ConfirmButton } from './confirm.jsx';
 
 const intervals = ['hour', 'day', 'week', 'every 5 minutes', 'every 15 minutes'];
 const compressions = ['zstd', 'snappy', 'gzip', 'brotli', 'lz4', 'none'];
-// busy are the run statuses that change by themselves, which the page polls for.
-const busy = new Set(['Starting', 'Running', 'FailedRetryable']);
+// pollEvery is how often the runs are read again: often while one is queued or
+// running, seldom while one only waits for its next attempt (backoff starts at 30 s).
+function pollEvery(runs) {
+  if (runs.some((r) => r.status === 'Starting' || r.status === 'Running')) return 2000;
+  if (runs.some((r) => r.status === 'FailedRetryable')) return 15000;
+  return 0;
+}
 
 const exportsPath = (project, rest = '') => `/api/projects/${project}/batch_exports/${rest}`;
 
@@ -64,7 +69,7 @@ export function BatchExports({ project, params }) {
       {creating && <ExportForm project={project} onCancel={() => setQuery({ new: null })} />}
       <ErrorNote error={list.error} />
       {list.data ? (
-        <Table columns={columns} rows={list.data.results} rowKey={(e) => e.id} caption="The project's exports" empty="No batch exports yet: make one to copy this project's events to Parquet files or S3 on a schedule." />
+        <Table columns={columns} rows={list.data.results} rowKey={(e) => e.id} empty="No batch exports yet: make one to copy this project's events to Parquet files or S3 on a schedule." />
       ) : (
         !list.error && <Loading />
       )}
@@ -181,14 +186,13 @@ export function BatchExport({ project, id }) {
   const runs = useAsync((signal) => api(exportsPath(project, `${id}/runs/?limit=100`), { signal }), [project, id]);
   const [error, setError] = useState(null);
   const [note, setNote] = useState('');
-  // Runs that are queued or running change by themselves: look again every 2 s while
-  // there are any and the tab is visible.
-  const moving = runs.data && runs.data.results.some((r) => busy.has(r.status));
+  // Runs change by themselves: look again while some may, and the tab is visible.
+  const every = runs.data ? pollEvery(runs.data.results) : 0;
   useEffect(() => {
-    if (!moving) return;
-    const timer = setInterval(() => !document.hidden && runs.reload(), 2000);
+    if (!every) return;
+    const timer = setInterval(() => !document.hidden && runs.reload(), every);
     return () => clearInterval(timer);
-  }, [moving]);
+  }, [every]);
   const act = async (fn, done) => {
     setError(null);
     try {
@@ -264,10 +268,6 @@ export function BatchExport({ project, id }) {
         <dt>To</dt>
         <dd>{where(e.destination)}</dd>
       </dl>
-      <p role="status" class="saved">
-        {note}
-      </p>
-      <ErrorNote error={error} />
       <Backfill
         project={project}
         id={id}
@@ -276,6 +276,10 @@ export function BatchExport({ project, id }) {
           runs.reload();
         }}
       />
+      <p role="status" class="saved">
+        {note}
+      </p>
+      <ErrorNote error={error} />
       <section aria-labelledby="runs-title">
         <h2 id="runs-title">Runs</h2>
         <ErrorNote error={runs.error} />
