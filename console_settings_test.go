@@ -143,6 +143,18 @@ func TestConsoleProjectSetup(t *testing.T) {
 		t.Errorf("after a reload the page shows the key, or not its mask:\n%s", page)
 	}
 	c.checkScreen("account")
+
+	// Deleting it asks first, then the key stops working.
+	c.run(chromedp.Click(chromedp.CSS(`button[aria-label="Delete the key ci deploys"]`)))
+	c.run(chromedp.WaitVisible(chromedp.CSS("dialog.confirm[open]")))
+	c.run(chromedp.Click(chromedp.CSS("dialog.confirm[open] button.danger")))
+	c.run(chromedp.WaitNotPresent(chromedp.CSS("dialog.confirm[open]")))
+	waitFor(t, func() bool { return !strings.Contains(c.text("#api-keys"), "ci deploys") }, "the deleted key to leave the list")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 401 {
+		t.Errorf("the deleted key still answers: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 }
 
 // addMember makes a user of the bootstrap organization through an invite and

@@ -10,8 +10,10 @@ export function Account() {
   const { me, reload } = useSession();
   return (
     <Page title="Your account">
-      <NameForm me={me} reload={reload} />
-      <PasswordForm hasPassword={me.has_password} reload={reload} />
+      <div class="account-forms">
+        <NameForm me={me} reload={reload} />
+        <PasswordForm hasPassword={me.has_password} reload={reload} />
+      </div>
       <ApiKeys />
     </Page>
   );
