@@ -34,6 +34,7 @@ type serveConfig struct {
 	adminAddr       string
 	captureAddr     string
 	publicURL       string
+	captureURL      string
 	adminEmail      string
 	smtpURL         string
 	dnsServer       string
@@ -55,6 +56,7 @@ func serveCommand(args []string, stderr io.Writer) int {
 	fs.StringVar(&cfg.adminAddr, "admin-addr", "127.0.0.1:8000", "address of the management API listener")
 	fs.StringVar(&cfg.captureAddr, "capture-addr", "127.0.0.1:8001", "address of the capture (ingestion) listener")
 	fs.StringVar(&cfg.publicURL, "public-url", "", "scheme://host[:port] the management API is reached at, for absolute links; empty: the request's host")
+	fs.StringVar(&cfg.captureURL, "capture-public-url", "", "scheme://host[:port] SDKs reach the capture listener at, shown in the console's install snippets; empty: the capture listener's address")
 	fs.StringVar(&cfg.adminEmail, "admin-email", "admin@localhost", "e-mail of the user that the first start creates")
 	fs.StringVar(&cfg.smtpURL, "smtp-url", "", "SMTP server for invite e-mails: smtp://[user:password@]host[:port][?from=address] (STARTTLS when offered) or smtps://...; empty: invites are not e-mailed")
 	fs.StringVar(&cfg.dnsServer, "dns-server", "", "DNS server (host[:port]) for the TXT lookups that verify domains; empty: the system resolver")
@@ -181,6 +183,9 @@ func start(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *server, e
 		s.adminURL = strings.TrimSuffix(cfg.publicURL, "/")
 	}
 	s.captureURL = listenerURL(captureLn)
+	if cfg.captureURL != "" {
+		s.captureURL = strings.TrimSuffix(cfg.captureURL, "/")
+	}
 
 	s.bootstrap, err = admin.BootstrapIfEmpty(ctx, s.warehouse.DB(), cfg.dataDir, admin.Bootstrap{
 		UserEmail: cfg.adminEmail, AdminURL: s.adminURL, CaptureURL: s.captureURL,
@@ -215,7 +220,7 @@ func start(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *server, e
 		}
 	}()
 	s.flags = flags.NewStore(flags.Config{DB: s.warehouse.DB(), GroupTypes: s.warehouse.GroupTypes, Logger: log})
-	s.api, err = admin.New(ctx, admin.Config{Warehouse: s.warehouse, InsightCacheTTL: cfg.insightCacheTTL, PublicURL: cfg.publicURL, Pprof: cfg.pprof, Logger: log,
+	s.api, err = admin.New(ctx, admin.Config{Warehouse: s.warehouse, InsightCacheTTL: cfg.insightCacheTTL, PublicURL: cfg.publicURL, CaptureURL: s.captureURL, Pprof: cfg.pprof, Logger: log,
 		SMTPURL: cfg.smtpURL, DNSServer: cfg.dnsServer, Exports: s.exports, Flags: s.flags})
 	if err != nil {
 		return nil, err

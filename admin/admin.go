@@ -42,6 +42,12 @@ type Config struct {
 	// PublicURL is the scheme://host[:port] that absolute links (pagination) start
 	// with; empty means the request's own.
 	PublicURL string
+	// CaptureURL is the scheme://host[:port] the capture listener is reached at: where
+	// SDKs send events (posthog-js's api_host). The management API cannot know it from
+	// a request, so `hedge serve` says it (--capture-public-url, else the capture
+	// listener's own address); GET /api/users/@me/ shows it, for the console's install
+	// snippets. Empty: unknown (null there).
+	CaptureURL string
 	// InsightCacheTTL is how long a computed insight result is served while its project
 	// has no new events (default DefaultInsightCacheTTL).
 	InsightCacheTTL time.Duration
@@ -78,9 +84,11 @@ type API struct {
 	exports   *batchexport.Runner
 	flags     *flags.Store
 	publicURL string
-	hasher    *hasher        // passwords
-	signIns   *signInLimiter // failed sign-ins and lockouts
-	log       *slog.Logger
+	// captureURL is Config.CaptureURL without a trailing slash.
+	captureURL string
+	hasher     *hasher        // passwords
+	signIns    *signInLimiter // failed sign-ins and lockouts
+	log        *slog.Logger
 }
 
 // route is an authenticated management route and the scope its key needs. The table
@@ -123,17 +131,18 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 		cfg.Flags = flags.NewStore(flags.Config{DB: cfg.Warehouse.DB(), GroupTypes: cfg.Warehouse.GroupTypes, Logger: cfg.Logger})
 	}
 	a := &API{
-		db:        cfg.Warehouse.DB(),
-		warehouse: cfg.Warehouse,
-		tokens:    tokens,
-		queries:   cfg.Warehouse.Queries(),
-		results:   newResultsCache(cfg.InsightCacheTTL),
-		exports:   cfg.Exports,
-		flags:     cfg.Flags,
-		publicURL: strings.TrimSuffix(cfg.PublicURL, "/"),
-		hasher:    newHasher(),
-		signIns:   newSignInLimiter(),
-		log:       cfg.Logger,
+		db:         cfg.Warehouse.DB(),
+		warehouse:  cfg.Warehouse,
+		tokens:     tokens,
+		queries:    cfg.Warehouse.Queries(),
+		results:    newResultsCache(cfg.InsightCacheTTL),
+		exports:    cfg.Exports,
+		flags:      cfg.Flags,
+		publicURL:  strings.TrimSuffix(cfg.PublicURL, "/"),
+		captureURL: strings.TrimSuffix(cfg.CaptureURL, "/"),
+		hasher:     newHasher(),
+		signIns:    newSignInLimiter(),
+		log:        cfg.Logger,
 	}
 	a.app = fiber.New(fiber.Config{
 		AppName:               "hedge",

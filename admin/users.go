@@ -84,6 +84,12 @@ type meRecord struct {
 	Organization  *organizationBasic  `json:"organization"`
 	Organizations []organizationBasic `json:"organizations"`
 	Team          *projectListItem    `json:"team"`
+	// CaptureURL is hedge's own addition (Config.CaptureURL): where this hedge's
+	// capture listener is reached, which the console's snippets need and cannot learn
+	// from the management listener it is served by. It is one value for the whole
+	// instance, so it sits here, beside the user's current project, rather than on
+	// the project record, whose fields are PostHog's exactly. Read-only.
+	CaptureURL *string `json:"capture_url"`
 }
 
 // GET /api/users/@me/ (user:read)
@@ -104,6 +110,9 @@ func (a *API) userMe(c *fiber.Ctx) error {
 		return fmt.Errorf("cannot read user %d: %w", p.userID, err)
 	}
 	r.DateJoined = r.DateJoined.UTC()
+	if a.captureURL != "" {
+		r.CaptureURL = &a.captureURL
+	}
 	rows, err := a.db.QueryContext(ctx, `SELECT o.id::VARCHAR, o.name, m.level FROM meta.organizations o
 		JOIN meta.memberships m ON m.organization_id = o.id WHERE `+organizationVisible+` ORDER BY m.joined_at, o.id`,
 		p.userID, nonNil(p.scopedOrganizations), nonNil(p.scopedOrganizations))

@@ -13,7 +13,9 @@ import { FeatureFlag } from './screens/flag.jsx';
 import { FeatureFlags } from './screens/flags.jsx';
 import { Insight } from './screens/insight.jsx';
 import { Insights } from './screens/insights.jsx';
+import { BatchExport, BatchExports } from './screens/batch-exports.jsx';
 import { Login } from './screens/login.jsx';
+import { Settings } from './screens/settings.jsx';
 import { Signup } from './screens/signup.jsx';
 import { SQL } from './screens/sql.jsx';
 import { Session, projectPath } from './session.jsx';
@@ -35,6 +37,9 @@ const routes = [
   ['/project/:project/insights/new', ({ project, params }) => <Insight project={project} params={params} />],
   ['/project/:project/insights/:short_id', ({ project, params, short_id }) => <Insight key={short_id} project={project} params={params} shortId={short_id} />],
   ['/project/:project/sql', ({ project, params }) => <SQL project={project} params={params} />],
+  ['/project/:project/settings', ({ project }) => <Settings project={project} />],
+  ['/project/:project/batch_exports', ({ project, params }) => <BatchExports project={project} params={params} />],
+  ['/project/:project/batch_exports/:id', ({ project, id }) => <BatchExport project={project} id={id} />],
 ];
 
 function toSignIn() {

@@ -1,16 +1,20 @@
-// The signed-in user's own settings: name and password. A new password ends the
-// user's other sessions (hedge does that; this page says so).
+// The signed-in user's own settings: name, password and personal API keys. A new
+// password ends the user's other sessions (hedge does that; this page says so).
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { useSession } from '../session.jsx';
 import { ErrorNote, Field, Page } from '../ui.jsx';
+import { ApiKeys } from './api-keys.jsx';
 
 export function Account() {
   const { me, reload } = useSession();
   return (
     <Page title="Your account">
-      <NameForm me={me} reload={reload} />
-      <PasswordForm hasPassword={me.has_password} reload={reload} />
+      <div class="account-forms">
+        <NameForm me={me} reload={reload} />
+        <PasswordForm hasPassword={me.has_password} reload={reload} />
+      </div>
+      <ApiKeys />
     </Page>
   );
 }
@@ -41,7 +45,7 @@ function NameForm({ me, reload }) {
         <input autocomplete="family-name" value={last} onInput={(e) => setLast(e.target.value)} />
       </Field>
       <button type="submit">Save name</button>
-      {state.saved && <p role="status">Saved.</p>}
+      <p role="status">{state.saved ? 'Saved.' : ''}</p>
     </form>
   );
 }
@@ -76,7 +80,7 @@ function PasswordForm({ hasPassword, reload }) {
         <input type="password" autocomplete="new-password" value={next} onInput={(e) => setNext(e.target.value)} />
       </Field>
       <button type="submit">Change password</button>
-      {state.saved && <p role="status">Password changed. Your other sessions were signed out.</p>}
+      <p role="status">{state.saved ? 'Password changed. Your other sessions were signed out.' : ''}</p>
     </form>
   );
 }

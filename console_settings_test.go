@@ -1,0 +1,219 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+)
+
+// Project setup: the snippets carry the project's token and the capture listener's
+// address (never the console's), "waiting for events" turns to "received" when the
+// first event reaches capture, a rename shows in the header's project switch, a
+// member's level changes and a member is removed through a confirm dialog by keyboard
+// alone, an invite gives a /signup/ link that opens the sign-up page signed out, and a
+// new personal API key is shown once, then only as its mask.
+func TestConsoleProjectSetup(t *testing.T) {
+	c := openConsole(t)
+	// A new project has no events yet: the state a user setting hedge up is in.
+	var fresh struct {
+		ID       int64  `json:"id"`
+		APIToken string `json:"api_token"`
+	}
+	if status := c.adminAPI("POST", "/api/organizations/"+c.boot.OrganizationID+"/projects/", map[string]any{"name": "Fresh site"}, &fresh); status != 201 {
+		t.Fatalf("creating a project: %d", status)
+	}
+	other := addMember(t, c, "grace@example.com")
+	c.signIn()
+	c.visit(fmt.Sprintf("/project/%d/settings", fresh.ID))
+
+	web, curl := c.text("#snippet-web"), c.text("#snippet-curl")
+	for name, snippet := range map[string]string{"posthog-js": web, "curl": curl} {
+		if !strings.Contains(snippet, fresh.APIToken) || !strings.Contains(snippet, c.hedge.captureURL) {
+			t.Errorf("the %s snippet lacks the token %s or the capture URL %s:\n%s", name, fresh.APIToken, c.hedge.captureURL, snippet)
+		}
+		if strings.Contains(snippet, c.hedge.adminURL) {
+			t.Errorf("the %s snippet names the management listener %s:\n%s", name, c.hedge.adminURL, snippet)
+		}
+	}
+	if want := fmt.Sprintf("posthog.init('%s', {\n    api_host: '%s'", fresh.APIToken, c.hedge.captureURL); !strings.Contains(web, want) || !strings.Contains(web, "<script") {
+		t.Errorf("the posthog-js snippet has no <script> and %q:\n%s", want, web)
+	}
+	if want := "curl -X POST " + c.hedge.captureURL + "/capture/"; !strings.Contains(curl, want) {
+		t.Errorf("the curl snippet lacks %q:\n%s", want, curl)
+	}
+	c.waitText(".event-check", "Waiting for the first event")
+	c.checkScreen("settings")
+
+	// The curl snippet's own request, sent: the page notices within a few seconds.
+	body := fmt.Sprintf(`{"api_key": %q, "event": "hello from curl", "distinct_id": "setup-check"}`, fresh.APIToken)
+	resp, err := http.Post(c.hedge.captureURL+"/capture/", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	c.waitText(".event-check.received", "Events received: 1")
+
+	// Keyboard only: Tab to the name, replace it, Enter saves; the header follows.
+	c.tabTo("field-name")
+	c.key(strings.Repeat(kb.Backspace, len("Fresh site")) + "Shop front\r")
+	c.waitText(".saved", "Saved.")
+	c.waitText(".project-switch select", "Shop front")
+	if got := eval[string](c, `document.querySelector('.project-switch select').selectedOptions[0].textContent`); got != "Shop front" {
+		t.Errorf("the project switch shows %q after the rename", got)
+	}
+	c.fill("#field-timezone", "Europe/Berlin")
+	c.run(chromedp.Click(chromedp.CSS(`form[aria-labelledby="project-title"] button[type="submit"]`)))
+	c.waitText(".saved", "Saved.")
+	var saved struct{ Name, Timezone string }
+	c.adminAPI("GET", fmt.Sprintf("/api/projects/%d/", fresh.ID), nil, &saved)
+	if saved.Name != "Shop front" || saved.Timezone != "Europe/Berlin" {
+		t.Errorf("the project is %+v after saving", saved)
+	}
+
+	// Members: make Grace an admin, then remove her, by keyboard through the dialog.
+	c.waitText("#main", "grace@example.com")
+	c.fill(`section[aria-labelledby="members-title"] td select`, "8")
+	waitFor(t, func() bool { return memberLevel(t, c, other) == 8 }, "Grace's level to become admin")
+	c.tabTo("Remove grace@example.com")
+	c.key("\r")
+	c.run(chromedp.WaitVisible(chromedp.CSS("dialog.confirm[open]")))
+	if f := c.focused(); !strings.Contains(f, "Cancel") {
+		t.Errorf("the confirm dialog opens with %q focused, not Cancel", f)
+	}
+	c.checkScreen("settings-confirm")
+	c.tabTo("Remove member")
+	c.key("\r")
+	waitFor(t, func() bool { return memberLevel(t, c, other) == 0 }, "Grace to be removed")
+	c.run(chromedp.WaitNotPresent(chromedp.CSS("dialog.confirm[open]")))
+
+	// An invite without SMTP: the link to copy is the console's sign-up page.
+	c.fill("#field-target_email", "lin@example.com")
+	c.run(chromedp.Click(chromedp.CSS(`.invite-form button[type="submit"]`)))
+	c.waitText(".invite-result", "no SMTP server")
+	link := c.text(".invite-result code")
+	if !strings.HasPrefix(link, c.hedge.adminURL+"/signup/") {
+		t.Fatalf("the invite link is %q, want %s/signup/<id>", link, c.hedge.adminURL)
+	}
+	if n := eval[int](c, `document.querySelectorAll('.invite-result button').length`); n != 1 {
+		t.Error("the invite link has no copy button")
+	}
+	c.waitText(`section[aria-labelledby="invites-title"] table`, "lin@example.com")
+	c.checkScreen("settings-invited")
+	signedOut, cancel := chromedp.NewContext(browser.ctx, chromedp.WithNewBrowserContext())
+	defer cancel()
+	if err := chromedp.Do(signedOut, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("#signup-title"))); err != nil {
+		t.Fatalf("opening the invite link signed out: %v", err)
+	}
+	var got string
+	waitFor(t, func() bool {
+		got, _ = chromedp.Run(signedOut, chromedp.Text(chromedp.CSS("form.auth-card")))
+		return strings.Contains(got, "You were invited to join") && strings.Contains(got, "Join and sign in")
+	}, "the sign-up page of the invite")
+
+	// A personal API key: shown once with a copy button, then only its mask.
+	c.visit("/account")
+	c.fill("#field-label", "ci deploys")
+	c.run(chromedp.Click(chromedp.CSS(`form[aria-label="New personal API key"] button[type="submit"]`)))
+	c.waitText(".new-key", "only this once")
+	key := c.text(".key-value")
+	if !strings.HasPrefix(key, "phx_") {
+		t.Fatalf("the new key shows as %q", key)
+	}
+	if n := eval[int](c, `document.querySelectorAll('.new-key button').length`); n < 2 {
+		t.Error("the new key has no copy button")
+	}
+	req, _ := http.NewRequest("GET", c.hedge.adminURL+"/api/users/@me/", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Errorf("the key shown does not work: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	c.waitText("#api-keys table", "ci deploys")
+	c.checkScreen("account-new-key")
+	c.visit("/account")
+	c.waitText("#api-keys table", "ci deploys")
+	if page := c.text("#main"); strings.Contains(page, key) || !strings.Contains(page, key[len(key)-4:]) {
+		t.Errorf("after a reload the page shows the key, or not its mask:\n%s", page)
+	}
+	c.checkScreen("account")
+
+	// Deleting it asks first, then the key stops working.
+	c.run(chromedp.Click(chromedp.CSS(`button[aria-label="Delete the key ci deploys"]`)))
+	c.run(chromedp.WaitVisible(chromedp.CSS("dialog.confirm[open]")))
+	c.run(chromedp.Click(chromedp.CSS("dialog.confirm[open] button.danger")))
+	c.run(chromedp.WaitNotPresent(chromedp.CSS("dialog.confirm[open]")))
+	waitFor(t, func() bool { return !strings.Contains(c.text("#api-keys"), "ci deploys") }, "the deleted key to leave the list")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 401 {
+		t.Errorf("the deleted key still answers: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+}
+
+// addMember makes a user of the bootstrap organization through an invite and
+// returns their uuid.
+func addMember(t *testing.T, c *consoleTab, email string) string {
+	t.Helper()
+	var invite struct{ ID string }
+	if status := c.adminAPI("POST", "/api/organizations/"+c.boot.OrganizationID+"/invites/", map[string]any{"target_email": email}, &invite); status != 201 {
+		t.Fatalf("inviting %s: %d", email, status)
+	}
+	resp, err := http.Post(c.hedge.adminURL+"/api/signup/"+invite.ID+"/", "application/json", strings.NewReader(`{"first_name": "Grace"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var user struct{ UUID string }
+	json.NewDecoder(resp.Body).Decode(&user)
+	resp.Body.Close()
+	if resp.StatusCode != 201 && resp.StatusCode != 200 {
+		t.Fatalf("signing up %s: %d", email, resp.StatusCode)
+	}
+	var members struct {
+		Results []struct {
+			User struct{ UUID, Email string }
+		}
+	}
+	c.adminAPI("GET", "/api/organizations/"+c.boot.OrganizationID+"/members/", nil, &members)
+	for _, m := range members.Results {
+		if m.User.Email == email {
+			return m.User.UUID
+		}
+	}
+	t.Fatalf("%s is not a member after signing up", email)
+	return ""
+}
+
+// memberLevel is the organization level of the user, or 0 when they are not a member.
+func memberLevel(t *testing.T, c *consoleTab, uuid string) int {
+	t.Helper()
+	var members struct {
+		Results []struct {
+			Level int
+			User  struct{ UUID string }
+		}
+	}
+	c.adminAPI("GET", "/api/organizations/"+c.boot.OrganizationID+"/members/", nil, &members)
+	for _, m := range members.Results {
+		if m.User.UUID == uuid {
+			return m.Level
+		}
+	}
+	return 0
+}
+
+// waitFor polls ok for up to 20 s.
+func waitFor(t *testing.T, ok func() bool, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !ok(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
