@@ -9,7 +9,10 @@ import { api, setUnauthorizedHandler } from './api.js';
 import { Layout } from './layout.jsx';
 import { match, navigate, useLocation } from './router.jsx';
 import { Account } from './screens/account.jsx';
+import { Dashboard } from './screens/dashboard.jsx';
+import { Dashboards } from './screens/dashboards.jsx';
 import { Login } from './screens/login.jsx';
+import { Shared } from './screens/shared.jsx';
 import { Signup } from './screens/signup.jsx';
 import { Session, projectPath } from './session.jsx';
 import { ErrorNote, Loading, Page } from './ui.jsx';
@@ -18,11 +21,15 @@ import { ErrorNote, Loading, Page } from './ui.jsx';
 const publicRoutes = [
   ['/login', ({ params }) => <Login params={params} />],
   ['/signup/:invite', ({ invite }) => <Signup invite={invite} />],
+  ['/shared/:token', ({ token, params }) => <Shared token={token} params={params} />],
+  ['/embedded/:token', ({ token, params }) => <Shared token={token} params={params} embedded />],
 ];
 
 // routes are the signed-in screens; project screens get the project's id as project.
 const routes = [
   ['/account', () => <Account />],
+  ['/project/:project/dashboards', ({ project }) => <Dashboards project={project} />],
+  ['/project/:project/dashboard/:id', ({ project, id, params }) => <Dashboard project={project} id={id} params={params} />],
 ];
 
 function toSignIn() {
