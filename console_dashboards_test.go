@@ -110,6 +110,7 @@ func TestConsoleDashboard(t *testing.T) {
 	// columns narrower, saved with Enter. Escape puts an unsaved move back.
 	c.clickButton("Edit layout")
 	c.run(chromedp.WaitVisible(chromedp.CSS(`button[aria-label="Move Latest events"]`)))
+	c.checkScreen("dashboard-edit")
 	c.tabTo("Move Latest events")
 	c.key(kb.ArrowDown)
 	c.key(kb.ArrowDown)
@@ -173,6 +174,50 @@ func TestConsoleDashboard(t *testing.T) {
 	c.waitTiles(5)
 	c.visit(dashboardPath + id)
 	c.waitTiles(5)
+
+	// A member who may not edit it (the dashboard restricted to its editors) sees the
+	// tiles and no edit control.
+	c.adminAPI("PATCH", api, map[string]any{"restriction_level": 37}, nil)
+	viewer, password := c.member("viewer@example.com")
+	c.signOut()
+	c.signInAs(viewer, password)
+	c.run(chromedp.WaitVisible(chromedp.CSS("header.top")))
+	c.visit(fmt.Sprintf("/project/%d/dashboards", c.boot.ProjectID))
+	c.waitText("main table", "View only")
+	c.visit(dashboardPath + id)
+	c.waitTiles(5)
+	c.waitTileText("Pageviews", fmt.Sprint(seededPageviews))
+	for _, control := range []string{"Edit layout", "Share", "Add text", "Save range"} {
+		if eval[bool](c, fmt.Sprintf(`[...document.querySelectorAll('button')].some(b => b.innerText.trim() === %q)`, control)) {
+			t.Errorf("a viewer sees %q", control)
+		}
+	}
+	c.visit(dashboardPath + id + "?edit=1")
+	c.waitTiles(5)
+	if eval[bool](c, `!!document.querySelector('.move-handle, .resize-corner')`) || eval[bool](c, `[...document.querySelectorAll('button')].some(b => /^Remove /.test(b.getAttribute('aria-label') || ''))`) {
+		t.Error("a viewer gets edit controls with ?edit=1")
+	}
+}
+
+// member invites email to the organization as a member and accepts the invite with a
+// password, answering the e-mail and the password to sign in with.
+func (c *consoleTab) member(email string) (string, string) {
+	c.t.Helper()
+	var invite struct{ ID string }
+	if status := c.adminAPI("POST", "/api/organizations/"+c.boot.OrganizationID+"/invites/",
+		map[string]any{"target_email": email, "level": 1, "send_email": false}, &invite); status != http.StatusCreated {
+		c.t.Fatalf("inviting %s: %d", email, status)
+	}
+	password := "viewer-password-42"
+	resp, err := http.Post(c.hedge.adminURL+"/api/signup/"+invite.ID+"/", "application/json", strings.NewReader(`{"first_name": "Vi", "password": "`+password+`"}`))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		c.t.Fatalf("accepting the invite of %s: %d", email, resp.StatusCode)
+	}
+	return email, password
 }
 
 // A shared dashboard: sharing on gives a link that opens signed out as a read-only

@@ -113,7 +113,7 @@ function Tile({ tile, layout, project, edit, announce }) {
   const name = tileName(tile);
   const headId = `tile-${tile.id}-title`;
   const rows = tile.insight && !['TrendsQuery', 'FunnelsQuery'].includes((sourceOf(tile.insight.query) || {}).kind);
-  const height = Math.max(80, layout.h * ROW + (layout.h - 1) * GAP - 125);
+  const height = Math.max(80, layout.h * ROW + (layout.h - 1) * GAP - 105);
   return (
     <article
       class={edit && edit.active === tile.id ? 'tile tile-moving' : 'tile'}
