@@ -230,7 +230,7 @@ function MoveHandle({ tile, name, layout, edit, announce }) {
     edit.setActive(null);
     if (!from) return;
     if (save) edit.save(tile);
-    else edit.revert(tile, from);
+    else edit.revert(tile);
   };
   const drag = useDrag(
     (dx, dy) => {
@@ -287,7 +287,7 @@ function ResizeCorner({ tile, layout, edit }) {
       origin.current = null;
       edit.setActive(null);
       if (from && moved) edit.save(tile);
-      else if (from) edit.revert(tile, from);
+      else if (from) edit.revert(tile);
     },
   );
   return <div class="resize-corner" aria-hidden="true" title="Drag to resize" {...drag} />;
@@ -496,7 +496,7 @@ function TextDialog({ close, add, error }) {
       >
         <ErrorNote error={error} fields={['tiles__0__text__body']} />
         <Field label="Text" name="tiles__0__text__body" error={error} hint="Blank lines start a new paragraph.">
-          <textarea rows="5" value={body} onInput={(e) => setBody(e.target.value)} required />
+          <textarea rows="5" maxLength={4000} value={body} onInput={(e) => setBody(e.target.value)} required />
         </Field>
         <div class="row">
           <button type="submit">Add</button>
