@@ -77,6 +77,18 @@ func TestConsoleDashboard(t *testing.T) {
 	}
 	c.checkScreen("dashboard")
 
+	// The events tile downloads its rows as CSV (the file is caught before it is saved).
+	csv := eval[string](c, `new Promise(resolve => {
+		const create = URL.createObjectURL, click = HTMLAnchorElement.prototype.click;
+		let blob;
+		URL.createObjectURL = b => { blob = b; URL.createObjectURL = create; return create(b); };
+		HTMLAnchorElement.prototype.click = function () { HTMLAnchorElement.prototype.click = click; blob.text().then(t => resolve(this.download + '\n' + t)); };
+		[...document.querySelectorAll('button')].find(b => b.getAttribute('aria-label') === 'Download Latest events as CSV').click();
+	})`)
+	if !strings.HasPrefix(csv, "Latest events.csv\nevent,distinct_id,properties.$current_url,timestamp\r\n") || !strings.Contains(csv, "$pageview,user-ada,https://example.com/page-0,") {
+		t.Errorf("the Latest events CSV is %.200q", csv)
+	}
+
 	// The dashboard-wide date range: Today counts only today's pageviews, as hedge
 	// computes them for the same filters_override; the URL keeps it.
 	var today struct {
@@ -134,13 +146,16 @@ func TestConsoleDashboard(t *testing.T) {
 	if got := c.tileGrid("Pageviews"); got != "1 / span 6|8 / span 5" {
 		t.Errorf("the covered Pageviews tile is at %s, want pushed to row 8", got)
 	}
+	// Its corner resizes a tile: the WAU tile two columns narrower.
+	c.drag(fmt.Sprintf(`%s.querySelector('.resize-corner')`, tileJS("Weekly active users (WAUs)")), -2, 0)
+	c.waitText(".dash-status", "Weekly active users (WAUs) saved at column 7, row 1.")
 
 	// After a reload (edit mode off) the places hold, on screen and in hedge.
 	c.visit(dashboardPath + id)
 	c.waitTiles(5)
 	for name, want := range map[string]string{
 		"Latest events": "1 / span 8|13 / span 6", "Daily active users (DAUs)": "1 / span 6|3 / span 5", "Pageviews": "1 / span 6|8 / span 5",
-		"Weekly active users (WAUs)": "7 / span 6|1 / span 5",
+		"Weekly active users (WAUs)": "7 / span 4|1 / span 5",
 	} {
 		if got := c.tileGrid(name); got != want {
 			t.Errorf("after a reload %s is at %s, want %s", name, got, want)
@@ -377,13 +392,17 @@ func (c *consoleTab) clickButton(name string) {
 	eval[bool](c, `(`+sel+`).click(), true`)
 }
 
-// drag presses the mouse on the element sel matches and moves it by cols columns and
-// rows rows of the dashboard grid before releasing it.
-func (c *consoleTab) drag(sel string, cols, rows int) {
+// drag presses the mouse on an element and moves it by cols columns and rows rows of
+// the dashboard grid before releasing it. The element is the one a CSS selector
+// matches, or a JavaScript expression's when el starts with "[...".
+func (c *consoleTab) drag(el string, cols, rows int) {
 	c.t.Helper()
-	at := eval[map[string]float64](c, fmt.Sprintf(`(() => { const e = document.querySelector(%q); e.scrollIntoView({block: 'center'}); const r = e.getBoundingClientRect();
+	if !strings.HasPrefix(el, "[...") {
+		el = fmt.Sprintf(`document.querySelector(%q)`, el)
+	}
+	at := eval[map[string]float64](c, fmt.Sprintf(`(() => { const e = %s; e.scrollIntoView({block: 'center'}); const r = e.getBoundingClientRect();
 		const g = document.querySelector('.dash-grid'); const gap = parseFloat(getComputedStyle(g).columnGap);
-		return {x: r.left + r.width / 2, y: r.top + r.height / 2, col: (g.clientWidth + gap) / 12, row: parseFloat(getComputedStyle(g).gridAutoRows) + gap}; })()`, sel))
+		return {x: r.left + r.width / 2, y: r.top + r.height / 2, col: (g.clientWidth + gap) / 12, row: parseFloat(getComputedStyle(g).gridAutoRows) + gap}; })()`, el))
 	c.run(chromedp.DragAndDropXY(at["x"], at["y"], at["x"]+float64(cols)*at["col"], at["y"]+float64(rows)*at["row"], 12))
 }
 

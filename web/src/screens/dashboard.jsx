@@ -130,7 +130,7 @@ function Tile({ tile, layout, project, edit, announce }) {
           {rows && tile.insight.result && tile.insight.result.columns && (
             <button
               type="button"
-              class="secondary small"
+              class="secondary"
               aria-label={`Download ${name} as CSV`}
               onClick={() => downloadCSV(`${name}.csv`, tile.insight.result.columns, tile.insight.result.results || [])}
             >
