@@ -115,8 +115,22 @@ func TestConsoleDashboard(t *testing.T) {
 	if got := eval[string](c, `location.search`); !strings.Contains(got, "date_from=dStart") {
 		t.Errorf("the URL does not keep the date range: %q", got)
 	}
+	// Saved for everyone: it holds after a reload without the URL's range, and going
+	// back to each tile's own range saves that.
+	c.clickButton("Save range")
+	c.waitText(".dash-status", "Date range saved for everyone.")
+	c.visit(dashboardPath + id)
+	c.waitTileText("Pageviews", fmt.Sprintf("$pageview %d", todays))
+	if got := eval[string](c, `document.querySelector('#date-range').value`); got != "dStart" {
+		t.Errorf("after a reload the date range is %q, want the saved dStart", got)
+	}
 	c.fill("#date-range", "")
 	c.waitTileText("Pageviews", fmt.Sprintf("$pageview %d", seededPageviews))
+	var filters struct{ Filters map[string]any }
+	c.adminAPI("GET", api, nil, &filters)
+	if filters.Filters["date_from"] != nil {
+		t.Errorf("hedge keeps the dashboard's filters %v, want no date_from", filters.Filters)
+	}
 
 	// Edit mode, then a keyboard move: the Latest events tile two rows down and four
 	// columns narrower, saved with Enter. Escape puts an unsaved move back.

@@ -387,8 +387,6 @@ function DashboardView({ project, base, dashboard, error, loading, reload, param
     if (await patch({ tiles: [{ id: tile.id, deleted: false }] }, `${tileName(tile)} is back.`)) reload();
   };
   const bottom = Math.max(0, ...Object.values(layouts).map((l) => l.y + l.h));
-  const savedRange = (dashboard.filters && dashboard.filters.date_from) || '';
-  const range = params.get('date_from') || savedRange;
 
   return (
     <Page
@@ -396,28 +394,7 @@ function DashboardView({ project, base, dashboard, error, loading, reload, param
       wide
       actions={
         <>
-          <label class="inline-field">
-            <span>Date range</span>
-            <select id="date-range" value={range} onChange={(e) => setQuery({ date_from: e.target.value === savedRange ? null : e.target.value || null })}>
-              {dateRanges.map(([v, label]) => (
-                <option value={v}>{label}</option>
-              ))}
-            </select>
-          </label>
-          {editable && range !== savedRange && (
-            <button
-              type="button"
-              class="secondary"
-              onClick={async () => {
-                if (await patch({ filters: { ...(dashboard.filters || {}), date_from: range || null } }, 'Date range saved for everyone.')) {
-                  setQuery({ date_from: null });
-                  reload();
-                }
-              }}
-            >
-              Save range
-            </button>
-          )}
+          <DateRange filters={dashboard.filters || {}} params={params} editable={editable} patch={patch} reload={reload} />
           {editing && (
             <button type="button" class="secondary" onClick={() => setDialog('text')}>
               Add text
@@ -467,6 +444,44 @@ function DashboardView({ project, base, dashboard, error, loading, reload, param
       )}
       {dialog === 'share' && <ShareDialog base={base} close={() => setDialog(null)} />}
     </Page>
+  );
+}
+
+// DateRange is the range over every tile. Choosing one shows it at once, kept in the
+// URL (?date_from=, sent as filters_override); an editor saves it as the dashboard's
+// filters for everyone. A saved range cannot be lifted by an override, so going back to
+// each tile's own range is a change of the saved filters, for editors only.
+function DateRange({ filters, params, editable, patch, reload }) {
+  const saved = filters.date_from || '';
+  const range = params.get('date_from') || saved;
+  const save = async (value, said) => {
+    if (await patch({ filters: { ...filters, date_from: value || null } }, said)) {
+      setQuery({ date_from: null });
+      reload();
+    }
+  };
+  const choose = (value) => {
+    if (value === '' && saved) save('', "Each tile's own range again, for everyone.");
+    else setQuery({ date_from: value === saved ? null : value });
+  };
+  return (
+    <>
+      <label class="inline-field">
+        <span>Date range</span>
+        <select id="date-range" value={range} onChange={(e) => choose(e.target.value)}>
+          {dateRanges.map(([v, label]) => (
+            <option value={v} disabled={v === '' && saved && !editable}>
+              {label}
+            </option>
+          ))}
+        </select>
+      </label>
+      {editable && range !== saved && (
+        <button type="button" class="secondary" onClick={() => save(range, 'Date range saved for everyone.')}>
+          Save range
+        </button>
+      )}
+    </>
   );
 }
 
