@@ -335,6 +335,7 @@ function DashboardView({ project, base, dashboard, error, loading, reload, param
   const patch = async (body, done) => {
     try {
       setFailure(null);
+      setRemoved(null); // Undo undoes only the last change
       await api(base, { method: 'PATCH', body });
       setStatus(done);
       return true;
@@ -343,10 +344,11 @@ function DashboardView({ project, base, dashboard, error, loading, reload, param
       return false;
     }
   };
-  // save sends the layouts that differ from the saved ones: the moved tile and the
-  // tiles it pushed.
+  // layoutsRef is the layouts now, also between renders (keys come fast).
   const layoutsRef = useRef(layouts);
   layoutsRef.current = layouts;
+  // saveLayouts sends the layouts that differ from the saved ones: the moved tile and
+  // the tiles it pushed.
   const saveLayouts = async (tile) => {
     const current = layoutsRef.current;
     const changed = tiles.filter((t) => JSON.stringify(current[t.id]) !== JSON.stringify(saved.current[t.id]));
@@ -362,7 +364,6 @@ function DashboardView({ project, base, dashboard, error, loading, reload, param
   const edit = editing && {
     active,
     setActive,
-    // layoutOf is where a tile is now, also between renders (keys come fast).
     layoutOf: (tileId) => layoutsRef.current[tileId],
     // preview puts a tile at l, the others where they were saved (pushed if covered).
     preview: (tileId, l) => {
