@@ -49,7 +49,8 @@ export function Layout({ children }) {
           <ul>
             {screens.map(([slug, label]) => {
               const href = projectPath(project.id, slug);
-              const current = path === href || path.startsWith(href + '/');
+              // A dashboard's own path is dashboard/{id}, as in PostHog.
+              const current = path === href || path.startsWith(href + '/') || (slug === 'dashboards' && path.startsWith(projectPath(project.id, 'dashboard/')));
               return (
                 <li>
                   <Link href={href} aria-current={current ? 'page' : undefined}>

@@ -9,13 +9,16 @@ import { api, setUnauthorizedHandler } from './api.js';
 import { Layout } from './layout.jsx';
 import { match, navigate, useLocation } from './router.jsx';
 import { Account } from './screens/account.jsx';
+import { BatchExport, BatchExports } from './screens/batch-exports.jsx';
+import { Dashboard } from './screens/dashboard.jsx';
+import { Dashboards } from './screens/dashboards.jsx';
 import { FeatureFlag } from './screens/flag.jsx';
 import { FeatureFlags } from './screens/flags.jsx';
 import { Insight } from './screens/insight.jsx';
 import { Insights } from './screens/insights.jsx';
-import { BatchExport, BatchExports } from './screens/batch-exports.jsx';
 import { Login } from './screens/login.jsx';
 import { Settings } from './screens/settings.jsx';
+import { Shared } from './screens/shared.jsx';
 import { Signup } from './screens/signup.jsx';
 import { SQL } from './screens/sql.jsx';
 import { Session, projectPath } from './session.jsx';
@@ -25,6 +28,8 @@ import { ErrorNote, Loading, Page } from './ui.jsx';
 const publicRoutes = [
   ['/login', ({ params }) => <Login params={params} />],
   ['/signup/:invite', ({ invite }) => <Signup invite={invite} />],
+  ['/shared/:token', ({ token, params }) => <Shared token={token} params={params} />],
+  ['/embedded/:token', ({ token, params }) => <Shared token={token} params={params} embedded />],
 ];
 
 // routes are the signed-in screens; project screens get the project's id as project.
@@ -40,6 +45,8 @@ const routes = [
   ['/project/:project/settings', ({ project }) => <Settings project={project} />],
   ['/project/:project/batch_exports', ({ project, params }) => <BatchExports project={project} params={params} />],
   ['/project/:project/batch_exports/:id', ({ project, id }) => <BatchExport project={project} id={id} />],
+  ['/project/:project/dashboards', ({ project }) => <Dashboards project={project} />],
+  ['/project/:project/dashboard/:id', ({ project, id, params }) => <Dashboard project={project} id={id} params={params} />],
 ];
 
 function toSignIn() {

@@ -11,8 +11,19 @@ export function themeChoice() {
   return v === 'light' || v === 'dark' ? v : 'system';
 }
 
+// forced is a scheme set by the page, over the system and the user's choice.
+let forced = null;
+
+// forceTheme fixes the scheme ('light' or 'dark') without storing it, as a shared
+// dashboard's ?theme= does; null gives the choice back.
+export function forceTheme(scheme) {
+  forced = scheme;
+  apply();
+}
+
 // theme is the scheme in effect: 'light' or 'dark'.
 export function theme() {
+  if (forced) return forced;
   const c = themeChoice();
   return c === 'system' ? (media.matches ? 'dark' : 'light') : c;
 }

@@ -1,0 +1,470 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+)
+
+// The seed (seedConsoleEvents) sends 3 users' pageviews on each of the last 7 days,
+// day%3+1 each: 39 in the last 14 days, 13 a browser, and 21 daily active users summed
+// over the days.
+const seededPageviews = 39
+
+// Dashboards: the list links the bootstrap dashboard; its 5 tiles render their results
+// in their sm layouts on a 12-column grid; a tile moved by keyboard and one moved by
+// dragging keep their places after a reload; the date range changes the tiles'
+// numbers; a text card is added and removed.
+func TestConsoleDashboard(t *testing.T) {
+	c := openConsole(t)
+	c.signIn()
+	c.visit(fmt.Sprintf("/project/%d/dashboards", c.boot.ProjectID))
+	c.waitText("main table", "My App Dashboard")
+	if got := c.text("main table tbody tr"); !strings.Contains(got, "Pinned") {
+		t.Errorf("the bootstrap dashboard's row says %q, want it pinned", got)
+	}
+	c.checkScreen("dashboards")
+
+	// Keyboard only: Tab to the dashboard's link, Enter opens it.
+	c.tabTo("My App Dashboard")
+	c.key("\r")
+	c.waitText("main h1", "My App Dashboard")
+	dashboardPath := fmt.Sprintf("/project/%d/dashboard/", c.boot.ProjectID)
+	if got := eval[string](c, `location.pathname`); !strings.HasPrefix(got, dashboardPath) {
+		t.Fatalf("the link opened %s", got)
+	}
+	id := strings.TrimPrefix(eval[string](c, `location.pathname`), dashboardPath)
+	api := fmt.Sprintf("/api/projects/%d/dashboards/%s/", c.boot.ProjectID, id)
+
+	c.waitTiles(5)
+	if n := eval[int](c, `getComputedStyle(document.querySelector('.dash-grid')).gridTemplateColumns.split(' ').length`); n != 12 {
+		t.Errorf("the grid has %d columns, want 12", n)
+	}
+	// Each tile sits where its sm layout says: column and span, row and span.
+	want := map[string][4]int{
+		"Daily active users (DAUs)": {0, 0, 6, 5}, "Weekly active users (WAUs)": {6, 0, 6, 5},
+		"Pageviews": {0, 5, 6, 5}, "Pageviews by browser": {6, 5, 6, 5}, "Latest events": {0, 10, 12, 6},
+	}
+	for name, l := range want {
+		if got := c.tileGrid(name); got != fmt.Sprintf("%d / span %d|%d / span %d", l[0]+1, l[2], l[1]+1, l[3]) {
+			t.Errorf("%s is placed at %s, want its sm layout %v", name, got, l)
+		}
+	}
+	// Same-row tiles side by side, the events table below them across the grid.
+	pos := eval[map[string]float64](c, `(() => { const r = n => [...document.querySelectorAll('.tile')].find(t => t.querySelector('h2').innerText === n).getBoundingClientRect();
+		const a = r('Daily active users (DAUs)'), b = r('Weekly active users (WAUs)'), e = r('Latest events'), g = document.querySelector('.dash-grid').getBoundingClientRect();
+		return {sameRow: Math.abs(a.top - b.top), leftOf: b.left - a.right, below: e.top - a.bottom, wide: e.width / g.width}; })()`)
+	if pos["sameRow"] > 1 || pos["leftOf"] < 0 || pos["below"] <= 0 || pos["wide"] < 0.99 {
+		t.Errorf("the tiles are not laid out on the grid: %v", pos)
+	}
+	// Results computed by hedge from the seed.
+	c.waitTileText("Pageviews", fmt.Sprint(seededPageviews))
+	for _, browser := range []string{"Chrome 13", "Firefox 13", "Safari 13"} {
+		c.waitTileText("Pageviews by browser", browser)
+	}
+	c.waitTileText("Daily active users (DAUs)", "$pageview 21")
+	c.waitTileText("Latest events", "user-ada")
+	if eval[bool](c, `!!document.querySelector('.move-handle')`) {
+		t.Error("move handles show outside edit mode")
+	}
+	c.checkScreen("dashboard")
+
+	// The events tile downloads its rows as CSV (the file is caught before it is saved).
+	csv := eval[string](c, `new Promise(resolve => {
+		const create = URL.createObjectURL, click = HTMLAnchorElement.prototype.click;
+		let blob;
+		URL.createObjectURL = b => { blob = b; URL.createObjectURL = create; return create(b); };
+		HTMLAnchorElement.prototype.click = function () { HTMLAnchorElement.prototype.click = click; blob.text().then(t => resolve(this.download + '\n' + t)); };
+		[...document.querySelectorAll('button')].find(b => b.getAttribute('aria-label') === 'Download Latest events as CSV').click();
+	})`)
+	if !strings.HasPrefix(csv, "Latest events.csv\nevent,distinct_id,properties.$current_url,timestamp\r\n") || !strings.Contains(csv, "$pageview,user-ada,https://example.com/page-0,") {
+		t.Errorf("the Latest events CSV is %.200q", csv)
+	}
+
+	// The dashboard-wide date range: Today counts only today's pageviews, as hedge
+	// computes them for the same filters_override; the URL keeps it.
+	var today struct {
+		Tiles []struct {
+			Insight struct {
+				Name   string
+				Result json.RawMessage
+			}
+		}
+	}
+	c.adminAPI("GET", api+`?filters_override={"date_from":"dStart"}`, nil, &today)
+	todays := -1
+	for _, tile := range today.Tiles {
+		var trends struct{ Results []struct{ Count float64 } }
+		if tile.Insight.Name == "Pageviews" && json.Unmarshal(tile.Insight.Result, &trends) == nil && len(trends.Results) == 1 {
+			todays = int(trends.Results[0].Count)
+		}
+	}
+	if todays < 1 || todays >= seededPageviews {
+		t.Fatalf("hedge counts %d pageviews today, want between 1 and %d", todays, seededPageviews-1)
+	}
+	c.fill("#date-range", "dStart")
+	c.waitTileText("Pageviews", fmt.Sprintf("$pageview %d", todays))
+	if got := eval[string](c, `location.search`); !strings.Contains(got, "date_from=dStart") {
+		t.Errorf("the URL does not keep the date range: %q", got)
+	}
+	// Saved for everyone: it holds after a reload without the URL's range, and going
+	// back to each tile's own range saves that.
+	c.clickButton("Save range")
+	c.waitText(".dash-status", "Date range saved for everyone.")
+	c.visit(dashboardPath + id)
+	c.waitTileText("Pageviews", fmt.Sprintf("$pageview %d", todays))
+	if got := eval[string](c, `document.querySelector('#date-range').value`); got != "dStart" {
+		t.Errorf("after a reload the date range is %q, want the saved dStart", got)
+	}
+	c.fill("#date-range", "")
+	c.waitTileText("Pageviews", fmt.Sprintf("$pageview %d", seededPageviews))
+	var filters struct{ Filters map[string]any }
+	c.adminAPI("GET", api, nil, &filters)
+	if filters.Filters["date_from"] != nil {
+		t.Errorf("hedge keeps the dashboard's filters %v, want no date_from", filters.Filters)
+	}
+
+	// Edit mode, then a keyboard move: the Latest events tile two rows down and four
+	// columns narrower, saved with Enter. Escape puts an unsaved move back.
+	c.clickButton("Edit layout")
+	c.run(chromedp.WaitVisible(chromedp.CSS(`button[aria-label="Move Latest events"]`)))
+	c.checkScreen("dashboard-edit")
+	c.tabTo("Move Latest events")
+	c.key(kb.ArrowDown)
+	c.key(kb.ArrowDown)
+	for range 4 {
+		c.run(chromedp.KeyEvent(kb.ArrowLeft, chromedp.KeyModifiers(chromedp.ModifierShift)))
+	}
+	c.waitText(".dash-status", "Latest events: column 1, row 13, 8 wide, 6 high.")
+	c.key("\r")
+	c.waitText(".dash-status", "Latest events saved at column 1, row 13.")
+	c.key(kb.ArrowUp)
+	c.key(kb.Escape)
+	c.waitText(".dash-status", "Latest events put back.")
+	if got := c.tileGrid("Latest events"); got != "1 / span 8|13 / span 6" {
+		t.Errorf("after Escape the tile is at %s", got)
+	}
+
+	// A drag: the DAU tile's handle two rows down. The Pageviews tile it now covers
+	// is pushed below it; both are saved.
+	c.drag(`button[aria-label="Move Daily active users (DAUs)"]`, 0, 2)
+	c.waitText(".dash-status", "Daily active users (DAUs) saved at column 1, row 3.")
+	if got := c.tileGrid("Pageviews"); got != "1 / span 6|8 / span 5" {
+		t.Errorf("the covered Pageviews tile is at %s, want pushed to row 8", got)
+	}
+	// Its corner resizes a tile: the WAU tile two columns narrower.
+	c.drag(fmt.Sprintf(`%s.querySelector('.resize-corner')`, tileJS("Weekly active users (WAUs)")), -2, 0)
+	c.waitText(".dash-status", "Weekly active users (WAUs) saved at column 7, row 1.")
+
+	// After a reload (edit mode off) the places hold, on screen and in hedge.
+	c.visit(dashboardPath + id)
+	c.waitTiles(5)
+	for name, want := range map[string]string{
+		"Latest events": "1 / span 8|13 / span 6", "Daily active users (DAUs)": "1 / span 6|3 / span 5", "Pageviews": "1 / span 6|8 / span 5",
+		"Weekly active users (WAUs)": "7 / span 4|1 / span 5",
+	} {
+		if got := c.tileGrid(name); got != want {
+			t.Errorf("after a reload %s is at %s, want %s", name, got, want)
+		}
+	}
+	var saved struct {
+		Tiles []struct {
+			Insight *struct{ Name string }
+			Layouts struct{ SM struct{ X, Y, W, H int } }
+		}
+	}
+	c.adminAPI("GET", api, nil, &saved)
+	for _, tile := range saved.Tiles {
+		if tile.Insight != nil && tile.Insight.Name == "Latest events" && tile.Layouts.SM != (struct{ X, Y, W, H int }{0, 12, 8, 6}) {
+			t.Errorf("hedge keeps Latest events at %+v", tile.Layouts.SM)
+		}
+	}
+
+	// A text card added while editing, then removed (and the removal undone once).
+	c.clickButton("Edit layout")
+	c.clickButton("Add text")
+	c.fill("#field-tiles__0__text__body", "Numbers for the Monday meeting.")
+	c.run(chromedp.Click(chromedp.CSS(`dialog button[type="submit"]`)))
+	c.waitTiles(6)
+	c.waitTileText("Text", "Numbers for the Monday meeting.")
+	c.clickButton("Remove Text")
+	c.waitTiles(5)
+	c.clickButton("Undo")
+	c.waitTiles(6)
+	c.clickButton("Remove Text")
+	c.waitTiles(5)
+	c.visit(dashboardPath + id)
+	c.waitTiles(5)
+
+	// A member who may not edit it (the dashboard restricted to its editors) sees the
+	// tiles and no edit control.
+	c.adminAPI("PATCH", api, map[string]any{"restriction_level": 37}, nil)
+	viewer, password := c.member("viewer@example.com")
+	c.signOut()
+	c.signInAs(viewer, password)
+	c.run(chromedp.WaitVisible(chromedp.CSS("header.top")))
+	c.visit(fmt.Sprintf("/project/%d/dashboards", c.boot.ProjectID))
+	c.waitText("main table", "View only")
+	c.visit(dashboardPath + id)
+	c.waitTiles(5)
+	c.waitTileText("Pageviews", fmt.Sprint(seededPageviews))
+	for _, control := range []string{"Edit layout", "Share", "Add text", "Save range"} {
+		if eval[bool](c, fmt.Sprintf(`[...document.querySelectorAll('button')].some(b => b.innerText.trim() === %q)`, control)) {
+			t.Errorf("a viewer sees %q", control)
+		}
+	}
+	c.visit(dashboardPath + id + "?edit=1")
+	c.waitTiles(5)
+	if eval[bool](c, `!!document.querySelector('.move-handle, .resize-corner')`) || eval[bool](c, `[...document.querySelectorAll('button')].some(b => /^Remove /.test(b.getAttribute('aria-label') || ''))`) {
+		t.Error("a viewer gets edit controls with ?edit=1")
+	}
+}
+
+// member invites email to the organization as a member and accepts the invite with a
+// password, answering the e-mail and the password to sign in with.
+func (c *consoleTab) member(email string) (string, string) {
+	c.t.Helper()
+	var invite struct{ ID string }
+	if status := c.adminAPI("POST", "/api/organizations/"+c.boot.OrganizationID+"/invites/",
+		map[string]any{"target_email": email, "level": 1, "send_email": false}, &invite); status != http.StatusCreated {
+		c.t.Fatalf("inviting %s: %d", email, status)
+	}
+	password := "viewer-password-42"
+	resp, err := http.Post(c.hedge.adminURL+"/api/signup/"+invite.ID+"/", "application/json", strings.NewReader(`{"first_name": "Vi", "password": "`+password+`"}`))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		c.t.Fatalf("accepting the invite of %s: %d", email, resp.StatusCode)
+	}
+	return email, password
+}
+
+// A shared dashboard: sharing on gives a link that opens signed out as a read-only
+// page with the tiles' results and nobody's e-mail, fetches again with ?refresh=,
+// is dark with ?theme=dark, and after "Rotate link" the old link says it no longer
+// works while the new one opens.
+func TestConsoleSharedDashboard(t *testing.T) {
+	c := openConsole(t)
+	c.signIn()
+	c.visit(fmt.Sprintf("/project/%d/dashboards", c.boot.ProjectID))
+	c.run(chromedp.Click(chromedp.CSS("main table a")))
+	c.waitTiles(5)
+	link := c.enableSharing()
+	if !strings.Contains(link, "/shared/") || !strings.Contains(link, "refresh=60") {
+		t.Fatalf("the share link is %q, want /shared/… with refresh=60", link)
+	}
+	c.checkScreen("share-dialog")
+
+	// Signed out, the link opens the page (HTML, not JSON), read only.
+	c.signOut()
+	c.run(chromedp.Navigate(link))
+	c.waitTiles(5)
+	c.waitTileText("Pageviews", fmt.Sprint(seededPageviews))
+	c.waitTileText("Latest events", "user-ada")
+	if got := eval[string](c, `document.contentType`); got != "text/html" {
+		t.Errorf("the link answered %s to the browser", got)
+	}
+	if got := eval[string](c, `document.querySelector('h1').innerText`); got != "My App Dashboard" {
+		t.Errorf("the page's heading is %q", got)
+	}
+	controls := eval[[]string](c, `[...document.querySelectorAll('button, a, input, select, textarea')]
+		.map(e => (e.getAttribute('aria-label') || e.innerText || e.value || '').trim())
+		.filter(s => /edit|share|remove|move|rotate|add text|sign|save/i.test(s))`)
+	if len(controls) > 0 {
+		t.Errorf("the public page offers edit controls: %q", controls)
+	}
+	if html := eval[string](c, `document.documentElement.outerHTML`); strings.Contains(html, c.boot.UserEmail) {
+		t.Errorf("the public page shows the creator's e-mail %s", c.boot.UserEmail)
+	}
+	if got := c.text(".shared-updated"); !strings.Contains(got, "again every 60 s") {
+		t.Errorf("the page says %q, want it refreshing every 60 s", got)
+	}
+	c.checkScreen("shared-dashboard")
+
+	// ?refresh= below the minimum is raised to it; new events show without a reload.
+	short := strings.Replace(link, "refresh=60", "refresh=1", 1)
+	c.run(chromedp.Navigate(short))
+	c.waitTiles(5)
+	c.waitText(".shared-updated", "again every 10 s")
+	eval[bool](c, `(window.__stay = true)`)
+	sendPageviews(t, c.hedge.captureURL, c.boot.ProjectAPIKey, 2)
+	c.waitTileTextWithin("Pageviews", fmt.Sprintf("$pageview %d", seededPageviews+2), 30*time.Second)
+	if !eval[bool](c, `window.__stay === true`) {
+		t.Error("the page reloaded itself instead of fetching its data")
+	}
+
+	// ?theme=dark is dark whatever the system prefers.
+	c.setDark(false)
+	c.run(chromedp.Navigate(strings.Replace(link, "refresh=60", "theme=dark", 1)))
+	c.waitTiles(5)
+	if got := eval[string](c, `document.documentElement.dataset.theme`); got != "dark" {
+		t.Errorf("?theme=dark shows the %s theme", got)
+	}
+	// The embedded twin renders the same tiles.
+	c.run(chromedp.Navigate(strings.Replace(strings.Split(link, "?")[0], "/shared/", "/embedded/", 1)))
+	c.waitTiles(5)
+
+	// Rotate: signed in again, "Rotate link" makes a new link.
+	c.signIn()
+	c.visit(fmt.Sprintf("/project/%d/dashboards", c.boot.ProjectID))
+	c.run(chromedp.Click(chromedp.CSS("main table a")))
+	c.waitTiles(5)
+	c.clickButton("Share")
+	c.run(chromedp.WaitVisible(chromedp.CSS("#field-share_link")))
+	c.clickButton("Rotate link")
+	c.waitText(".share-note", "the old one no longer works")
+	old := strings.Split(link, "?")[0]
+	deadline := time.Now().Add(10 * time.Second)
+	var rotated string
+	for rotated == "" || rotated == old {
+		if time.Now().After(deadline) {
+			t.Fatal("the link did not change after Rotate link")
+		}
+		time.Sleep(100 * time.Millisecond)
+		rotated = eval[string](c, `document.querySelector('#field-share_link').value`)
+	}
+
+	c.signOut()
+	c.expect("/shared/", 404)
+	c.run(chromedp.Navigate(old))
+	c.waitText("main h1", "This link no longer works")
+	c.checkScreen("shared-dashboard-gone")
+	c.run(chromedp.Navigate(rotated))
+	c.waitTiles(5)
+}
+
+// waitTiles waits until the grid shows n tiles.
+func (c *consoleTab) waitTiles(n int) {
+	c.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got := eval[int](c, `document.querySelectorAll('.dash-grid .tile').length`)
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("the grid shows %d tiles, want %d", got, n)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// tileJS is an expression for the tile whose heading is name.
+func tileJS(name string) string {
+	return fmt.Sprintf(`[...document.querySelectorAll('.tile')].find(t => t.querySelector('h2').innerText.trim() === %q)`, name)
+}
+
+// tileGrid is where the tile named name sits: its grid column and row, as computed.
+func (c *consoleTab) tileGrid(name string) string {
+	c.t.Helper()
+	return eval[string](c, fmt.Sprintf(`(() => { const t = %s; if (!t) return 'missing';
+		const s = getComputedStyle(t); return s.gridColumn + '|' + s.gridRow; })()`, tileJS(name)))
+}
+
+// waitTileText waits until the tile named name shows want.
+func (c *consoleTab) waitTileText(name, want string) {
+	c.t.Helper()
+	c.waitTileTextWithin(name, want, 20*time.Second)
+}
+
+func (c *consoleTab) waitTileTextWithin(name, want string, d time.Duration) {
+	c.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		got := eval[string](c, fmt.Sprintf(`(() => { const t = %s; return t ? t.innerText : ''; })()`, tileJS(name)))
+		if strings.Contains(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("the %s tile never showed %q; it shows %q", name, want, got)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// clickButton clicks the visible button whose text or label is name.
+func (c *consoleTab) clickButton(name string) {
+	c.t.Helper()
+	sel := fmt.Sprintf(`[...document.querySelectorAll('button')].find(b => b.offsetParent !== null && ((b.getAttribute('aria-label') || b.innerText).trim() === %q))`, name)
+	deadline := time.Now().Add(20 * time.Second)
+	for !eval[bool](c, `!!`+sel) {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("no button %q", name)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	eval[bool](c, `(`+sel+`).click(), true`)
+}
+
+// drag presses the mouse on an element and moves it by cols columns and rows rows of
+// the dashboard grid before releasing it. The element is the one a CSS selector
+// matches, or a JavaScript expression's when el starts with "[...".
+func (c *consoleTab) drag(el string, cols, rows int) {
+	c.t.Helper()
+	if !strings.HasPrefix(el, "[...") {
+		el = fmt.Sprintf(`document.querySelector(%q)`, el)
+	}
+	at := eval[map[string]float64](c, fmt.Sprintf(`(() => { const e = %s; e.scrollIntoView({block: 'center'}); const r = e.getBoundingClientRect();
+		const g = document.querySelector('.dash-grid'); const gap = parseFloat(getComputedStyle(g).columnGap);
+		return {x: r.left + r.width / 2, y: r.top + r.height / 2, col: (g.clientWidth + gap) / 12, row: parseFloat(getComputedStyle(g).gridAutoRows) + gap}; })()`, el))
+	c.run(chromedp.DragAndDropXY(at["x"], at["y"], at["x"]+float64(cols)*at["col"], at["y"]+float64(rows)*at["row"], 12))
+}
+
+// enableSharing opens the share dialog, turns sharing on, asks for a refresh every
+// minute, and answers the link shown.
+func (c *consoleTab) enableSharing() string {
+	c.t.Helper()
+	c.clickButton("Share")
+	c.run(chromedp.WaitVisible(chromedp.CSS(`dialog input[type="checkbox"]`)))
+	c.run(chromedp.Click(chromedp.CSS(`dialog input[type="checkbox"]`)))
+	c.run(chromedp.WaitVisible(chromedp.CSS("#field-share_link")))
+	c.fill("#field-share_refresh", "60")
+	return eval[string](c, `document.querySelector('#field-share_link').value`)
+}
+
+// signOut drops the browser's cookies of this hedge: the next page is a signed-out
+// visitor's.
+func (c *consoleTab) signOut() {
+	c.t.Helper()
+	c.run(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		res, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{c.hedge.adminURL}})
+		if err != nil {
+			return err
+		}
+		for _, k := range res.Cookies {
+			if _, err := chromedp.Call(ctx, network.DeleteCookies, network.DeleteCookiesParams{Name: k.Name, URL: c.hedge.adminURL}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+}
+
+// sendPageviews sends n pageviews of a new user now.
+func sendPageviews(t *testing.T, captureURL, token string, n int) {
+	t.Helper()
+	var batch []map[string]any
+	for i := range n {
+		batch = append(batch, map[string]any{"event": "$pageview", "distinct_id": "user-late",
+			"timestamp": time.Now().UTC().Add(-time.Duration(i) * time.Second).Format(time.RFC3339Nano), "properties": map[string]any{"$browser": "Chrome"}})
+	}
+	body, _ := json.Marshal(map[string]any{"api_key": token, "batch": batch})
+	resp, err := http.Post(captureURL+"/batch/", "application/json", strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("sending pageviews: %d", resp.StatusCode)
+	}
+}

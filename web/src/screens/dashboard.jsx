@@ -1,0 +1,618 @@
+// A dashboard: its tiles on PostHog's 12-column grid in their "sm" layouts, a date
+// range over every tile, and for those who may edit it: moving and resizing tiles by
+// dragging or by keyboard (saved at once with PATCH tiles[].layouts), text cards,
+// removing tiles, and the public link. The grid and its tiles are also the public
+// shared page's (shared.jsx), read only.
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { api } from '../api.js';
+import { InsightResult, sourceOf } from '../insight-result.jsx';
+import { Link, setQuery } from '../router.jsx';
+import { projectPath } from '../session.jsx';
+import { CopyButton, ErrorNote, Field, Loading, Page, downloadCSV, useAsync } from '../ui.jsx';
+
+// The grid's geometry: PostHog's 12 columns; rows of ROW px with GAP px between.
+export const COLS = 12;
+const ROW = 56;
+const GAP = 12;
+
+// dateRanges are the dashboard-wide ranges offered, as PostHog's date_from values.
+export const dateRanges = [
+  ['', "Each tile's own range"],
+  ['dStart', 'Today'],
+  ['-7d', 'Last 7 days'],
+  ['-14d', 'Last 14 days'],
+  ['-30d', 'Last 30 days'],
+  ['-90d', 'Last 90 days'],
+  ['mStart', 'This month'],
+  ['all', 'All time'],
+];
+
+// clampLayout keeps a layout on the grid: 1 to 12 columns wide, at least one row high,
+// never past the right edge or above the top.
+export function clampLayout(l) {
+  const w = Math.min(COLS, Math.max(1, l.w));
+  const h = Math.max(1, l.h);
+  return { x: Math.min(COLS - w, Math.max(0, l.x)), y: Math.max(0, l.y), w, h };
+}
+
+// placed gives every tile its sm layout; tiles without one go below the others (text
+// cards two rows high, insights five), as PostHog places them.
+export function placed(tiles) {
+  let bottom = 0;
+  for (const t of tiles) {
+    const l = t.layouts && t.layouts.sm;
+    if (l) bottom = Math.max(bottom, (l.y || 0) + (l.h || 1));
+  }
+  const out = {};
+  for (const t of tiles) {
+    const l = t.layouts && t.layouts.sm;
+    if (l && Number.isFinite(l.x) && Number.isFinite(l.y)) {
+      out[t.id] = clampLayout({ x: l.x, y: l.y, w: l.w || 6, h: l.h || 5 });
+    } else {
+      const h = t.text ? 2 : 5;
+      out[t.id] = { x: 0, y: bottom, w: 6, h };
+      bottom += h;
+    }
+  }
+  return out;
+}
+
+const overlaps = (a, b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
+
+// moveTo puts tile id at layout l and pushes every tile it now covers down below it,
+// and so on for those (react-grid-layout's collision rule, without compaction, so a
+// tile stays where it was put). It answers the new layouts by tile id.
+export function moveTo(layouts, id, l) {
+  const next = { ...layouts, [id]: clampLayout(l) };
+  const queue = [String(id)];
+  while (queue.length) {
+    const k = queue.shift();
+    for (const other of Object.keys(next)) {
+      if (other === k || other === String(id) || !overlaps(next[k], next[other])) continue;
+      next[other] = { ...next[other], y: next[k].y + next[k].h };
+      queue.push(other);
+    }
+  }
+  return next;
+}
+
+// tileName is what a tile is called: its insight's name, or "Text".
+export function tileName(t) {
+  return t.insight ? t.insight.name || 'Untitled insight' : 'Text';
+}
+
+// resultOf is an insight's result as InsightResult takes it: trends and funnels answer
+// {results: [...]} in an insight, the list itself in InsightResult.
+export function resultOf(insight) {
+  const r = insight.result;
+  const kind = sourceOf(insight.query) && sourceOf(insight.query).kind;
+  if ((kind === 'TrendsQuery' || kind === 'FunnelsQuery') && r && !Array.isArray(r) && Array.isArray(r.results)) return r.results;
+  return r;
+}
+
+// describe says where a layout is, for the live region while a tile moves.
+function describe(name, l) {
+  return `${name}: column ${l.x + 1}, row ${l.y + 1}, ${l.w} wide, ${l.h} high.`;
+}
+
+// Grid lays tiles out. With edit set (an object of callbacks) each tile has a move
+// handle (drag, or arrows and Shift+arrows), a resize corner and a Remove button.
+// layouts are by tile id; a tile not in them yet (just fetched) takes its own.
+export function Grid({ tiles, layouts, project, edit, announce }) {
+  const own = useMemo(() => placed(tiles), [tiles]);
+  return (
+    <div class="dash-grid">
+      {tiles.map((t) => (
+        <Tile key={t.id} tile={t} layout={layouts[t.id] || own[t.id]} project={project} edit={edit} announce={announce} />
+      ))}
+    </div>
+  );
+}
+
+function Tile({ tile, layout, project, edit, announce }) {
+  const name = tileName(tile);
+  const headId = `tile-${tile.id}-title`;
+  const rows = tile.insight && !['TrendsQuery', 'FunnelsQuery'].includes((sourceOf(tile.insight.query) || {}).kind);
+  const height = Math.max(80, layout.h * ROW + (layout.h - 1) * GAP - 105);
+  return (
+    <article
+      class={edit && edit.active === tile.id ? 'tile tile-moving' : 'tile'}
+      aria-labelledby={headId}
+      data-tile={tile.id}
+      style={{ '--col': layout.x + 1, '--row': layout.y + 1, '--w': layout.w, '--h': layout.h }}
+    >
+      <header class="tile-head">
+        {edit && <MoveHandle tile={tile} name={name} layout={layout} edit={edit} announce={announce} />}
+        <h2 id={headId}>
+          {tile.insight && project ? <Link href={projectPath(project, 'insights/' + tile.insight.short_id)}>{name}</Link> : name}
+        </h2>
+        <div class="tile-tools">
+          {rows && tile.insight.result && tile.insight.result.columns && (
+            <button
+              type="button"
+              class="secondary"
+              aria-label={`Download ${name} as CSV`}
+              onClick={() => downloadCSV(`${name}.csv`, tile.insight.result.columns, tile.insight.result.results || [])}
+            >
+              CSV
+            </button>
+          )}
+          {edit && (
+            <button type="button" class="secondary small" aria-label={`Remove ${name}`} onClick={() => edit.remove(tile)}>
+              Remove
+            </button>
+          )}
+        </div>
+      </header>
+      <div
+        class="tile-body"
+        tabindex={rows ? 0 : undefined}
+        role={rows ? 'region' : undefined}
+        aria-labelledby={rows ? headId : undefined}
+      >
+        {tile.text ? (
+          <TextBody body={tile.text.body} />
+        ) : tile.insight.query_error ? (
+          <p class="error-note">{tile.insight.query_error}</p>
+        ) : (
+          <InsightResult query={tile.insight.query} result={resultOf(tile.insight)} title={name} height={height} />
+        )}
+      </div>
+      {edit && <ResizeCorner tile={tile} layout={layout} edit={edit} />}
+    </article>
+  );
+}
+
+// TextBody shows a text card: paragraphs split at blank lines, as plain text.
+function TextBody({ body }) {
+  return (
+    <div class="tile-text">
+      {body.split(/\n\s*\n/).map((p) => (
+        <p>{p}</p>
+      ))}
+    </div>
+  );
+}
+
+// cellOf is the size of one grid step in px (a column with its gap, a row with its
+// gap), read from the grid element around el.
+function cellOf(el) {
+  const grid = el.closest('.dash-grid');
+  return { x: (grid.clientWidth + GAP) / COLS, y: ROW + GAP };
+}
+
+// useDrag follows a pointer pressed on an element and calls change with the whole
+// grid steps it has moved by; done when it is released (with whether it moved).
+function useDrag(change, done) {
+  const start = useRef(null);
+  return {
+    onPointerDown: (e) => {
+      if (e.button !== 0) return;
+      e.preventDefault();
+      e.currentTarget.setPointerCapture(e.pointerId);
+      start.current = { x: e.clientX, y: e.clientY, cell: cellOf(e.currentTarget), dx: 0, dy: 0 };
+    },
+    onPointerMove: (e) => {
+      const s = start.current;
+      if (!s) return;
+      const dx = Math.round((e.clientX - s.x) / s.cell.x);
+      const dy = Math.round((e.clientY - s.y) / s.cell.y);
+      if (dx !== s.dx || dy !== s.dy) {
+        s.dx = dx;
+        s.dy = dy;
+        change(dx, dy);
+      }
+    },
+    onPointerUp: () => {
+      const s = start.current;
+      start.current = null;
+      if (s) done(s.dx !== 0 || s.dy !== 0);
+    },
+    onPointerCancel: () => {
+      start.current = null;
+      done(false, true);
+    },
+  };
+}
+
+// MoveHandle moves its tile: dragged with a pointer, or focused and driven by arrows
+// (one cell), Shift+arrows (resize by one cell), Enter (save) and Escape (put back).
+// Leaving it with Tab saves too, so no move is lost.
+function MoveHandle({ tile, name, layout, edit, announce }) {
+  const origin = useRef(null);
+  const begin = () => {
+    if (!origin.current) origin.current = layout;
+    edit.setActive(tile.id);
+  };
+  const end = (save) => {
+    const from = origin.current;
+    origin.current = null;
+    edit.setActive(null);
+    if (!from) return;
+    if (save) edit.save(tile);
+    else edit.revert(tile);
+  };
+  const drag = useDrag(
+    (dx, dy) => {
+      begin();
+      const from = origin.current;
+      const next = { ...from, x: from.x + dx, y: from.y + dy };
+      edit.preview(tile.id, next);
+      announce(describe(name, clampLayout(next)));
+    },
+    (moved, cancelled) => end(moved && !cancelled),
+  );
+  const onKeyDown = (e) => {
+    const step = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] }[e.key];
+    if (step) {
+      e.preventDefault();
+      begin();
+      const now = edit.layoutOf(tile.id);
+      const next = e.shiftKey ? { ...now, w: now.w + step[0], h: now.h + step[1] } : { ...now, x: now.x + step[0], y: now.y + step[1] };
+      edit.preview(tile.id, next);
+      announce(describe(name, clampLayout(next)) + ' Enter saves, Escape puts it back.');
+    } else if (e.key === 'Enter' || e.key === 'Escape') {
+      e.preventDefault();
+      end(e.key === 'Enter');
+    }
+  };
+  return (
+    <button
+      type="button"
+      class="move-handle secondary small"
+      aria-label={`Move ${name}`}
+      aria-describedby="move-help"
+      aria-pressed={edit.active === tile.id}
+      onKeyDown={onKeyDown}
+      onBlur={() => origin.current && end(true)}
+      {...drag}
+    >
+      <span aria-hidden="true">⠿</span>
+    </button>
+  );
+}
+
+// ResizeCorner resizes its tile by dragging; keyboard users resize with Shift+arrows
+// on the move handle, so the corner is not a separate stop.
+function ResizeCorner({ tile, layout, edit }) {
+  const origin = useRef(null);
+  const drag = useDrag(
+    (dx, dy) => {
+      if (!origin.current) origin.current = layout;
+      edit.setActive(tile.id);
+      edit.preview(tile.id, { ...origin.current, w: origin.current.w + dx, h: origin.current.h + dy });
+    },
+    (moved) => {
+      const from = origin.current;
+      origin.current = null;
+      edit.setActive(null);
+      if (from && moved) edit.save(tile);
+      else if (from) edit.revert(tile);
+    },
+  );
+  return <div class="resize-corner" aria-hidden="true" title="Drag to resize" {...drag} />;
+}
+
+// canEdit reports whether the signed-in user may change the dashboard (PostHog's
+// effective privilege: 37 edits, 21 views).
+export const canEdit = (d) => d.effective_privilege_level >= 37;
+
+export function Dashboard({ project, id, params }) {
+  const dateFrom = params.get('date_from') || '';
+  const base = `/api/projects/${project}/dashboards/${id}/`;
+  const { data, error, loading, reload } = useAsync(
+    (signal) => api(base + (dateFrom ? '?filters_override=' + encodeURIComponent(JSON.stringify({ date_from: dateFrom })) : ''), { signal }),
+    [base, dateFrom],
+  );
+  if (error && !data) {
+    return (
+      <Page title="Dashboard">
+        <ErrorNote error={error} />
+      </Page>
+    );
+  }
+  if (!data) return <Loading />;
+  return <DashboardView project={project} base={base} dashboard={data} error={error} loading={loading} reload={reload} params={params} />;
+}
+
+function DashboardView({ project, base, dashboard, error, loading, reload, params }) {
+  const editable = canEdit(dashboard);
+  const editing = editable && params.get('edit') === '1';
+  const tiles = dashboard.tiles;
+  const [layouts, setLayouts] = useState(() => placed(tiles));
+  const saved = useRef(layouts);
+  const [active, setActive] = useState(null);
+  const [status, setStatus] = useState('');
+  const [failure, setFailure] = useState(null);
+  const [removed, setRemoved] = useState(null);
+  const [dialog, setDialog] = useState(null);
+  useEffect(() => {
+    const l = placed(tiles);
+    saved.current = l;
+    setLayouts(l);
+  }, [tiles]);
+
+  const patch = async (body, done) => {
+    try {
+      setFailure(null);
+      setRemoved(null); // Undo undoes only the last change
+      await api(base, { method: 'PATCH', body });
+      setStatus(done);
+      return true;
+    } catch (e) {
+      setFailure(e);
+      return false;
+    }
+  };
+  // layoutsRef is the layouts now, also between renders (keys come fast).
+  const layoutsRef = useRef(layouts);
+  layoutsRef.current = layouts;
+  // saveLayouts sends the layouts that differ from the saved ones: the moved tile and
+  // the tiles it pushed.
+  const saveLayouts = async (tile) => {
+    const current = layoutsRef.current;
+    const changed = tiles.filter((t) => JSON.stringify(current[t.id]) !== JSON.stringify(saved.current[t.id]));
+    if (!changed.length) return;
+    const ok = await patch(
+      { tiles: changed.map((t) => ({ id: t.id, layouts: { ...(t.layouts || {}), sm: current[t.id] } })) },
+      `${tileName(tile)} saved at column ${current[tile.id].x + 1}, row ${current[tile.id].y + 1}.`,
+    );
+    if (ok) saved.current = current;
+    else setLayouts(saved.current);
+  };
+
+  const edit = editing && {
+    active,
+    setActive,
+    layoutOf: (tileId) => layoutsRef.current[tileId],
+    // preview puts a tile at l, the others where they were saved (pushed if covered).
+    preview: (tileId, l) => {
+      layoutsRef.current = moveTo(saved.current, tileId, l);
+      setLayouts(layoutsRef.current);
+    },
+    save: saveLayouts,
+    revert: (tile) => {
+      setLayouts(saved.current);
+      setStatus(`${tileName(tile)} put back.`);
+    },
+    remove: async (tile) => {
+      if (await patch({ tiles: [{ id: tile.id, deleted: true }] }, `${tileName(tile)} removed.`)) {
+        setRemoved(tile);
+        reload();
+      }
+    },
+  };
+  const undoRemove = async () => {
+    const tile = removed;
+    setRemoved(null);
+    if (await patch({ tiles: [{ id: tile.id, deleted: false }] }, `${tileName(tile)} is back.`)) reload();
+  };
+  const bottom = Math.max(0, ...Object.values(layouts).map((l) => l.y + l.h));
+
+  return (
+    <Page
+      title={dashboard.name || 'Untitled dashboard'}
+      wide
+      actions={
+        <>
+          <DateRange filters={dashboard.filters || {}} params={params} editable={editable} patch={patch} reload={reload} />
+          {editing && (
+            <button type="button" class="secondary" onClick={() => setDialog('text')}>
+              Add text
+            </button>
+          )}
+          {editable && (
+            <button type="button" class="secondary" onClick={() => setQuery({ edit: editing ? null : '1' })} aria-pressed={editing}>
+              {editing ? 'Done editing' : 'Edit layout'}
+            </button>
+          )}
+          {editable && (
+            <button type="button" onClick={() => setDialog('share')}>
+              Share
+            </button>
+          )}
+        </>
+      }
+    >
+      {dashboard.description && <p class="muted dash-description">{dashboard.description}</p>}
+      <ErrorNote error={failure || error} />
+      <p class="sr-only" id="move-help">
+        Arrow keys move the tile by one cell, Shift with arrow keys resizes it, Enter saves, Escape puts it back.
+      </p>
+      <div class="dash-status" role="status">
+        {loading ? 'Updating…' : status}
+        {removed && (
+          <button type="button" class="link" onClick={undoRemove}>
+            Undo
+          </button>
+        )}
+      </div>
+      {tiles.length === 0 ? (
+        <p class="empty">No tiles yet. Add insights to this dashboard from an insight, or add a text card while editing.</p>
+      ) : (
+        <Grid tiles={tiles} layouts={layouts} project={project} edit={edit} announce={setStatus} />
+      )}
+      {dialog === 'text' && (
+        <TextDialog
+          close={() => setDialog(null)}
+          add={async (body) => {
+            const ok = await patch({ tiles: [{ text: { body }, layouts: { sm: { x: 0, y: bottom, w: 6, h: 2 } } }] }, 'Text card added.');
+            if (ok) reload();
+            return ok;
+          }}
+          error={failure}
+        />
+      )}
+      {dialog === 'share' && <ShareDialog base={base} close={() => setDialog(null)} />}
+    </Page>
+  );
+}
+
+// DateRange is the range over every tile. Choosing one shows it at once, kept in the
+// URL (?date_from=, sent as filters_override); an editor saves it as the dashboard's
+// filters for everyone. A saved range cannot be lifted by an override, so going back to
+// each tile's own range is a change of the saved filters, for editors only.
+function DateRange({ filters, params, editable, patch, reload }) {
+  const saved = filters.date_from || '';
+  const range = params.get('date_from') || saved;
+  const save = async (value, said) => {
+    if (await patch({ filters: { ...filters, date_from: value || null } }, said)) {
+      setQuery({ date_from: null });
+      reload();
+    }
+  };
+  const choose = (value) => {
+    if (value === '' && saved) save('', "Each tile's own range again, for everyone.");
+    else setQuery({ date_from: value === saved ? null : value });
+  };
+  return (
+    <>
+      <label class="inline-field">
+        <span>Date range</span>
+        <select id="date-range" value={range} onChange={(e) => choose(e.target.value)}>
+          {dateRanges.map(([v, label]) => (
+            <option value={v} disabled={v === '' && saved && !editable}>
+              {label}
+            </option>
+          ))}
+        </select>
+      </label>
+      {editable && range !== saved && (
+        <button type="button" class="secondary" onClick={() => save(range, 'Date range saved for everyone.')}>
+          Save range
+        </button>
+      )}
+    </>
+  );
+}
+
+// Modal is a native modal dialog (focus kept inside, Escape closes) opened on mount.
+function Modal({ title, close, children }) {
+  const ref = useRef();
+  useEffect(() => {
+    ref.current.showModal();
+  }, []);
+  return (
+    <dialog ref={ref} class="modal" aria-labelledby="modal-title" onClose={close}>
+      <h2 id="modal-title">{title}</h2>
+      {children}
+    </dialog>
+  );
+}
+
+function TextDialog({ close, add, error }) {
+  const [body, setBody] = useState('');
+  return (
+    <Modal title="Add a text card" close={close}>
+      <form
+        onSubmit={async (e) => {
+          e.preventDefault();
+          if (await add(body)) close();
+        }}
+      >
+        <ErrorNote error={error} fields={['tiles__0__text__body']} />
+        <Field label="Text" name="tiles__0__text__body" error={error} hint="Blank lines start a new paragraph.">
+          <textarea rows="5" maxLength={4000} value={body} onInput={(e) => setBody(e.target.value)} required />
+        </Field>
+        <div class="row">
+          <button type="submit">Add</button>
+          <button type="button" class="secondary" onClick={close}>
+            Cancel
+          </button>
+        </div>
+      </form>
+    </Modal>
+  );
+}
+
+// refreshChoices are the public page's ?refresh= values (seconds) offered.
+const refreshChoices = [
+  ['', "Don't refresh"],
+  ['60', 'Every minute'],
+  ['300', 'Every 5 minutes'],
+  ['900', 'Every 15 minutes'],
+];
+
+// ShareDialog turns the public link on and off, builds it with its options, and
+// rotates it (the old link stops working).
+function ShareDialog({ base, close }) {
+  const { data, error, reload } = useAsync((signal) => api(base + 'sharing/', { signal }), [base]);
+  const [failure, setFailure] = useState(null);
+  const [refresh, setRefresh] = useState('');
+  const [dark, setDark] = useState(false);
+  const [note, setNote] = useState('');
+  const change = async (path, method, body, said) => {
+    try {
+      setFailure(null);
+      await api(base + path, { method, body });
+      setNote(said);
+      reload();
+    } catch (e) {
+      setFailure(e);
+    }
+  };
+  const qs = new URLSearchParams();
+  if (refresh) qs.set('refresh', refresh);
+  if (dark) qs.set('theme', 'dark');
+  const suffix = qs.toString() ? '?' + qs : '';
+  const link = data && `${location.origin}/shared/${data.access_token}${suffix}`;
+  return (
+    <Modal title="Share dashboard" close={close}>
+      <ErrorNote error={failure || error} />
+      {!data ? (
+        <Loading />
+      ) : (
+        <>
+          <label class="check">
+            <input
+              type="checkbox"
+              checked={data.enabled}
+              onChange={(e) => change('sharing/', 'PATCH', { enabled: e.target.checked }, e.target.checked ? 'Anyone with the link can view.' : 'Sharing is off.')}
+            />
+            Anyone with the link can view this dashboard
+          </label>
+          {data.enabled && (
+            <>
+              <Field label="Public link" name="share_link">
+                <input readonly value={link} onFocus={(e) => e.target.select()} />
+              </Field>
+              <div class="row share-options">
+                <Field label="Refresh" name="share_refresh">
+                  <select value={refresh} onChange={(e) => setRefresh(e.target.value)}>
+                    {refreshChoices.map(([v, label]) => (
+                      <option value={v}>{label}</option>
+                    ))}
+                  </select>
+                </Field>
+                <label class="check">
+                  <input type="checkbox" checked={dark} onChange={(e) => setDark(e.target.checked)} /> Dark theme
+                </label>
+              </div>
+              <Field label="Embed code" name="share_embed">
+                <input readonly value={`<iframe src="${location.origin}/embedded/${data.access_token}${suffix}" width="100%" height="800" frameborder="0"></iframe>`} />
+              </Field>
+              <div class="row">
+                <CopyButton text={link} label="Copy link" />
+                <a class="button secondary" href={link} target="_blank" rel="noopener noreferrer">
+                  Open
+                </a>
+                <button type="button" class="secondary" onClick={() => change('sharing/refresh/', 'POST', undefined, 'New link made: the old one no longer works.')}>
+                  Rotate link
+                </button>
+              </div>
+              <p class="hint">Rotating makes a new link; whoever holds the old one loses access.</p>
+            </>
+          )}
+        </>
+      )}
+      <p role="status" class="share-note">
+        {note}
+      </p>
+      <form method="dialog">
+        <button type="submit" class="secondary">
+          Close
+        </button>
+      </form>
+    </Modal>
+  );
+}
