@@ -1,73 +1,51 @@
-// Time series charts on uPlot (canvas), made accessible: an aria-label that states
-// what the chart shows, legend entries that are buttons, and a table of the same
-// numbers. Colours are read from the theme's CSS variables at draw time, and the chart
-// is drawn again when the theme changes (a canvas keeps the colours it was drawn with).
+// Time series charts drawn as SVG, made accessible: an aria-label that states what the
+// chart shows, legend entries that are buttons, and a table of the same numbers.
+//
+// Decision: hedge draws its own SVG instead of using uPlot. uPlot alone is 24 KB of the
+// console's 60 KB gzipped budget, which eight screens do not leave; the charts here
+// are a few dozen points per series, which SVG draws at no cost. SVG also takes its
+// colours from the theme's CSS variables through classes, so a theme change restyles
+// it without a redraw (a canvas keeps the colours it was drawn with).
 import { useEffect, useRef, useState } from 'preact/hooks';
-import uPlot from 'uplot';
-import 'uplot/dist/uPlot.min.css';
-import { cssVar, onThemeChange } from './theme.js';
 import { downloadCSV, format } from './ui.jsx';
 
-// seriesColor is the n-th series colour of the palette in the theme.
-export function seriesColor(n) {
-  return cssVar(`--series-${n % 8}`);
+// niceTicks divides [0, max] into about n steps of 1, 2 or 5 times a power of ten.
+export function niceTicks(max, n = 4) {
+  if (!(max > 0)) return [0, 1];
+  const raw = max / n;
+  const power = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw);
+  const ticks = [];
+  for (let v = 0; v < max + step; v += step) ticks.push(Number(v.toPrecision(12)));
+  return ticks;
+}
+
+// shortDate labels an x position: a day as "Nov 25", an hour as "14:00".
+function shortDate(label) {
+  if (label.length <= 10) {
+    const d = new Date(label + 'T00:00:00');
+    return d.toLocaleDateString('en-US', { month: 'short', day: 'numeric' });
+  }
+  const t = label.slice(11, 16);
+  return t === '00:00' ? shortDate(label.slice(0, 10)) : t;
 }
 
 // TimeChart draws series [{label, data}] over labels (ISO dates or date-times) as
 // lines, bars or stacked bars. title names it for assistive technology.
 export function TimeChart({ title, labels, series, display = 'line', height = 280 }) {
   const box = useRef();
+  const [width, setWidth] = useState(600);
   const [hidden, setHidden] = useState(() => new Set());
   const [asTable, setAsTable] = useState(false);
-  const [tick, setTick] = useState(0);
-  useEffect(() => onThemeChange(() => setTick((n) => n + 1)), []);
   useEffect(() => {
-    if (asTable || !box.current) return;
-    const xs = labels.map((l) => new Date(l.length <= 10 ? l + 'T00:00:00' : l).getTime() / 1000);
-    const shown = series.map((s, i) => ({ ...s, i })).filter((s) => !hidden.has(s.i));
-    let data = shown.map((s) => s.data.map((v) => v ?? 0));
-    if (display === 'stacked') {
-      const acc = xs.map(() => 0);
-      data = data.map((d) => d.map((v, j) => (acc[j] += v)));
-    }
-    const axis = { stroke: cssVar('--muted'), grid: { stroke: cssVar('--grid') }, ticks: { stroke: cssVar('--grid') } };
-    const bars = display === 'bar' || display === 'stacked' ? uPlot.paths.bars({ size: [0.7, 40] }) : undefined;
-    const opts = {
-      width: box.current.clientWidth || 600,
-      height,
-      legend: { show: false },
-      cursor: { drag: { x: false, y: false } },
-      scales: { x: { time: true } },
-      axes: [axis, { ...axis, size: 60 }],
-      series: [
-        {},
-        ...shown.map((s) => ({
-          label: s.label,
-          stroke: seriesColor(s.i),
-          fill: bars ? seriesColor(s.i) : undefined,
-          width: 2,
-          paths: bars,
-          points: { show: xs.length < 40 },
-        })),
-      ],
-    };
-    // Stacked: draw the highest sum first so each band shows.
-    const order = display === 'stacked' ? [...data.keys()].reverse() : [...data.keys()];
-    const plot = new uPlot(
-      { ...opts, series: [{}, ...order.map((k) => opts.series[k + 1])] },
-      [xs, ...order.map((k) => data[k])],
-      box.current,
-    );
     // The element, not the ref: the ref is null once the chart gives way to its table.
     const el = box.current;
-    const resize = new ResizeObserver(() => plot.setSize({ width: el.clientWidth, height }));
+    if (!el) return;
+    setWidth(el.clientWidth || 600);
+    const resize = new ResizeObserver(() => el.clientWidth && setWidth(el.clientWidth));
     resize.observe(el);
-    return () => {
-      resize.disconnect();
-      plot.destroy();
-    };
-  }, [labels, series, display, hidden, asTable, tick, height]);
-
+    return () => resize.disconnect();
+  }, [asTable]);
   const totals = series.map((s) => s.data.reduce((a, b) => a + (b ?? 0), 0));
   const peak = Math.max(0, ...series.flatMap((s) => s.data.map((v) => v ?? 0)));
   const summary =
@@ -133,7 +111,9 @@ export function TimeChart({ title, labels, series, display = 'line', height = 28
           </table>
         </div>
       ) : (
-        <div ref={box} class="chart-canvas" role="img" aria-label={summary} />
+        <div ref={box} class="chart-canvas">
+          <Plot {...{ labels, series, display, hidden, width, height, summary }} />
+        </div>
       )}
       <figcaption class="sr-only">{summary}</figcaption>
     </figure>
@@ -153,5 +133,77 @@ export function BarList({ title, items }) {
         </li>
       ))}
     </ol>
+  );
+}
+
+// Plot is the SVG of the shown series: the y axis from zero with its grid, dates
+// under the x axis (as many as fit), and lines with points, bars side by side, or
+// bars stacked in series order. Each point or bar has a <title>, the browser's tooltip.
+function Plot({ labels, series, display, hidden, width, height, summary }) {
+  const shown = series.map((s, i) => ({ ...s, i })).filter((s) => !hidden.has(s.i));
+  const n = labels.length;
+  const left = 48, right = 12, top = 10, bottom = 26;
+  const plotW = Math.max(10, width - left - right), plotH = Math.max(10, height - top - bottom);
+  const stacked = display === 'stacked';
+  const bars = display === 'bar' || stacked;
+  const value = (s, j) => s.data[j] ?? 0;
+  const max = Math.max(0, ...labels.map((_, j) => (stacked ? shown.reduce((a, s) => a + value(s, j), 0) : Math.max(0, ...shown.map((s) => value(s, j))))));
+  const ticks = niceTicks(max);
+  const top_ = ticks[ticks.length - 1] || 1;
+  const y = (v) => top + plotH - (v / top_) * plotH;
+  const slot = plotW / Math.max(n, 1);
+  const x = (j) => left + (bars ? slot * (j + 0.5) : n > 1 ? (plotW * j) / (n - 1) : plotW / 2);
+  const every = Math.max(1, Math.ceil(n / Math.max(1, Math.floor(plotW / 70))));
+  const marks = [];
+  if (bars) {
+    const bandW = Math.max(1, slot * 0.7);
+    labels.forEach((label, j) => {
+      let base = 0;
+      shown.forEach((s, k) => {
+        const v = value(s, j);
+        const w = stacked ? bandW : bandW / shown.length;
+        const x0 = x(j) - bandW / 2 + (stacked ? 0 : k * w);
+        const y0 = y(base + v);
+        marks.push(
+          <rect class={`series-${s.i % 8} bar`} x={x0} y={y0} width={Math.max(1, w - (stacked ? 0 : 1))} height={Math.max(0, y(base) - y0)}>
+            <title>{`${s.label}, ${label}: ${format(v)}`}</title>
+          </rect>,
+        );
+        if (stacked) base += v;
+      });
+    });
+  } else {
+    shown.forEach((s) => {
+      const d = labels.map((_, j) => `${j ? 'L' : 'M'}${x(j).toFixed(1)},${y(value(s, j)).toFixed(1)}`).join('');
+      marks.push(<path class={`series-${s.i % 8} line`} d={d} />);
+      if (n <= 60)
+        labels.forEach((label, j) =>
+          marks.push(
+            <circle class={`series-${s.i % 8} point`} cx={x(j)} cy={y(value(s, j))} r="3">
+              <title>{`${s.label}, ${label}: ${format(value(s, j))}`}</title>
+            </circle>,
+          ),
+        );
+    });
+  }
+  return (
+    <svg class="plot" width={width} height={height} role="img" aria-label={summary}>
+      {ticks.map((t) => (
+        <g class="tick">
+          <line x1={left} x2={left + plotW} y1={y(t)} y2={y(t)} />
+          <text x={left - 6} y={y(t)} dy="0.32em" text-anchor="end">
+            {format(t)}
+          </text>
+        </g>
+      ))}
+      {labels.map((label, j) =>
+        j % every === 0 ? (
+          <text class="x-label" x={x(j)} y={height - 8} text-anchor={x(j) > width - right - 24 ? 'end' : j === 0 && !bars ? 'start' : 'middle'}>
+            {shortDate(label)}
+          </text>
+        ) : null,
+      )}
+      {marks}
+    </svg>
   );
 }
