@@ -9,7 +9,10 @@ import { api, setUnauthorizedHandler } from './api.js';
 import { Layout } from './layout.jsx';
 import { match, navigate, useLocation } from './router.jsx';
 import { Account } from './screens/account.jsx';
+import { Activity } from './screens/activity.jsx';
 import { Login } from './screens/login.jsx';
+import { Person } from './screens/person.jsx';
+import { Persons } from './screens/persons.jsx';
 import { Signup } from './screens/signup.jsx';
 import { Session, projectPath } from './session.jsx';
 import { ErrorNote, Loading, Page } from './ui.jsx';
@@ -23,6 +26,9 @@ const publicRoutes = [
 // routes are the signed-in screens; project screens get the project's id as project.
 const routes = [
   ['/account', () => <Account />],
+  ['/project/:project/activity', ({ project, params }) => <Activity project={project} params={params} />],
+  ['/project/:project/persons', ({ project, params }) => <Persons project={project} params={params} />],
+  ['/project/:project/persons/:uuid', ({ project, uuid }) => <Person project={project} uuid={uuid} />],
 ];
 
 function toSignIn() {
