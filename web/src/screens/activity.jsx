@@ -57,7 +57,7 @@ export function Activity({ project, params }) {
   const filters = { event: params.get('event') || '', key: params.get('key') || '', value: params.get('value') || '' };
   return (
     <Page title="Activity" wide>
-      <Filters project={project} filters={filters} />
+      <Filters key={`${filters.key}|${filters.value}`} project={project} filters={filters} />
       <LiveEvents key={`${project}|${filters.event}|${filters.key}|${filters.value}`} project={project} filters={filters} />
     </Page>
   );
@@ -75,7 +75,8 @@ function Filters({ project, filters }) {
   const [key, setKey] = useState(filters.key);
   const [value, setValue] = useState(filters.value);
   const options = names.data || [];
-  if (filters.event && !options.includes(filters.event)) options.unshift(filters.event);
+  // An event named in the URL but not seen lately is still a choice.
+  const choices = filters.event && !options.includes(filters.event) ? [filters.event, ...options] : options;
   return (
     <form
       class="activity-filters row"
@@ -88,7 +89,7 @@ function Filters({ project, filters }) {
         <label for="activity-event">Event</label>
         <select id="activity-event" value={filters.event} onChange={(e) => setQuery({ event: e.target.value })}>
           <option value="">All events</option>
-          {options.map((n) => (
+          {choices.map((n) => (
             <option value={n}>{n}</option>
           ))}
         </select>
