@@ -25,6 +25,11 @@ func TestConsolePersons(t *testing.T) {
 	}
 	// An anonymous visitor who then signs in as user-brian: one person, two ids.
 	more = append(more, map[string]any{"event": "anon_visit", "distinct_id": "anon-merge", "timestamp": now.Add(-3 * time.Hour).Format(time.RFC3339)})
+	// A company, and a second one to search past.
+	for _, g := range [][2]string{{"acme", "Acme Inc"}, {"globex", "Globex"}} {
+		more = append(more, map[string]any{"event": "$groupidentify", "distinct_id": "user-chen", "properties": map[string]any{
+			"$group_type": "company", "$group_key": g[0], "$group_set": map[string]any{"name": g[1], "plan": "enterprise-" + g[0]}}})
+	}
 	c.capture(more...)
 	c.capture(map[string]any{"event": "$identify", "distinct_id": "user-brian", "properties": map[string]any{"$anon_distinct_id": "anon-merge"}})
 	c.signIn()
@@ -92,6 +97,23 @@ func TestConsolePersons(t *testing.T) {
 	// A search that finds nobody says so.
 	c.visit(fmt.Sprintf("/project/%d/persons?search=nobody-here", c.boot.ProjectID))
 	c.waitText("[role=status]", "No person matches")
+
+	// Groups: the company type is a tab beside Persons; its list finds a group by key,
+	// whose page shows its properties.
+	c.run(chromedp.Click(chromedp.CSS(`nav.people-nav a[href$="/groups/0"]`)))
+	c.waitText("h1", "company")
+	c.waitText("[role=status]", "1–2 of 2")
+	c.checkScreen("groups")
+	c.fill("#groups-search", "ACME")
+	c.key("\r")
+	c.waitText("[role=status]", "1–1 of 1")
+	c.run(chromedp.Click(chromedp.CSS("table tbody a")))
+	c.waitText("h1", "Acme Inc")
+	c.waitText("table.props", "enterprise-acme")
+	if got := eval[string](c, `location.pathname`); got != fmt.Sprintf("/project/%d/groups/0/acme", c.boot.ProjectID) {
+		t.Errorf("the group's page is at %s", got)
+	}
+	c.checkScreen("group")
 }
 
 // checkHistoryOrder fails the test unless the history's times go newest first.

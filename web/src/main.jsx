@@ -10,6 +10,7 @@ import { Layout } from './layout.jsx';
 import { match, navigate, useLocation } from './router.jsx';
 import { Account } from './screens/account.jsx';
 import { Activity } from './screens/activity.jsx';
+import { Group, Groups } from './screens/groups.jsx';
 import { Login } from './screens/login.jsx';
 import { Person } from './screens/person.jsx';
 import { Persons } from './screens/persons.jsx';
@@ -29,6 +30,9 @@ const routes = [
   ['/project/:project/activity', ({ project, params }) => <Activity project={project} params={params} />],
   ['/project/:project/persons', ({ project, params }) => <Persons project={project} params={params} />],
   ['/project/:project/persons/:uuid', ({ project, uuid }) => <Person project={project} uuid={uuid} />],
+  ['/project/:project/groups/:type', ({ project, type, params }) => <Groups project={project} type={type} params={params} />],
+  // The key is groupKey: a prop named key would be Preact's own.
+  ['/project/:project/groups/:type/:groupKey', ({ project, type, groupKey }) => <Group project={project} type={type} groupKey={groupKey} />],
 ];
 
 function toSignIn() {

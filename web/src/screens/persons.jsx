@@ -6,6 +6,7 @@ import { Link, setQuery } from '../router.jsx';
 import { projectPath } from '../session.jsx';
 import { ErrorNote, Loading, Page, useAsync } from '../ui.jsx';
 import { when } from './activity.jsx';
+import { PeopleNav } from './groups.jsx';
 
 const pageSize = 50;
 
@@ -20,6 +21,7 @@ export function Persons({ project, params }) {
   const page = list.data;
   return (
     <Page title="Persons">
+      <PeopleNav project={project} current="persons" />
       <form
         class="row persons-search"
         role="search"
