@@ -102,6 +102,14 @@ func TestConsoleActivity(t *testing.T) {
 	}
 	c.run(chromedp.Click(chromedp.CSS(".new-events")))
 	c.waitText("table.events tbody tr:first-child", "burst")
+	// 146 events now: a page of 100, then the older 46 (rows are kept apart by uuid, so
+	// 146 is all of them, each once).
+	c.waitRows(100)
+	c.run(chromedp.Click(chromedp.CSS(".activity > p > button")))
+	c.waitRows(146)
+	if eval[int](c, `document.querySelectorAll('.activity > p > button').length`) != 0 {
+		t.Error("Load older events is still offered after the oldest event")
+	}
 
 	// Filter by event name: the URL keeps it, only purchases show.
 	c.fill("#activity-event", "purchase")

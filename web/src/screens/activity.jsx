@@ -13,19 +13,23 @@ import { ErrorNote, Loading, Page, format, useAsync } from '../ui.jsx';
 
 const pollEvery = 2000;
 const pageSize = 100;
+// pollLimit is how many rows a poll reads; more (with the lookback) means a burst.
+const pollLimit = 500;
 // maxPending is how many waiting events stop the polling: past it the button reloads.
 const maxPending = 100;
 // lookback re-reads this much before the newest commit seen, so that a commit that
 // lands out of order is not skipped; rows already shown are dropped by uuid.
 const lookback = 5000;
+const timeShape = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z$/;
 
 // select is what a row needs; person_display_name also joins the event's current
 // person, so a merged person's link goes to the person it was merged into.
 export const select = ['uuid', 'event', 'distinct_id', 'timestamp', 'properties', 'created_at', 'person_display_name'];
 
-// loadEvents runs an EventsQuery under the screen's filters, newest commit first.
+// loadEvents runs an EventsQuery under the screen's filters, newest commit first; the
+// uuid makes the order total, so that pages by offset neither repeat nor skip a row.
 async function loadEvents(project, filters, { where = [], offset = 0, limit = pageSize }, signal) {
-  const q = { kind: 'EventsQuery', select, after: 'all', orderBy: ['created_at DESC', 'timestamp DESC'], where, limit, offset };
+  const q = { kind: 'EventsQuery', select, after: 'all', orderBy: ['created_at DESC', 'timestamp DESC', 'uuid DESC'], where, limit, offset };
   if (filters.event) q.event = filters.event;
   if (filters.key) {
     // A key alone asks for events that have the property at all.
@@ -142,22 +146,25 @@ function LiveEvents({ project, filters }) {
     const l = (live.current = { seen: new Set(), newest: null, anchor: null, capped: false });
     const note = (rows) => {
       for (const r of rows) l.seen.add(r.uuid);
-      if (rows.length && (!l.newest || rows[0].createdAt > l.newest)) l.newest = rows[0].createdAt;
+      if (rows.length && (!l.newest || Date.parse(rows[0].createdAt) > Date.parse(l.newest))) l.newest = rows[0].createdAt;
     };
     const poll = async () => {
       timer = null;
       if (stopped || document.visibilityState === 'hidden' || l.capped) return;
       try {
-        const { rows } = await loadEvents(project, filters, { where: l.newest ? [since(l.newest)] : [] }, ctl.signal);
+        const { rows, hasMore } = await loadEvents(project, filters, { where: l.newest ? [since(l.newest)] : [], limit: pollLimit }, ctl.signal);
         const fresh = rows.filter((r) => !l.seen.has(r.uuid));
         note(fresh);
+        const hold = stateRef.current.pending.length > 0 || window.scrollY > 0 || openRef.current.size > 0;
+        if (hasMore && !hold) {
+          // More arrived than a poll reads: start over with the newest page.
+          setRestart((n) => n + 1);
+          return;
+        }
+        if (hold && fresh.length) l.capped = hasMore || stateRef.current.pending.length + fresh.length > maxPending;
         setState((s) => {
           if (!fresh.length) return s.error ? { ...s, error: null } : s;
-          if (s.pending.length > 0 || window.scrollY > 0 || openRef.current.size > 0) {
-            l.capped = s.pending.length + fresh.length > maxPending;
-            return { ...s, pending: [...fresh, ...s.pending], error: null };
-          }
-          return { ...s, rows: [...fresh, ...s.rows], error: null };
+          return hold ? { ...s, pending: [...fresh, ...s.pending], error: null } : { ...s, rows: [...fresh, ...s.rows], error: null };
         });
       } catch (error) {
         if (error.name === 'AbortError') return;
@@ -192,6 +199,7 @@ function LiveEvents({ project, filters }) {
   }, [restart]);
 
   const showPending = () => {
+    window.scrollTo(0, 0);
     if (live.current.capped) {
       // Past the cap polling stopped, so events may be missing: start over.
       setOpen(new Set());
@@ -199,7 +207,6 @@ function LiveEvents({ project, filters }) {
       return;
     }
     setState((s) => ({ ...s, rows: [...s.pending, ...s.rows], pending: [] }));
-    window.scrollTo(0, 0);
   };
 
   // Older pages come from below the first page's newest commit, so that events
@@ -208,7 +215,9 @@ function LiveEvents({ project, filters }) {
     const s = stateRef.current;
     setState((cur) => ({ ...cur, loadingOlder: true }));
     try {
-      const where = live.current.anchor ? [`created_at <= '${new Date(live.current.anchor).toISOString()}'`] : [];
+      // The anchor is hedge's own time, to the microsecond; its shape is checked.
+      const anchor = live.current.anchor;
+      const where = anchor && timeShape.test(anchor) ? [`created_at <= '${anchor}'`] : [];
       const { rows, hasMore } = await loadEvents(project, filters, { where, offset: s.older });
       const l = live.current;
       const fresh = rows.filter((r) => !l.seen.has(r.uuid));
@@ -239,6 +248,11 @@ function LiveEvents({ project, filters }) {
         )}
       </div>
       <ErrorNote error={error} />
+      {!rows && error && (
+        <button type="button" class="secondary" onClick={() => setRestart((n) => n + 1)}>
+          Try again
+        </button>
+      )}
       {!rows ? !error && <Loading label="Loading events…" /> : <EventTable project={project} rows={rows} open={open} toggle={toggle} />}
       {rows && state.hasMore && (
         <p>

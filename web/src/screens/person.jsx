@@ -60,7 +60,7 @@ function History({ project, uuid }) {
       if (!uuidShape.test(uuid)) throw new Error('This is not a person id.');
       const r = await query(
         project,
-        { kind: 'EventsQuery', select, where: [`person_id = '${uuid}'`], after: 'all', orderBy: ['timestamp DESC', 'created_at DESC'], limit: pageSize, offset },
+        { kind: 'EventsQuery', select, where: [`person_id = '${uuid}'`], after: 'all', orderBy: ['timestamp DESC', 'created_at DESC', 'uuid DESC'], limit: pageSize, offset },
         signal,
       );
       const rows = r.results.map(toEvent);
