@@ -68,7 +68,8 @@ export function query(project, q, signal) {
   return api(`/api/projects/${project}/query/`, { method: 'POST', body: { query: q }, signal });
 }
 
-// hogql runs a HogQL SELECT in project; values fill {name} placeholders.
-export function hogql(project, sql, values, signal) {
-  return query(project, values ? { kind: 'HogQLQuery', query: sql, values } : { kind: 'HogQLQuery', query: sql }, signal);
+// hogql runs a HogQL SELECT in project. hedge takes no placeholder values: a screen
+// passes what users type through the structured queries' filters, never into SQL text.
+export function hogql(project, sql, signal) {
+  return query(project, { kind: 'HogQLQuery', query: sql }, signal);
 }

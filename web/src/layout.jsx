@@ -49,8 +49,9 @@ export function Layout({ children }) {
           <ul>
             {screens.map(([slug, label]) => {
               const href = projectPath(project.id, slug);
-              // A dashboard's own path is dashboard/{id}, as in PostHog.
-              const current = path === href || path.startsWith(href + '/') || (slug === 'dashboards' && path.startsWith(projectPath(project.id, 'dashboard/')));
+              // A dashboard's own path is dashboard/{id}, as in PostHog; groups sit beside persons.
+              const current = path === href || path.startsWith(href + '/') || (slug === 'dashboards' && path.startsWith(projectPath(project.id, 'dashboard/'))) ||
+                (slug === 'persons' && path.startsWith(projectPath(project.id, 'groups/')));
               return (
                 <li>
                   <Link href={href} aria-current={current ? 'page' : undefined}>

@@ -9,14 +9,18 @@ import { api, setUnauthorizedHandler } from './api.js';
 import { Layout } from './layout.jsx';
 import { match, navigate, useLocation } from './router.jsx';
 import { Account } from './screens/account.jsx';
+import { Activity } from './screens/activity.jsx';
 import { BatchExport, BatchExports } from './screens/batch-exports.jsx';
 import { Dashboard } from './screens/dashboard.jsx';
 import { Dashboards } from './screens/dashboards.jsx';
 import { FeatureFlag } from './screens/flag.jsx';
 import { FeatureFlags } from './screens/flags.jsx';
+import { Group, Groups } from './screens/groups.jsx';
 import { Insight } from './screens/insight.jsx';
 import { Insights } from './screens/insights.jsx';
 import { Login } from './screens/login.jsx';
+import { Person } from './screens/person.jsx';
+import { Persons } from './screens/persons.jsx';
 import { Settings } from './screens/settings.jsx';
 import { Shared } from './screens/shared.jsx';
 import { Signup } from './screens/signup.jsx';
@@ -35,18 +39,24 @@ const publicRoutes = [
 // routes are the signed-in screens; project screens get the project's id as project.
 const routes = [
   ['/account', () => <Account />],
-  ['/project/:project/feature_flags', ({ project, params }) => <FeatureFlags project={project} params={params} />],
-  ['/project/:project/feature_flags/new', ({ project, params }) => <FeatureFlag project={project} params={params} />],
-  ['/project/:project/feature_flags/:id', ({ project, id, params }) => <FeatureFlag project={project} id={id} params={params} />],
+  ['/project/:project/activity', ({ project, params }) => <Activity project={project} params={params} />],
+  ['/project/:project/persons', ({ project, params }) => <Persons project={project} params={params} />],
+  ['/project/:project/persons/:uuid', ({ project, uuid }) => <Person project={project} uuid={uuid} />],
+  ['/project/:project/groups/:type', ({ project, type, params }) => <Groups project={project} type={type} params={params} />],
+  // The key is groupKey: a prop named key would be Preact's own.
+  ['/project/:project/groups/:type/:groupKey', ({ project, type, groupKey }) => <Group project={project} type={type} groupKey={groupKey} />],
   ['/project/:project/insights', ({ project, params }) => <Insights project={project} params={params} />],
   ['/project/:project/insights/new', ({ project, params }) => <Insight project={project} params={params} />],
   ['/project/:project/insights/:short_id', ({ project, params, short_id }) => <Insight key={short_id} project={project} params={params} shortId={short_id} />],
-  ['/project/:project/sql', ({ project, params }) => <SQL project={project} params={params} />],
-  ['/project/:project/settings', ({ project }) => <Settings project={project} />],
-  ['/project/:project/batch_exports', ({ project, params }) => <BatchExports project={project} params={params} />],
-  ['/project/:project/batch_exports/:id', ({ project, id }) => <BatchExport project={project} id={id} />],
   ['/project/:project/dashboards', ({ project }) => <Dashboards project={project} />],
   ['/project/:project/dashboard/:id', ({ project, id, params }) => <Dashboard project={project} id={id} params={params} />],
+  ['/project/:project/sql', ({ project, params }) => <SQL project={project} params={params} />],
+  ['/project/:project/feature_flags', ({ project, params }) => <FeatureFlags project={project} params={params} />],
+  ['/project/:project/feature_flags/new', ({ project, params }) => <FeatureFlag project={project} params={params} />],
+  ['/project/:project/feature_flags/:id', ({ project, id, params }) => <FeatureFlag project={project} id={id} params={params} />],
+  ['/project/:project/batch_exports', ({ project, params }) => <BatchExports project={project} params={params} />],
+  ['/project/:project/batch_exports/:id', ({ project, id }) => <BatchExport project={project} id={id} />],
+  ['/project/:project/settings', ({ project }) => <Settings project={project} />],
 ];
 
 function toSignIn() {

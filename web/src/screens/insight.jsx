@@ -99,7 +99,7 @@ function Builder({ project, params, initial }) {
   const run = useAsync((signal) => query(project, body, signal).then((r) => ({ ...r, kind: body.kind })), [project, runKey]);
   const suggest = useAsync(
     (signal) =>
-      Promise.all([hogql(project, eventsSQL, null, signal), hogql(project, keysSQL, null, signal)]).then(([e, k]) => ({
+      Promise.all([hogql(project, eventsSQL, signal), hogql(project, keysSQL, signal)]).then(([e, k]) => ({
         events: e.results.map((r) => r[0]),
         keys: k.results.map((r) => r[0]),
       })),

@@ -85,7 +85,7 @@ function FirstEvent({ project }) {
     const check = async () => {
       if (!document.hidden) {
         try {
-          const r = await hogql(project, 'SELECT count() FROM events', null, ctl.signal);
+          const r = await hogql(project, 'SELECT count() FROM events', ctl.signal);
           const n = r.results[0][0];
           setCount(n);
           setError(null);

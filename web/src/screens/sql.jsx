@@ -196,11 +196,10 @@ const tables = ['events', 'persons', 'groups'];
 function Schema({ project, onInsert }) {
   const { data, error, loading } = useAsync(
     async (signal) => {
-      const cols = await Promise.all(tables.map((t) => hogql(project, `SELECT * FROM ${t} LIMIT 0`, null, signal)));
+      const cols = await Promise.all(tables.map((t) => hogql(project, `SELECT * FROM ${t} LIMIT 0`, signal)));
       const keys = await hogql(
         project,
         'SELECT key, count() FROM (SELECT unnest(json_keys(properties)) AS key FROM events WHERE timestamp > now() - INTERVAL 30 DAY) GROUP BY key ORDER BY 2 DESC LIMIT 50',
-        null,
         signal,
       );
       return { cols, keys: keys.results.map((r) => r[0]) };
