@@ -116,7 +116,9 @@ func openConsole(t *testing.T) *consoleTab {
 	parent := requireBrowser(t)
 	p, boot, _ := startServing(t)
 	seedConsoleEvents(t, p.captureURL, boot.ProjectAPIKey)
-	ctx, cancel := chromedp.NewContext(parent)
+	// A browser context of its own: no cookies or storage of another test's hedge (a
+	// cookie names a host, not a port).
+	ctx, cancel := chromedp.NewContext(parent, chromedp.WithNewBrowserContext())
 	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
 	c := &consoleTab{t: t, ctx: ctx, hedge: p, boot: boot, expected: map[string]int{}}
 	if err := chromedp.Listen(ctx, c.listen); err != nil {
