@@ -116,8 +116,20 @@ func openConsole(t *testing.T) *consoleTab {
 	parent := requireBrowser(t)
 	p, boot, _ := startServing(t)
 	seedConsoleEvents(t, p.captureURL, boot.ProjectAPIKey)
-	// A browser context of its own: no cookies or storage of another test's hedge (a
-	// cookie names a host, not a port).
+	return newTab(t, parent, p, boot)
+}
+
+// another opens a second tab on the same hedge, in a browser context of its own (no
+// cookies of c): another browser of the same or another user.
+func (c *consoleTab) another() *consoleTab {
+	c.t.Helper()
+	return newTab(c.t, browser.ctx, c.hedge, c.boot)
+}
+
+// newTab opens a tab in a browser context of its own: no cookies or storage of
+// another tab or of another test's hedge (a cookie names a host, not a port).
+func newTab(t *testing.T, parent context.Context, p *process, boot admin.Bootstrap) *consoleTab {
+	t.Helper()
 	ctx, cancel := chromedp.NewContext(parent, chromedp.WithNewBrowserContext())
 	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
 	c := &consoleTab{t: t, ctx: ctx, hedge: p, boot: boot, expected: map[string]int{}}

@@ -115,3 +115,53 @@ func (c *consoleTab) cookies() (session, csrf string) {
 	}
 	return session, csrf
 }
+
+// An invite link lets a new user choose a password and signs them in; changing it on
+// the account page needs the current one (an error next to that field otherwise) and
+// signs out the user's other browsers, whose next request returns to sign-in.
+func TestConsoleInviteAndPassword(t *testing.T) {
+	c := openConsole(t)
+	var invite struct {
+		ID string `json:"id"`
+	}
+	if status := c.adminAPI("POST", "/api/organizations/"+c.boot.OrganizationID+"/invites/", map[string]any{"target_email": "grace@example.com"}, &invite); status != 201 {
+		t.Fatalf("creating an invite: %d", status)
+	}
+	const password, newPassword = "a long first password", "a longer second password"
+
+	first := c.another()
+	first.visit("/signup/" + invite.ID)
+	first.waitText("form.auth-card", "g****@example.com")
+	first.checkScreen("signup")
+	first.fill("#field-first_name", "Grace")
+	first.fill("#field-password", password)
+	first.run(chromedp.Click(chromedp.CSS(`button[type="submit"]`)), chromedp.WaitVisible(chromedp.CSS("header.top")))
+	first.waitText(`.top-end a[href="/account"]`, "Grace")
+
+	// The same user in another browser.
+	second := c.another()
+	second.signInAs("grace@example.com", password)
+	second.run(chromedp.WaitVisible(chromedp.CSS("header.top")))
+
+	first.visit("/account")
+	first.fill("#field-current_password", "not my password")
+	first.fill("#field-password", newPassword)
+	first.expect("/api/users/@me/", 400)
+	first.run(chromedp.Click(chromedp.CSS(`form[aria-labelledby="password-title"] button[type="submit"]`)))
+	first.waitText("#field-current_password-error", "Your current password is incorrect.")
+	first.checkScreen("account-error")
+	first.fill("#field-current_password", password)
+	first.run(chromedp.Click(chromedp.CSS(`form[aria-labelledby="password-title"] button[type="submit"]`)))
+	first.waitText(`form[aria-labelledby="password-title"] [role="status"]`, "Password changed.")
+
+	// The other browser's session ended: its next screen asks to sign in again, and the
+	// new password does.
+	second.expect("/api/", 401)
+	second.visit(fmt.Sprintf("/project/%d/persons", c.boot.ProjectID))
+	second.run(chromedp.WaitVisible(chromedp.CSS("#field-email")))
+	second.signInAs("grace@example.com", newPassword)
+	second.run(chromedp.WaitVisible(chromedp.CSS("header.top")))
+	// The browser that changed it is still signed in.
+	first.visit("/account")
+	first.waitText("main h1", "Your account")
+}
