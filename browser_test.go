@@ -237,17 +237,33 @@ func (c *consoleTab) text(sel string) string {
 // waitText waits until the first element sel matches contains want.
 func (c *consoleTab) waitText(sel, want string) {
 	c.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		got, _ := chromedp.Run(c.ctx, chromedp.Evaluate[string](fmt.Sprintf(
-			`(document.querySelector(%q) || {}).innerText || ''`, sel)))
-		if strings.Contains(got, want) {
-			return
-		}
+	c.waitTextWithin(sel, want, 20*time.Second)
+}
+
+// waitTextWithin is waitText with a deadline of its own: a promise the screen makes.
+func (c *consoleTab) waitTextWithin(sel, want string, within time.Duration) {
+	c.t.Helper()
+	c.waitJSText(sel, fmt.Sprintf(`(document.querySelector(%q) || {}).innerText || ''`, sel), want, within)
+}
+
+// waitJSText waits until the text the expression js gives contains want; what names
+// it in the failure.
+func (c *consoleTab) waitJSText(what, js, want string, within time.Duration) {
+	c.t.Helper()
+	var got string
+	waitFor(c.t, within, fmt.Sprintf("%s to show %q", what, want), func() bool {
+		got = eval[string](c, js)
+		return strings.Contains(got, want)
+	})
+}
+
+// waitFor polls cond every 100 ms until it holds, and fails the test after within.
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(within); !cond(); time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			c.t.Fatalf("%s never showed %q; it shows %q", sel, want, got)
+			t.Fatalf("waited %s for %s", within, what)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 
@@ -345,6 +361,19 @@ func (c *consoleTab) checkScreen(name string) {
 		}
 	}
 	c.setDark(false)
+}
+
+// browserCookies are the tab's cookies for hedge's admin listener, HttpOnly ones
+// included (read through the DevTools protocol).
+func (c *consoleTab) browserCookies() []*network.Cookie {
+	c.t.Helper()
+	var cookies []*network.Cookie
+	c.run(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		res, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{c.hedge.adminURL}})
+		cookies = res.Cookies
+		return err
+	}))
+	return cookies
 }
 
 // key sends keys (kb constants or text) to the focused element.

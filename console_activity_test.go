@@ -176,22 +176,6 @@ func (c *consoleTab) waitRows(n int) {
 	}
 }
 
-// waitTextWithin is waitText with a deadline of its own: a promise the screen makes.
-func (c *consoleTab) waitTextWithin(sel, want string, within time.Duration) {
-	c.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		got := eval[string](c, fmt.Sprintf(`(document.querySelector(%q) || {}).innerText || ''`, sel))
-		if strings.Contains(got, want) {
-			return
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("%s did not show %q within %s; it shows %q", sel, want, within, got)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // pollsDuring counts the query requests the page sends in d.
 func (c *consoleTab) pollsDuring(d time.Duration) int {
 	c.t.Helper()

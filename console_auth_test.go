@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -92,24 +91,17 @@ func TestConsoleSignIn(t *testing.T) {
 // (the page itself cannot read the session's).
 func (c *consoleTab) cookies() (session, csrf string) {
 	c.t.Helper()
-	c.run(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		res, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{c.hedge.adminURL}})
-		if err != nil {
-			return err
-		}
-		for _, k := range res.Cookies {
-			switch k.Name {
-			case "hedge_session":
-				session = k.Value
-				if !k.HTTPOnly || k.SameSite != network.CookieSameSiteLax {
-					c.t.Errorf("the session cookie is HttpOnly=%v SameSite=%s, want HttpOnly and Lax", k.HTTPOnly, k.SameSite)
-				}
-			case "hedge_csrftoken":
-				csrf = k.Value
+	for _, k := range c.browserCookies() {
+		switch k.Name {
+		case "hedge_session":
+			session = k.Value
+			if !k.HTTPOnly || k.SameSite != network.CookieSameSiteLax {
+				c.t.Errorf("the session cookie is HttpOnly=%v SameSite=%s, want HttpOnly and Lax", k.HTTPOnly, k.SameSite)
 			}
+		case "hedge_csrftoken":
+			csrf = k.Value
 		}
-		return nil
-	}))
+	}
 	if session == "" || csrf == "" {
 		c.t.Fatal("the browser holds no session or CSRF cookie")
 	}

@@ -379,17 +379,7 @@ func (c *consoleTab) waitTileText(name, want string) {
 
 func (c *consoleTab) waitTileTextWithin(name, want string, d time.Duration) {
 	c.t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		got := eval[string](c, fmt.Sprintf(`(() => { const t = %s; return t ? t.innerText : ''; })()`, tileJS(name)))
-		if strings.Contains(got, want) {
-			return
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("the %s tile never showed %q; it shows %q", name, want, got)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	c.waitJSText("the "+name+" tile", fmt.Sprintf(`(() => { const t = %s; return t ? t.innerText : ''; })()`, tileJS(name)), want, d)
 }
 
 // clickButton clicks the visible button whose text or label is name.
@@ -436,18 +426,12 @@ func (c *consoleTab) enableSharing() string {
 // visitor's.
 func (c *consoleTab) signOut() {
 	c.t.Helper()
-	c.run(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		res, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{c.hedge.adminURL}})
-		if err != nil {
+	for _, k := range c.browserCookies() {
+		c.run(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := chromedp.Call(ctx, network.DeleteCookies, network.DeleteCookiesParams{Name: k.Name, URL: c.hedge.adminURL})
 			return err
-		}
-		for _, k := range res.Cookies {
-			if _, err := chromedp.Call(ctx, network.DeleteCookies, network.DeleteCookiesParams{Name: k.Name, URL: c.hedge.adminURL}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}))
+		}))
+	}
 }
 
 // sendPageviews sends n pageviews of a new user now.

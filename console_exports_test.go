@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -55,7 +56,7 @@ func TestConsoleBatchExports(t *testing.T) {
 		c.adminAPI("GET", fmt.Sprintf("/api/projects/%d/batch_exports/%s/runs/", c.boot.ProjectID, id), nil, &page)
 		return page.Results
 	}
-	waitFor(t, func() bool {
+	waitFor(t, 20*time.Second, "the backfill's runs to complete", func() bool {
 		rs := runs()
 		for _, r := range rs {
 			if r["status"] != "Completed" {
@@ -63,7 +64,7 @@ func TestConsoleBatchExports(t *testing.T) {
 			}
 		}
 		return len(rs) >= 3
-	}, "the backfill's runs to complete")
+	})
 	records := 0.0
 	for _, r := range runs() {
 		records += r["records_completed"].(float64)
@@ -85,14 +86,14 @@ func TestConsoleBatchExports(t *testing.T) {
 	first, queuedBy := runs()[0]["id"].(string), runs()[0]["backfill"]
 	c.run(chromedp.Click(chromedp.CSS(`section[aria-labelledby="runs-title"] tbody tr:first-child button`)))
 	c.waitText(".saved", "runs again")
-	waitFor(t, func() bool {
+	waitFor(t, 20*time.Second, "the retried run to complete again", func() bool {
 		for _, r := range runs() {
 			if r["id"] == first {
 				return r["status"] == "Completed" && r["backfill"] != queuedBy
 			}
 		}
 		return false
-	}, "the retried run to complete again")
+	})
 
 	// Pause and unpause.
 	var exp struct{ Paused bool }

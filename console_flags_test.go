@@ -72,7 +72,7 @@ func TestConsoleFeatureFlags(t *testing.T) {
 	c.fill("#flag-search", "HALF")
 	c.waitText("table", "half-rollout")
 	c.run(chromedp.Click(chromedp.CSS(`input[role="switch"]`)))
-	c.waitFor("the flag switched off", func() bool { return !c.flag(half.ID).Active })
+	waitFor(c.t, 10*time.Second, "the flag switched off", func() bool { return !c.flag(half.ID).Active })
 	if _, ok := c.evaluateFlags(firstOn(t))["half-rollout"]; ok {
 		t.Error("/flags still answers a disabled flag")
 	}
@@ -81,7 +81,7 @@ func TestConsoleFeatureFlags(t *testing.T) {
 	c.fill("#flag-active", "false")
 	c.waitText("table", "half-rollout")
 	c.run(chromedp.Click(chromedp.CSS(`input[role="switch"]`)))
-	c.waitFor("the flag switched on", func() bool { return c.flag(half.ID).Active })
+	waitFor(c.t, 10*time.Second, "the flag switched on", func() bool { return c.flag(half.ID).Active })
 
 	// A multivariate flag whose variants sum to 90%: the sum shows, the API refuses it,
 	// and its error stands next to the variants.
@@ -136,7 +136,7 @@ func TestConsoleFeatureFlags(t *testing.T) {
 	if flagHash("checkout-test", "user-ada", "variant") >= 0.5 {
 		wantVariant = "test"
 	}
-	c.waitFor("user-ada gets a variant", func() bool {
+	waitFor(c.t, 10*time.Second, "user-ada gets a variant", func() bool {
 		got := c.evaluateFlags("user-ada")["checkout-test"]
 		return got.Enabled && got.Variant != nil && *got.Variant == wantVariant
 	})
@@ -173,12 +173,12 @@ func TestConsoleFeatureFlags(t *testing.T) {
 
 	// Delete: the dialog asks first; Esc keeps the flag, confirming soft-deletes it.
 	clickText(c, ".page-actions button", "Delete")
-	c.waitFor("the dialog opens", func() bool { return eval[bool](c, `document.querySelector('dialog.confirm').open`) })
+	waitFor(c.t, 10*time.Second, "the dialog opens", func() bool { return eval[bool](c, `document.querySelector('dialog.confirm').open`) })
 	if f := c.focused(); !strings.Contains(f, "Cancel") {
 		t.Errorf("the delete dialog opens with %q focused, not Cancel", f)
 	}
 	c.key(kb.Escape)
-	c.waitFor("the dialog closes", func() bool { return !eval[bool](c, `document.querySelector('dialog.confirm').open`) })
+	waitFor(c.t, 10*time.Second, "the dialog closes", func() bool { return !eval[bool](c, `document.querySelector('dialog.confirm').open`) })
 	if c.flag(mv.ID).Deleted {
 		t.Fatal("Esc deleted the flag")
 	}
@@ -288,17 +288,6 @@ func (c *consoleTab) waitFlagPage(key string) savedFlag {
 	return f
 }
 
-// waitFor polls cond for up to 10 s.
-func (c *consoleTab) waitFor(what string, cond func() bool) {
-	c.t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			c.t.Fatalf("%s: never", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // flagAnswer is one flag of a /flags?v=2 answer.
 type flagAnswer struct {
 	Enabled bool    `json:"enabled"`
@@ -371,5 +360,5 @@ func clickText(c *consoleTab, sel, text string) {
 	c.t.Helper()
 	js := fmt.Sprintf(`(() => { const e = [...document.querySelectorAll(%q)].find(e => e.innerText.trim() === %q);
 		if (!e) return false; e.click(); return true; })()`, sel, text)
-	c.waitFor(fmt.Sprintf("a %s reading %q", sel, text), func() bool { return eval[bool](c, js) })
+	waitFor(c.t, 10*time.Second, fmt.Sprintf("a %s reading %q", sel, text), func() bool { return eval[bool](c, js) })
 }

@@ -79,7 +79,7 @@ func TestConsoleProjectSetup(t *testing.T) {
 	// Members: make Grace an admin, then remove her, by keyboard through the dialog.
 	c.waitText("#main", "grace@example.com")
 	c.fill(`section[aria-labelledby="members-title"] td select`, "8")
-	waitFor(t, func() bool { return memberLevel(t, c, other) == 8 }, "Grace's level to become admin")
+	waitFor(t, 20*time.Second, "Grace's level to become admin", func() bool { return memberLevel(t, c, other) == 8 })
 	c.tabTo("Remove grace@example.com")
 	c.key("\r")
 	c.run(chromedp.WaitVisible(chromedp.CSS("dialog.confirm[open]")))
@@ -89,7 +89,7 @@ func TestConsoleProjectSetup(t *testing.T) {
 	c.checkScreen("settings-confirm")
 	c.tabTo("Remove member")
 	c.key("\r")
-	waitFor(t, func() bool { return memberLevel(t, c, other) == 0 }, "Grace to be removed")
+	waitFor(t, 20*time.Second, "Grace to be removed", func() bool { return memberLevel(t, c, other) == 0 })
 	c.run(chromedp.WaitNotPresent(chromedp.CSS("dialog.confirm[open]")))
 
 	// An invite without SMTP: the link to copy is the console's sign-up page.
@@ -111,10 +111,10 @@ func TestConsoleProjectSetup(t *testing.T) {
 		t.Fatalf("opening the invite link signed out: %v", err)
 	}
 	var got string
-	waitFor(t, func() bool {
+	waitFor(t, 20*time.Second, "the sign-up page of the invite", func() bool {
 		got, _ = chromedp.Run(signedOut, chromedp.Text(chromedp.CSS("form.auth-card")))
 		return strings.Contains(got, "You were invited to join") && strings.Contains(got, "Join and sign in")
-	}, "the sign-up page of the invite")
+	})
 
 	// A personal API key: shown once with a copy button, then only its mask.
 	c.visit("/account")
@@ -149,7 +149,7 @@ func TestConsoleProjectSetup(t *testing.T) {
 	c.run(chromedp.WaitVisible(chromedp.CSS("dialog.confirm[open]")))
 	c.run(chromedp.Click(chromedp.CSS("dialog.confirm[open] button.danger")))
 	c.run(chromedp.WaitNotPresent(chromedp.CSS("dialog.confirm[open]")))
-	waitFor(t, func() bool { return !strings.Contains(c.text("#api-keys"), "ci deploys") }, "the deleted key to leave the list")
+	waitFor(t, 20*time.Second, "the deleted key to leave the list", func() bool { return !strings.Contains(c.text("#api-keys"), "ci deploys") })
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 401 {
 		t.Errorf("the deleted key still answers: %v %v", resp, err)
 	} else {
@@ -206,14 +206,4 @@ func memberLevel(t *testing.T, c *consoleTab, uuid string) int {
 		}
 	}
 	return 0
-}
-
-// waitFor polls ok for up to 20 s.
-func waitFor(t *testing.T, ok func() bool, what string) {
-	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); !ok(); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
 }

@@ -2,6 +2,7 @@
 // they belong, loading state, tables and CSV downloads.
 import { cloneElement } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { setQuery } from './router.jsx';
 
 // Page frames a screen: its <h1> (also the document title) and actions beside it.
 export function Page({ title, actions, children, wide }) {
@@ -164,4 +165,20 @@ export function relativeTime(iso) {
   if (s < 3600) return `${Math.floor(s / 60)} min ago`;
   if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
   return new Date(iso).toLocaleDateString('en-US', { year: 'numeric', month: 'short', day: 'numeric' });
+}
+
+// Pager moves a list's offset (kept in the query string) by pageSize, for an API page
+// of PostHog's shape ({previous, next}); label names it for assistive technology.
+export function Pager({ label, page, offset, pageSize }) {
+  if (!page.previous && !page.next) return null;
+  return (
+    <nav class="pager" aria-label={label}>
+      <button type="button" class="secondary" disabled={!page.previous} onClick={() => setQuery({ offset: Math.max(0, offset - pageSize) || null })}>
+        Previous
+      </button>
+      <button type="button" class="secondary" disabled={!page.next} onClick={() => setQuery({ offset: offset + pageSize })}>
+        Next
+      </button>
+    </nav>
+  );
 }

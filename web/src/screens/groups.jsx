@@ -5,7 +5,7 @@ import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { Link, setQuery } from '../router.jsx';
 import { projectPath } from '../session.jsx';
-import { ErrorNote, Loading, Page, useAsync } from '../ui.jsx';
+import { ErrorNote, Loading, Page, Pager, useAsync } from '../ui.jsx';
 import { Properties, when } from './activity.jsx';
 
 const pageSize = 50;
@@ -95,16 +95,7 @@ export function Groups({ project, type, params }) {
               </table>
             </div>
           )}
-          {(page.previous || page.next) && (
-            <nav class="pager" aria-label="Pages of groups">
-              <button type="button" class="secondary" disabled={!page.previous} onClick={() => setQuery({ offset: Math.max(0, offset - pageSize) || null })}>
-                Previous
-              </button>
-              <button type="button" class="secondary" disabled={!page.next} onClick={() => setQuery({ offset: offset + pageSize })}>
-                Next
-              </button>
-            </nav>
-          )}
+          <Pager label="Pages of groups" page={page} offset={offset} pageSize={pageSize} />
         </>
       )}
     </Page>

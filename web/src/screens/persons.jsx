@@ -4,7 +4,7 @@ import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { Link, setQuery } from '../router.jsx';
 import { projectPath } from '../session.jsx';
-import { ErrorNote, Loading, Page, useAsync } from '../ui.jsx';
+import { ErrorNote, Loading, Page, Pager, useAsync } from '../ui.jsx';
 import { when } from './activity.jsx';
 import { PeopleNav } from './groups.jsx';
 
@@ -49,16 +49,7 @@ export function Persons({ project, params }) {
               : `${offset + 1}–${offset + page.results.length} of ${page.count.toLocaleString('en-US')} ${page.count === 1 ? 'person' : 'persons'}`}
           </p>
           {page.results.length > 0 && <PersonTable project={project} persons={page.results} />}
-          {(page.previous || page.next) && (
-            <nav class="pager" aria-label="Pages of persons">
-              <button type="button" class="secondary" disabled={!page.previous} onClick={() => setQuery({ offset: Math.max(0, offset - pageSize) || null })}>
-                Previous
-              </button>
-              <button type="button" class="secondary" disabled={!page.next} onClick={() => setQuery({ offset: offset + pageSize })}>
-                Next
-              </button>
-            </nav>
-          )}
+          <Pager label="Pages of persons" page={page} offset={offset} pageSize={pageSize} />
         </>
       )}
     </Page>
