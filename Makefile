@@ -61,11 +61,11 @@ lint:
 	go vet ./...
 
 ## bench: build hedge and measure it on a temporary data directory: stage ceilings and
-## end-to-end scenarios side by side (under 10 minutes), then the queries on 10M generated
+## end-to-end scenarios side by side (under 10 minutes, and 5 of sustained load), then the queries on 10M generated
 ## events (some 4 more, 2 more to generate them the first time); writes bench/results/<date>-<commit>.json
 bench: build
 	go run ./bench suite -hedge ./bin/hedge
 
-## bench-quick: a one-minute subset of make bench
+## bench-quick: a two-minute subset of make bench
 bench-quick: build
 	go run ./bench suite -mode quick -hedge ./bin/hedge

@@ -74,6 +74,24 @@ func TestTiny(t *testing.T) {
 		if res.Scenario.Health {
 			continue
 		}
+		if sc := res.Scenario; sc.Interval > 0 {
+			// Its rate was batch-1k's share, and its intervals cover every measured send.
+			if sc.Rate <= 0 || sc.Rate != sc.RateOfMax*sc.RateBase {
+				t.Fatalf("%s: rate %v, %v of %v", sc.Name, sc.Rate, sc.RateOfMax, sc.RateBase)
+			}
+			for _, r := range res.Runs {
+				var sends int64
+				for _, in := range r.Intervals {
+					sends += in.Requests + in.Failed
+					if in.Dedup == nil {
+						t.Fatalf("%s run %s: no deduplication set at %gs", sc.Name, r.RunID, in.From)
+					}
+				}
+				if want := int((sc.Duration + sc.Interval - 1) / sc.Interval); len(r.Intervals) != want || sends != int64(res.Latency.Count) {
+					t.Fatalf("%s run %s: %d intervals of %d sends, want %d of %d", sc.Name, r.RunID, len(r.Intervals), sends, want, res.Latency.Count)
+				}
+			}
+		}
 		for _, r := range res.Runs {
 			runID, err := strconv.ParseUint(r.RunID, 16, 32)
 			if err != nil {

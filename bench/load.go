@@ -77,8 +77,13 @@ type scenarioRun struct {
 	// abuse is what the abuse beside the scenario's traffic did (scenario.Abuse).
 	abuse *abuseRun
 	// queries is what the queries scenario measured (scenario.Queries).
-	queries    *queryRun
-	visibility []time.Duration
+	queries *queryRun
+	// visibility is the visibility sampler's measures; dedup is hedge's deduplication
+	// set as read while the run lasted, and intervals the run's figures per interval,
+	// for a scenario that asks for them (scenario.Interval).
+	visibility []visibleSample
+	dedup      []dedupSample
+	intervals  []interval
 	reads      map[string]*sendStats
 	usage      usage
 	warmEnd    time.Duration // since the run started, for the soak's series
@@ -97,6 +102,8 @@ type sendStats struct {
 	// without one (the server may have stored those).
 	refused, unanswered []uint64
 	first, last         time.Time // the measured sends' first start and last answer
+	// timeline is each measured send, for a scenario reported per interval.
+	timeline []timedSend
 }
 
 // besideRun is what the traffic beside a scenario's own sent and was answered.
@@ -117,6 +124,7 @@ func (s *sendStats) add(o *sendStats) {
 	s.bytes += o.bytes
 	s.refused = append(s.refused, o.refused...)
 	s.unanswered = append(s.unanswered, o.unanswered...)
+	s.timeline = append(s.timeline, o.timeline...)
 	if s.first.IsZero() || !o.first.IsZero() && o.first.Before(s.first) {
 		s.first = o.first
 	}
@@ -215,6 +223,9 @@ func (r *runner) run(ctx context.Context, sc scenario) (*scenarioRun, error) {
 		sampler = newVisibilitySampler(r.target.api)
 		side.Go(func() { res.visibility = sampler.run(sideCtx) })
 	}
+	if sc.Interval > 0 && r.target.api != nil {
+		side.Go(func() { res.dedup = sampleDedup(sideCtx, r.target.api, warmEnd, sc.Interval) })
+	}
 	if sc.Reads && r.target.api != nil {
 		for _, kind := range []string{"management", "query"} {
 			stats := newSendStats()
@@ -269,6 +280,10 @@ func (r *runner) run(ctx context.Context, sc scenario) (*scenarioRun, error) {
 	}
 	res.sent, res.all, res.err = collect(workers)
 	res.window = window(sc, &res.sent)
+	if sc.Interval > 0 {
+		res.intervals = bucket(warmEnd, sc.Duration, sc.Interval, timeline{
+			sends: res.sent.timeline, visible: res.visibility, dedup: res.dedup, rss: rssAt(w.start, res.usage.Series)})
+	}
 	if sc.Flags {
 		res.answers = &answerCheck{Flags: r.flags.count}
 		for _, wk := range workers {
@@ -387,6 +402,9 @@ func (w *worker) loop() {
 		}
 		if measured {
 			w.measured.record(status, events, size, due, answered, true)
+			if sc.Interval > 0 {
+				w.measured.timeline = append(w.measured.timeline, timedSend{due: due, latency: answered.Sub(due), status: status, events: events})
+			}
 			if status == fasthttp.StatusOK && w.sampler != nil {
 				w.sampler.offer(w.runID, send, answered)
 			}
@@ -521,10 +539,16 @@ func (s *visibilitySampler) offer(runID uint32, send uint64, at time.Time) {
 	}
 }
 
+// visibleSample is how long an event acknowledged at acked took to be read.
+type visibleSample struct {
+	acked time.Time
+	delay time.Duration
+}
+
 // run samples until ctx ends and returns the delays, a timeout counting as
 // visibilityTimeout.
-func (s *visibilitySampler) run(ctx context.Context) []time.Duration {
-	var delays []time.Duration
+func (s *visibilitySampler) run(ctx context.Context) []visibleSample {
+	var delays []visibleSample
 	for {
 		s.want.Store(true)
 		var a ack
@@ -539,11 +563,11 @@ func (s *visibilitySampler) run(ctx context.Context) []time.Duration {
 		for wait := 5 * time.Millisecond; ; wait = min(2*wait, time.Second) {
 			row, err := s.api.count(query)
 			if err == nil && row[0] > 0 {
-				delays = append(delays, time.Since(a.at))
+				delays = append(delays, visibleSample{a.at, time.Since(a.at)})
 				break
 			}
 			if time.Since(a.at) > visibilityTimeout {
-				delays = append(delays, visibilityTimeout)
+				delays = append(delays, visibleSample{a.at, visibilityTimeout})
 				break
 			}
 			time.Sleep(wait)

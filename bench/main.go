@@ -113,7 +113,7 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs.Int64Var(&projectID, "project-id", 0, "project id of the token")
 	fs.IntVar(&pid, "pid", 0, "the server's process id, for its CPU and peak memory from /proc; 0: from hedge's /metrics if the admin URL is given")
 	fs.StringVar(&mode, "mode", "standard", "durations and scenarios: "+strings.Join(modes, ", "))
-	fs.StringVar(&list, "scenarios", "batch-1k", "comma-separated scenarios (http flags flags-10k capture capture-25k batch-1k batch-1k-personless batch-20mb gzip historical mixed soak abuse-baseline abuse-connections abuse); empty: all of the mode")
+	fs.StringVar(&list, "scenarios", "batch-1k", "comma-separated scenarios (http flags flags-10k capture capture-25k batch-1k batch-1k-personless batch-20mb gzip historical mixed sustained soak abuse-baseline abuse-connections abuse); empty: all of the mode")
 	fs.DurationVar(&duration, "duration", 0, "measured time of each scenario; 0: the mode's")
 	fs.IntVar(&connections, "connections", 0, "connections of each scenario; 0: the scenario's")
 	fs.Float64Var(&rate, "rate", 0, "requests a second (open loop) for every scenario; 0: the scenario's")
@@ -190,6 +190,11 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	var runs []*scenarioRun
 	for _, sc := range scenarios {
+		sc, err := resolveRate(sc, runs)
+		if err != nil {
+			fmt.Fprintf(stderr, "bench: %v\n", err)
+			return 1
+		}
 		res, err := r.run(ctx, sc)
 		if err == nil && ctx.Err() != nil {
 			err = ctx.Err()

@@ -77,6 +77,8 @@ type runSummary struct {
 	FirstError        string      `json:"first_error,omitempty"`
 	RSS               []rssSample `json:"rss,omitempty"`
 	ServerSource      string      `json:"server_figures_from,omitempty"`
+	// Intervals are the run's figures per interval (scenario.Interval).
+	Intervals []interval `json:"intervals,omitempty"`
 }
 
 // percentiles of a set of durations, in milliseconds.
@@ -173,7 +175,7 @@ func (res *result) fill(runs []*scenarioRun) {
 		seconds := r.window.Seconds()
 		rs := runSummary{
 			RunID: fmt.Sprintf("%08x", r.runID), Seconds: seconds, BuildSeconds: r.build.Seconds(),
-			StealPercent: r.usage.StealPercent, Rows: r.rows, ServerSource: r.usage.Source,
+			StealPercent: r.usage.StealPercent, Rows: r.rows, ServerSource: r.usage.Source, Intervals: r.intervals,
 		}
 		if seconds > 0 {
 			rs.EventsPerSecond = float64(r.sent.events) / seconds
@@ -202,7 +204,9 @@ func (res *result) fill(runs []*scenarioRun) {
 		events = append(events, rs.EventsPerSecond)
 		requests = append(requests, rs.RequestsPerSecond)
 		sent.add(&r.sent)
-		visibility = append(visibility, r.visibility...)
+		for _, v := range r.visibility {
+			visibility = append(visibility, v.delay)
+		}
 		for kind, s := range r.reads {
 			if readStats[kind] == nil {
 				readStats[kind] = newSendStats()
@@ -526,6 +530,11 @@ func goals(results []*result, stages []*stage) []goal {
 	if peak != nil {
 		add("peak RSS, any scenario", "< 1 GB", fmt.Sprintf("%d MiB (%s)", peak.PeakRSS>>20, peak.Scenario.Name), met(peak.PeakRSS < 1<<30))
 	}
+	for _, r := range results {
+		if v := sustainedVerdict(r); v != nil {
+			g = append(g, *v)
+		}
+	}
 	if p, n := find("batch-1k"), find("batch-1k-personless"); p != nil && n != nil && n.EventsPerSecond > 0 {
 		overhead := 1 - p.EventsPerSecond/n.EventsPerSecond
 		measured := fmt.Sprintf("%.0f%% end to end", 100*overhead)
@@ -661,6 +670,7 @@ func (rep *report) print(w io.Writer) {
 		if q := r.Queries; q != nil {
 			q.print(w, r, rep.Mode)
 		}
+		printIntervals(w, r)
 		if f := r.Flatness; f != nil {
 			fmt.Fprintf(w, "%s: resident set peak %d MiB in the first half, %d MiB in the second: flat %v\n",
 				r.Scenario.Name, f.FirstHalfPeak>>20, f.SecondHalfPeak>>20, f.Flat)

@@ -160,6 +160,11 @@ func runScenarios(ctx context.Context, cfg suiteConfig, binary, data string, sce
 	r := &runner{target: t, seed: cfg.seed, log: cfg.log, profile: cfg.profile}
 	fmt.Fprintf(cfg.log, "hedge serving: capture %s, management %s, pid %d, data %s\n", p.captureURL, p.adminURL, p.pid(), data)
 	for _, sc := range scenarios {
+		sc, err := resolveRate(sc, runs)
+		if err != nil {
+			p.kill()
+			return nil, nil, err
+		}
 		res, err := r.run(ctx, sc)
 		if err == nil && ctx.Err() != nil {
 			err = ctx.Err()
