@@ -157,7 +157,8 @@ type timeline struct {
 // in, a visibility sample in the one its event was acknowledged in and an RSS sample in
 // the one it was read in, the last interval taking those after the end, and nothing
 // counting before start. An interval's deduplication set is the first one read at or
-// after its end, its evictions counted from the set read just before that one (which
+// after its end (the last interval's: the last one read, once every send was
+// answered), its evictions counted from the set read last before its end (which
 // sampleDedup reads at the interval's start).
 func bucket(start time.Time, length, every time.Duration, t timeline) []interval {
 	if length <= 0 || every <= 0 {
@@ -209,6 +210,9 @@ func bucket(start time.Time, length, every time.Duration, t timeline) []interval
 			continue
 		}
 		d := t.dedup[next]
+		if i == n-1 {
+			d = t.dedup[len(t.dedup)-1]
+		}
 		out[i].Dedup = &dedupState{Held: d.held}
 		if next > 0 {
 			out[i].Dedup.Evicted = d.evicted - t.dedup[next-1].evicted
@@ -246,7 +250,7 @@ func printIntervals(w io.Writer, r *result) {
 		}
 		tw.Flush()
 		if last := run.Intervals[len(run.Intervals)-1].Dedup; last != nil {
-			fmt.Fprintf(w, "%s: the deduplication set held %s uuids at the end, some %d MiB\n", sc.Name,
+			fmt.Fprintf(w, "%s: the deduplication set held %s uuids once every send was answered, some %d MiB\n", sc.Name,
 				thousands(float64(last.Held)), last.Held*dedupBytesPerEvent>>20)
 		}
 	}

@@ -9,7 +9,8 @@ import (
 
 // bucket puts each send in the interval it was due in, each visibility sample in the
 // one its event was acknowledged in (after the end: the last), nothing before the
-// start, and gives each interval the deduplication set read at its end.
+// start, and gives each interval the deduplication set read at its end, the last one
+// the set read last.
 func TestBucket(t *testing.T) {
 	start := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	at := func(seconds float64) time.Time { return start.Add(time.Duration(seconds * float64(time.Second))) }
@@ -30,7 +31,7 @@ func TestBucket(t *testing.T) {
 		},
 		visible: []visibleSample{{at(-0.5), ms(800)}, {at(3), ms(200)}, {at(26), ms(300)}},
 		rss:     []rssMoment{{at(-1), 900}, {at(1), 100}, {at(5), 300}, {at(15), 200}},
-		dedup:   []dedupSample{{at(0.001), 10, 0}, {at(10.001), 20, 0}, {at(20.001), 30, 5}, {at(26), 30, 12}},
+		dedup:   []dedupSample{{at(0.001), 10, 0}, {at(10.001), 20, 0}, {at(20.001), 30, 5}, {at(25), 30, 12}, {at(27), 31, 13}},
 	}
 	f(25*time.Second, 10*time.Second, tl, []interval{
 		{From: 0, Seconds: 10, Requests: 1, Events: 10, Failed: 1, Latency: percentilesOf([]time.Duration{ms(100), ms(1500)}),
@@ -38,7 +39,7 @@ func TestBucket(t *testing.T) {
 		{From: 10, Seconds: 10, Requests: 1, Events: 10, Latency: percentilesOf([]time.Duration{ms(50)}),
 			PeakRSS: 200, Dedup: &dedupState{Held: 30, Evicted: 5}},
 		{From: 20, Seconds: 5, Failed: 1, Latency: percentilesOf([]time.Duration{ms(2000)}),
-			Visibility: percentilesOf([]time.Duration{ms(300)}), Dedup: &dedupState{Held: 30, Evicted: 7}},
+			Visibility: percentilesOf([]time.Duration{ms(300)}), Dedup: &dedupState{Held: 31, Evicted: 8}},
 	})
 	// A set not read after an interval's end leaves it without one.
 	tl.dedup = tl.dedup[:2]
