@@ -228,9 +228,8 @@ func printIntervals(w io.Writer, r *result) {
 		if len(run.Intervals) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "\n%s, run %s: %s req/s offered (%.0f%% of %s's %s), %s events/s, %d connections, per %v (latency from when due):\n",
-			sc.Name, run.RunID, thousands(sc.Rate), 100*sc.RateOfMax, sc.RateOf, thousands(sc.RateBase), thousands(run.EventsPerSecond),
-			sc.Connections, sc.Interval)
+		fmt.Fprintf(w, "\n%s, run %s: %s offered, %s events/s, %d connections, per %v (latency from when due):\n",
+			sc.Name, run.RunID, offered(sc), thousands(run.EventsPerSecond), sc.Connections, sc.Interval)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "from\treq 200\tevents 200\tnot 200\tp50\tp99\tmax\tvisible p99\tpeak RSS\tdedup held\tevicted\t")
 		for _, in := range run.Intervals {
@@ -250,8 +249,8 @@ func printIntervals(w io.Writer, r *result) {
 		}
 		tw.Flush()
 		if last := run.Intervals[len(run.Intervals)-1].Dedup; last != nil {
-			fmt.Fprintf(w, "%s: the deduplication set held %s uuids once every send was answered, some %d MiB\n", sc.Name,
-				thousands(float64(last.Held)), last.Held*dedupBytesPerEvent>>20)
+			fmt.Fprintf(w, "%s: the deduplication set held %s uuids once every send was answered, some %.1f MiB\n", sc.Name,
+				thousands(float64(last.Held)), float64(last.Held*dedupBytesPerEvent)/(1<<20))
 		}
 	}
 	if g := sustainedVerdict(r); g != nil {
@@ -273,7 +272,7 @@ func sustainedVerdict(r *result) *goal {
 	}
 	limit := float64(sustainedGoal / time.Millisecond)
 	g := &goal{
-		Figure: fmt.Sprintf("/batch/ at %.0f%% of %s's rate (%s req/s) for %v", 100*sc.RateOfMax, sc.RateOf, thousands(sc.Rate), sc.Duration),
+		Figure: fmt.Sprintf("%s at %s for %v", sc.Path, offered(sc), sc.Duration),
 		Target: fmt.Sprintf("max wait ≤ %s, visible p99 ≤ %s", millis(limit), millis(limit)),
 		Measured: fmt.Sprintf("max wait %s, p99 %s, visible p99 %s (%d), %s", millis(r.Latency.Max), millis(r.Latency.P99),
 			millis(r.Visibility.P99), r.Visibility.Count, answerText(r.Answers)),
@@ -283,4 +282,12 @@ func sustainedVerdict(r *result) *goal {
 		g.Met = &ok
 	}
 	return g
+}
+
+// offered is the rate of a scenario that takes another's, and where it comes from.
+func offered(sc scenario) string {
+	if sc.RateBase == 0 {
+		return thousands(sc.Rate) + " req/s (given)"
+	}
+	return fmt.Sprintf("%s req/s (%.0f%% of %s's %s)", thousands(sc.Rate), 100*sc.RateOfMax, sc.RateOf, thousands(sc.RateBase))
 }
