@@ -94,7 +94,8 @@ func rssAt(start time.Time, series []rssSample) []rssMoment {
 }
 
 // sampleDedup reads hedge's deduplication set at from, at every interval after it, and
-// once more when ctx ends; nil when the target's /metrics has no such set (not hedge).
+// once more when ctx ends, skipping a failed read; nil when the first read fails (the
+// target is not hedge).
 func sampleDedup(ctx context.Context, api *apiClient, from time.Time, every time.Duration) []dedupSample {
 	var samples []dedupSample
 	read := func() bool {
@@ -115,7 +116,7 @@ func sampleDedup(ctx context.Context, api *apiClient, from time.Time, every time
 			return samples
 		case <-timer.C:
 		}
-		if !read() {
+		if !read() && len(samples) == 0 {
 			return nil
 		}
 	}
