@@ -336,3 +336,22 @@ func checkMaterializedReads(t *testing.T, w *Warehouse, now time.Time, when stri
 		})
 	}
 }
+
+// BenchmarkMaterialize is the Writer's cost of the materialized columns' values: one
+// pass over an event's properties (bench/gen's posthog-js events) per operation.
+func BenchmarkMaterialize(b *testing.B) {
+	events, _ := benchEvents(b, 1000, true)
+	m := materializer{render: func(string) (driver.Value, error) { b.Fatal("a bench/gen value needs DuckDB's rendering"); return nil, nil }}
+	var size int64
+	for _, e := range events {
+		size += int64(len(e.Properties))
+	}
+	b.SetBytes(size / int64(len(events)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if err := m.extract(events[i%len(events)].Properties); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
