@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 var materializeSeed = flag.Uint64("materialize.seed", 0, "the seed of TestMaterializerMatchesDuckDB (0: a new one)")
@@ -341,7 +343,10 @@ func checkMaterializedReads(t *testing.T, w *Warehouse, now time.Time, when stri
 // pass over an event's properties (bench/gen's posthog-js events) per operation.
 func BenchmarkMaterialize(b *testing.B) {
 	events, _ := benchEvents(b, 1000, true)
-	m := materializer{render: func(string) (driver.Value, error) { b.Fatal("a bench/gen value needs DuckDB's rendering"); return nil, nil }}
+	m := materializer{render: func(string) (driver.Value, error) {
+		b.Fatal("a bench/gen value needs DuckDB's rendering")
+		return nil, nil
+	}}
 	var size int64
 	for _, e := range events {
 		size += int64(len(e.Properties))
@@ -354,4 +359,72 @@ func BenchmarkMaterialize(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkWriterBesideBackfill measures what the backfill of the materialized columns
+// costs ingestion: 10,000-event commits of bench/gen events while it fills the
+// columns of a million rows stored before migration 14 (the properties of bench/gen
+// events, in turn), then as many commits once it is done, each set's p50 and slowest
+// commit, and how long the backfill took.
+func BenchmarkWriterBesideBackfill(b *testing.B) {
+	const stored = 1_000_000
+	ctx := context.Background()
+	events, _ := benchEvents(b, 10000, true)
+	for range b.N {
+		path := filepath.Join(b.TempDir(), "hedge.duckdb")
+		db := openBefore(b, path, 14)
+		if _, err := db.Exec(`INSERT INTO events (uuid, team_id, event, distinct_id, person_id, "timestamp", inserted_at, properties, lane)
+			SELECT uuid(), 1, '$pageview', 'user-' || i % 1000, uuid(), now(), now(), d.doc, 'realtime'
+			FROM range(?) r(i) JOIN (SELECT row_number() OVER () - 1 AS k, doc FROM (VALUES `+strings.TrimSuffix(strings.Repeat("(?), ", 100), ", ")+`) v(doc)) d
+				ON d.k = i % 100`, append([]any{stored}, docArgs(events[:100])...)...); err != nil {
+			b.Fatal(err)
+		}
+		db.Close()
+		w, err := Open(ctx, Config{Path: path, FlushRows: 10000})
+		if err != nil {
+			b.Fatal(err)
+		}
+		commit := func() time.Duration {
+			for i := range events {
+				events[i].UUID = uuid.Must(uuid.NewV7())
+			}
+			begin := time.Now()
+			if err := w.Writer().Submit(&Batch{Events: events}); err != nil {
+				b.Fatal(err)
+			}
+			return time.Since(begin)
+		}
+		commit() // the persons, created once
+		begin := time.Now()
+		w.StartBackfill()
+		var during, after []time.Duration
+		for !w.backfill.done.Load() {
+			during = append(during, commit())
+		}
+		took := time.Since(begin)
+		if err := w.WaitBackfill(ctx); err != nil {
+			b.Fatal(err)
+		}
+		for range during {
+			after = append(after, commit())
+		}
+		w.Close()
+		slices.Sort(during)
+		slices.Sort(after)
+		ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
+		b.ReportMetric(took.Seconds(), "backfill-s")
+		b.ReportMetric(float64(len(during)), "commits-during")
+		b.ReportMetric(ms(during[len(during)/2]), "p50-during-ms")
+		b.ReportMetric(ms(during[len(during)-1]), "max-during-ms")
+		b.ReportMetric(ms(after[len(after)/2]), "p50-after-ms")
+		b.ReportMetric(ms(after[len(after)-1]), "max-after-ms")
+	}
+}
+
+func docArgs(events []Event) []any {
+	args := make([]any, len(events))
+	for i, e := range events {
+		args[i] = e.Properties
+	}
+	return args
 }

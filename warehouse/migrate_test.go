@@ -121,7 +121,7 @@ func TestReadMigrationsRejects(t *testing.T) {
 // openBefore creates a database at path with the migrations before version only, as
 // an earlier hedge made it, and returns it open: plain DuckDB, for the Writer and the
 // rest of today's warehouse need today's schema.
-func openBefore(t *testing.T, path string, version int) *sql.DB {
+func openBefore(t testing.TB, path string, version int) *sql.DB {
 	t.Helper()
 	embedded, err := readMigrations(schemas.Migrations)
 	if err != nil {

@@ -471,6 +471,10 @@ func (w *Writer) commit(group []*submission) (err error) {
 	insertedAt := w.beginCommit()
 	defer w.endCommit()
 	duplicates := w.deduplicate(group, insertedAt)
+	defer func() { // the last row's values alias a request's buffers
+		clear(w.row)
+		clear(w.materialize.values[:])
+	}()
 	var events [laneCount]int
 	warnings := 0
 	for _, s := range group {

@@ -46,6 +46,8 @@ func TestMaterialize(t *testing.T) {
 	// Of a join, the reads qualified by events' alias, in any case.
 	f("materialize_join", `SELECT e."mat_$os" AS os, json_extract_string(p.properties, '$."$os"') AS person_os FROM events e JOIN persons p ON p.id = e.person_id WHERE E."mat_$os" = 'Mac OS X'`)
 	f("materialize_persons", "")
+	// DuckDB's locations count bytes, as Go's strings do.
+	f("materialize_unicode", `SELECT 'héllo 😀' AS h, "mat_$os" AS os FROM events`)
 	// The subquery's properties are persons'; the outer query's events'.
 	f("materialize_subquery", `SELECT (SELECT count() FROM persons WHERE json_extract_string(properties, '$."$os"') = 'iOS') AS n FROM events WHERE "mat_$os" = 'Mac OS X'`)
 	f("materialize_star", "")
