@@ -161,6 +161,7 @@ func start(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *server, e
 		return nil, err
 	}
 	log.Info("database open", "path", cfg.warehouse.Path, "took", time.Since(begin).Round(time.Millisecond))
+	s.warehouse.StartBackfill()
 	var adminLn, captureLn net.Listener
 	defer func() {
 		if err != nil {

@@ -2,7 +2,9 @@ package warehouse
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -116,9 +118,10 @@ func TestReadMigrationsRejects(t *testing.T) {
 	f(map[string]string{"0001_a.sql": "", "0001_again.sql": ""}) // duplicate
 }
 
-// openBefore opens a new database at path with the migrations before version only, as
-// an earlier hedge made it.
-func openBefore(t *testing.T, path string, version int) *Warehouse {
+// openBefore creates a database at path with the migrations before version only, as
+// an earlier hedge made it, and returns it open: plain DuckDB, for the Writer and the
+// rest of today's warehouse need today's schema.
+func openBefore(t testing.TB, path string, version int) *sql.DB {
 	t.Helper()
 	embedded, err := readMigrations(schemas.Migrations)
 	if err != nil {
@@ -130,11 +133,25 @@ func openBefore(t *testing.T, path string, version int) *Warehouse {
 			before["migrations/"+m.name+".sql"] = &fstest.MapFile{Data: []byte(m.sql)}
 		}
 	}
-	w, err := Open(context.Background(), Config{Path: path, Migrations: before})
+	db, err := sql.Open("duckdb", path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return w
+	if err := migrate(context.Background(), db, before, slog.New(slog.DiscardHandler)); err != nil {
+		db.Close()
+		t.Fatal(err)
+	}
+	return db
+}
+
+// insertOldEvent stores an event in a database that openBefore made, as its Writer
+// stored them.
+func insertOldEvent(t *testing.T, db *sql.DB, team int64, name, properties string) {
+	t.Helper()
+	if _, err := db.Exec(`INSERT INTO events (uuid, team_id, event, distinct_id, person_id, "timestamp", inserted_at, properties, lane)
+		VALUES (uuid(), ?, ?, 'user-1', uuid(), now(), now(), ?, 'realtime')`, team, name, properties); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Migration 10 rewrites the lone surrogate escapes of stored documents that DuckDB
@@ -142,25 +159,20 @@ func openBefore(t *testing.T, path string, version int) *Warehouse {
 func TestMigrateLoneSurrogates(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "hedge.duckdb")
-	w := openBefore(t, path, 10)
+	db := openBefore(t, path, 10)
 	stored := map[string]string{
 		"lone":    `{"a":"x\ud800y","b":"\ud83d\ude00"}`,
 		"pair":    `{"a":"\ud83d\ude00"}`,
 		"escaped": `{"a":"\\ud800"}`,
 	}
-	var events []Event
 	for name, props := range stored {
-		e := testEvent(1, name)
-		e.Properties = props
-		events = append(events, e)
+		insertOldEvent(t, db, 1, name, props)
 	}
-	if err := w.Writer().Submit(&Batch{Events: events}); err != nil {
+	if _, err := db.Exec(`INSERT INTO persons (id, team_id, properties, created_at, is_identified, version, updated_at)
+		VALUES (uuid(), 1, '{"name":"\udc00"}', now(), true, 0, now())`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.DB().Exec(`UPDATE persons SET properties = '{"name":"\udc00"}'`); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
+	db.Close()
 
 	w, err := Open(ctx, Config{Path: path})
 	if err != nil {
@@ -193,15 +205,15 @@ func TestMigrateLoneSurrogates(t *testing.T) {
 func TestMigrateRunErrors(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "hedge.duckdb")
-	w := openBefore(t, path, 11)
+	db := openBefore(t, path, 11)
 	for i, runError := range []any{"cannot write /srv/hedge-data/.staging/x: permission denied", nil} {
-		if _, err := w.DB().Exec(`INSERT INTO meta.batch_export_runs (id, batch_export_id, team_id, data_interval_start, data_interval_end,
+		if _, err := db.Exec(`INSERT INTO meta.batch_export_runs (id, batch_export_id, team_id, data_interval_start, data_interval_end,
 			status, latest_error, created_at, last_updated_at) VALUES (uuid(), uuid(), 1, ?, ?, 'Failed', ?, now(), now())`,
 			fmt.Sprintf("2026-01-0%dT00:00:00Z", i+1), fmt.Sprintf("2026-01-0%dT01:00:00Z", i+1), runError); err != nil {
 			t.Fatal(err)
 		}
 	}
-	w.Close()
+	db.Close()
 	w, err := Open(ctx, Config{Path: path})
 	if err != nil {
 		t.Fatal(err)
@@ -228,16 +240,16 @@ func TestMigrateRunErrors(t *testing.T) {
 func TestMigrateBackfillQueue(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "hedge.duckdb")
-	w := openBefore(t, path, 12)
+	db := openBefore(t, path, 12)
 	export := uuid.NewString()
-	if _, err := w.DB().Exec(`INSERT INTO meta.batch_exports (id, team_id, name, model, destination_type, destination_config, "interval",
+	if _, err := db.Exec(`INSERT INTO meta.batch_exports (id, team_id, name, model, destination_type, destination_config, "interval",
 		created_at, last_updated_at) VALUES (?, 1, 'x', 'events', 'Parquet', '{}', 'day', now(), now())`, export); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.DB().Exec(`INSERT INTO meta.batch_export_backfills VALUES (uuid(), ?, 1, '2026-01-01', '2026-01-03', now())`, export); err != nil {
+	if _, err := db.Exec(`INSERT INTO meta.batch_export_backfills VALUES (uuid(), ?, 1, '2026-01-01', '2026-01-03', now())`, export); err != nil {
 		t.Fatal(err)
 	}
-	w.Close()
+	db.Close()
 	w, err := Open(ctx, Config{Path: path})
 	if err != nil {
 		t.Fatal(err)

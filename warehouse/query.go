@@ -81,6 +81,8 @@ type Queries struct {
 	mu       sync.Mutex
 	inFlight sync.WaitGroup // the requests begun and not done
 	versions *dataVersions
+	// backfill says whether the materialized property columns are whole yet.
+	backfill *propertyBackfill
 	catalog  string // the database's catalog name, which the views name explicitly
 	timeout  time.Duration
 	maxRows  int
@@ -122,8 +124,9 @@ type QueryLimits struct {
 	Nice int
 }
 
-func newQueries(ctx context.Context, connector *duckdb.Connector, db *sql.DB, limits QueryLimits, versions *dataVersions) (*Queries, error) {
-	q := &Queries{db: sql.OpenDB(macroConnector{connector}), versions: versions, timeout: limits.Timeout, maxRows: limits.MaxRows,
+func newQueries(ctx context.Context, connector *duckdb.Connector, db *sql.DB, limits QueryLimits, versions *dataVersions,
+	backfill *propertyBackfill) (*Queries, error) {
+	q := &Queries{db: sql.OpenDB(macroConnector{connector}), versions: versions, backfill: backfill, timeout: limits.Timeout, maxRows: limits.MaxRows,
 		maxBytes: limits.MaxBytes, nice: cmp.Or(limits.Nice, DefaultQueryNice)}
 	q.stopped, q.stop = context.WithCancel(context.Background())
 	if q.timeout <= 0 {
@@ -261,11 +264,19 @@ func (q *Queries) open(ctx context.Context, scope Scope, query string, withPerso
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot get a query connection: %w", err)
 	}
-	if err := checkQuery(ctx, conn, query, len(args)); err != nil {
+	serialized, err := checkQuery(ctx, conn, query, len(args))
+	if err != nil {
 		conn.Close()
 		return nil, nil, cmp.Or(q.interrupted(ctx), err)
 	}
-	if _, err := conn.ExecContext(ctx, q.views(scope, withPersons)); err != nil {
+	// The reads of materialized properties of events become reads of their columns,
+	// which only then are in the events view (a star would show them).
+	query, materialized, err := hogql.Materialize(query, serialized, materializedRead)
+	if err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	if _, err := conn.ExecContext(ctx, q.views(scope, withPersons, materialized)); err != nil {
 		conn.Close()
 		return nil, nil, cmp.Or(q.interrupted(ctx), fmt.Errorf("cannot prepare the views of project %d: %w", scope.Team, err))
 	}
@@ -279,20 +290,29 @@ func (q *Queries) open(ctx context.Context, scope Scope, query string, withPerso
 
 // checkQuery refuses a query that a user may not run with params bound parameters:
 // hogql.Check on DuckDB's parse of it, then what Check leaves to its caller, the names
-// of the query's WITH queries against the catalog (checkCTENames).
-func checkQuery(ctx context.Context, conn *sql.Conn, query string, params int) error {
+// of the query's WITH queries against the catalog (checkCTENames). It returns the
+// parse (json_serialize_sql's) of a query it accepts.
+func checkQuery(ctx context.Context, conn *sql.Conn, query string, params int) (serialized string, err error) {
 	if err := checkLength(query); err != nil {
-		return err
+		return "", err
 	}
-	var serialized string
 	if err := conn.QueryRowContext(ctx, `SELECT json_serialize_sql(?::VARCHAR)::VARCHAR`, query).Scan(&serialized); err != nil {
-		return fmt.Errorf("cannot parse a query: %w", err)
+		return "", fmt.Errorf("cannot parse a query: %w", err)
 	}
 	ctes, err := hogql.Check(serialized, params)
 	if err != nil {
-		return queryError(err)
+		return "", queryError(err)
 	}
-	return checkCTENames(ctx, conn, ctes)
+	return serialized, checkCTENames(ctx, conn, ctes)
+}
+
+// materializedRead is the column a read of key in events' properties becomes
+// (hogql.Materialize): its materialized column, for the keys that have one.
+func materializedRead(key string) (string, bool) {
+	if !isMaterialized(key) {
+		return "", false
+	}
+	return `"` + materializedColumn(key) + `"`, true
 }
 
 // maxQueryBytes bounds the text of a query, as it runs (HogQL rewritten; an
@@ -380,16 +400,30 @@ func (q *Queries) interrupted(ctx context.Context) error {
 // views defines, on one connection, the tables a user query reads: events, persons and
 // groups filtered to the project. They name the database catalog explicitly, for the
 // temp catalog's own "main" schema would otherwise make them refer to themselves.
-// withPersons adds person_properties to events (HogQL's person.properties).
-func (q *Queries) views(scope Scope, withPersons bool) string {
+// withPersons adds person_properties to events (HogQL's person.properties),
+// materialized the materialized property columns: while their backfill is not done,
+// each as coalesce(column, JSON), which is right for every row.
+func (q *Queries) views(scope Scope, withPersons, materialized bool) string {
 	db := `"` + strings.ReplaceAll(q.catalog, `"`, `""`) + `".main.`
 	team := strconv.FormatInt(scope.Team, 10)
+	var columns strings.Builder
+	if materialized {
+		whole := q.backfill.done.Load()
+		for _, k := range materializedKeys {
+			column := `"` + materializedColumn(k) + `"`
+			if whole {
+				columns.WriteString(", e." + column)
+			} else {
+				columns.WriteString(`, coalesce(e.` + column + `, json_extract_string(e.properties, '$."` + k + `"')) AS ` + column)
+			}
+		}
+	}
 	events := `SELECT e.uuid, e.event, e.distinct_id, e.person_id, e."timestamp", e.properties,
-		e."$group_0", e."$group_1", e."$group_2", e."$group_3", e."$group_4", e.inserted_at AS created_at FROM ` + db + `events e`
+		e."$group_0", e."$group_1", e."$group_2", e."$group_3", e."$group_4", e.inserted_at AS created_at` + columns.String() + ` FROM ` + db + `events e`
 	if withPersons {
 		events = `SELECT e.uuid, e.event, e.distinct_id, coalesce(d.person_id, e.person_id) AS person_id, e."timestamp", e.properties,
 			e."$group_0", e."$group_1", e."$group_2", e."$group_3", e."$group_4", e.inserted_at AS created_at,
-			p.properties AS person_properties
+			p.properties AS person_properties` + columns.String() + `
 			FROM ` + db + `events e
 			LEFT JOIN ` + db + `person_distinct_ids d ON d.team_id = e.team_id AND d.distinct_id = e.distinct_id
 			LEFT JOIN ` + db + `persons p ON p.id = coalesce(d.person_id, e.person_id)`

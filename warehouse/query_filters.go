@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,8 +39,7 @@ func propertyFilters(filters []PropertyFilter) (conditions []string, args []any,
 		if f.Key == "" {
 			return nil, nil, false, queryErrorf("a property filter needs a key")
 		}
-		value := "json_extract_string(" + column + ", ?)"
-		path := jsonPointer(f.Key)
+		value, path := propertyValue(column, f.Key)
 		values := filterValues(f.Value)
 		var condition string
 		var bound []any
@@ -49,26 +49,26 @@ func propertyFilters(filters []PropertyFilter) (conditions []string, args []any,
 				return nil, nil, false, queryErrorf("the %s filter on %q needs a value", cmp.Or(f.Operator, "exact"), f.Key)
 			}
 			condition = value + " IN (" + placeholders(len(values)) + ")"
-			bound = append([]any{path}, values...)
+			bound = append(slices.Clone(path), values...)
 			if f.Operator == "is_not" {
 				condition = "(" + value + " IS NULL OR NOT " + condition + ")"
-				bound = append([]any{path}, bound...)
+				bound = append(slices.Clone(path), bound...)
 			}
 		case "icontains", "not_icontains":
 			if len(values) != 1 {
 				return nil, nil, false, queryErrorf("the %s filter on %q needs one value", f.Operator, f.Key)
 			}
-			condition, bound = "contains(lower("+value+"), lower(?))", []any{path, values[0]}
+			condition, bound = "contains(lower("+value+"), lower(?))", append(slices.Clone(path), values[0])
 			if f.Operator == "not_icontains" {
-				condition, bound = "("+value+" IS NULL OR NOT "+condition+")", []any{path, path, values[0]}
+				condition, bound = "("+value+" IS NULL OR NOT "+condition+")", append(slices.Concat(path, path), values[0])
 			}
 		case "regex", "not_regex":
 			if len(values) != 1 {
 				return nil, nil, false, queryErrorf("the %s filter on %q needs one value", f.Operator, f.Key)
 			}
-			condition, bound = "regexp_matches("+value+", ?)", []any{path, values[0]}
+			condition, bound = "regexp_matches("+value+", ?)", append(slices.Clone(path), values[0])
 			if f.Operator == "not_regex" {
-				condition, bound = "("+value+" IS NULL OR NOT "+condition+")", []any{path, path, values[0]}
+				condition, bound = "("+value+" IS NULL OR NOT "+condition+")", append(slices.Concat(path, path), values[0])
 			}
 		case "gt", "gte", "lt", "lte":
 			number, ok := filterNumber(f.Value)
@@ -76,11 +76,11 @@ func propertyFilters(filters []PropertyFilter) (conditions []string, args []any,
 				return nil, nil, false, queryErrorf("the %s filter on %q needs a number", f.Operator, f.Key)
 			}
 			op := map[string]string{"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}[f.Operator]
-			condition, bound = "TRY_CAST("+value+" AS DOUBLE) "+op+" ?", []any{path, number}
+			condition, bound = "TRY_CAST("+value+" AS DOUBLE) "+op+" ?", append(slices.Clone(path), number)
 		case "is_set":
-			condition, bound = value+" IS NOT NULL", []any{path}
+			condition, bound = value+" IS NOT NULL", path
 		case "is_not_set":
-			condition, bound = value+" IS NULL", []any{path}
+			condition, bound = value+" IS NULL", path
 		default:
 			return nil, nil, false, queryErrorf("the property filter operator %q is not supported", f.Operator)
 		}
@@ -106,6 +106,18 @@ func (b *BreakdownFilter) column() (column string, ofPersons bool, err error) {
 		return "person_properties", true, nil
 	}
 	return "", false, queryErrorf("breakdown_type must be event or person, not %q", b.BreakdownType)
+}
+
+// propertyValue is the SQL of key's value in column (properties, or person_properties
+// of the view that joins persons), and what it binds. A materialized property of
+// events is written as hogql.Rewrite writes it, its path a literal, which Queries.open
+// turns into a read of its column (hogql.Materialize); any other property's path is
+// bound, for a key may hold anything.
+func propertyValue(column, key string) (sql string, args []any) {
+	if column == "properties" && isMaterialized(key) {
+		return `json_extract_string(properties, '$."` + key + `"')`, nil
+	}
+	return "json_extract_string(" + column + ", ?)", []any{jsonPointer(key)}
 }
 
 // jsonPointer is the JSON pointer (RFC 6901) to a top-level key: any key, escaped.

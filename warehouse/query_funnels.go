@@ -249,7 +249,8 @@ func funnelsSQL(fq FunnelsQuery, spec funnelSpec, from, to time.Time) (query str
 		if err != nil {
 			return "", nil, err
 		}
-		value, valueArgs = "coalesce(json_extract_string("+column+", ?), '')", []any{jsonPointer(fq.BreakdownFilter.Breakdown)}
+		read, args := propertyValue(column, fq.BreakdownFilter.Breakdown)
+		value, valueArgs = "coalesce("+read+", '')", args
 	}
 	where := []string{`"timestamp" >= ?`, `"timestamp" < ?`, "person_id IS NOT NULL"} // a row of no person counts for no one
 	whereArgs := []any{from, to}

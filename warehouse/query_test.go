@@ -89,7 +89,8 @@ func TestHogQLIsolation(t *testing.T) {
 		if err != nil {
 			return queryError(err)
 		}
-		return checkQuery(ctx, conn, rewritten, 0)
+		_, err = checkQuery(ctx, conn, rewritten, 0)
+		return err
 	}
 	refused := func(query, why string) {
 		t.Helper()

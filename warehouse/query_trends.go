@@ -195,8 +195,9 @@ func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string
 			return "", nil, false, false, err
 		}
 		withPersons = withPersons || ofPersons
-		valueGroup = "coalesce(json_extract_string(" + column + ", ?), '" + breakdownNull + "')"
-		valueGroupArgs, breakdown = []any{jsonPointer(b.Breakdown)}, true
+		value, args := propertyValue(column, b.Breakdown)
+		valueGroup = "coalesce(" + value + ", '" + breakdownNull + "')"
+		valueGroupArgs, breakdown = args, true
 	}
 	// The rows of the series, the 25 most frequent breakdown values, and the counts
 	// per interval and value, the rest under one value. trend_rows holds only the

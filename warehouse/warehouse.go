@@ -97,6 +97,9 @@ type Config struct {
 	// written since the last checkpoint (default DefaultCheckpointInterval). It bounds the WAL that a restart
 	// after a crash must replay.
 	CheckpointInterval time.Duration
+	// BackfillRows is the rows of a chunk of the materialized properties' backfill
+	// (default DefaultBackfillRows; backfill.go).
+	BackfillRows int
 
 	// Query bounds the queries users run (the query API).
 	Query QueryLimits
@@ -159,6 +162,9 @@ func (c *Config) setDefaults() {
 	if c.CheckpointInterval <= 0 {
 		c.CheckpointInterval = DefaultCheckpointInterval
 	}
+	if c.BackfillRows <= 0 {
+		c.BackfillRows = DefaultBackfillRows
+	}
 	if c.DedupWindow <= 0 {
 		c.DedupWindow = DefaultDedupWindow
 	}
@@ -183,6 +189,7 @@ type Warehouse struct {
 	writer    *Writer
 	queries   *Queries
 	lookups   *lookups
+	backfill  *propertyBackfill
 	stored    *storedFilter // the writer's, whose fill must end before the database closes
 	staging   string
 	log       *slog.Logger
@@ -238,8 +245,13 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 		w.closeDB()
 		return nil, err
 	}
+	if w.backfill, err = loadBackfill(ctx, db, &cfg); err != nil {
+		w.closeDB()
+		return nil, err
+	}
+	w.backfill.commits = commitsTotal.Get
 	versions := &dataVersions{}
-	if w.queries, err = newQueries(ctx, connector, db, cfg.Query, versions); err != nil {
+	if w.queries, err = newQueries(ctx, connector, db, cfg.Query, versions, w.backfill); err != nil {
 		w.closeDB()
 		return nil, err
 	}
@@ -296,13 +308,23 @@ func (w *Warehouse) Writer() *Writer { return w.writer }
 // Queries runs the queries of the query API.
 func (w *Warehouse) Queries() *Queries { return w.queries }
 
-// Close interrupts the users' queries (Queries.Stop), stops the Writer after
+// StartBackfill fills, in the background, the materialized property columns of the
+// rows stored before they existed (backfill.go); Close stops it, and the next
+// StartBackfill resumes it. Queries answer the same meanwhile, only slower.
+func (w *Warehouse) StartBackfill() { w.backfill.start() }
+
+// WaitBackfill waits until the backfill that StartBackfill began is done, and returns
+// its error, or ctx's.
+func (w *Warehouse) WaitBackfill(ctx context.Context) error { return w.backfill.wait(ctx) }
+
+// Close interrupts the users' queries (Queries.Stop), stops the backfill, stops the Writer after
 // committing everything it accepted, checkpoints the WAL into the database file, and
 // closes the file.
 func (w *Warehouse) Close() error {
 	start := time.Now()
 	w.queries.Stop()
 	w.log.Info("queries stopped", "took", time.Since(start).Round(time.Millisecond))
+	w.backfill.close()
 	start = time.Now()
 	w.writer.Close()
 	w.log.Info("writer stopped", "took", time.Since(start).Round(time.Millisecond))

@@ -56,9 +56,15 @@ type Writer struct {
 	statements map[string]driver.Stmt // prepared on conn, by query text
 	appenders  *appenders             // nil after a failed commit, until the next opens them again
 	identity   *identity
-	recent     *recentEvents
-	versions   *dataVersions
-	lanes      [laneCount]chan *submission
+	// materialize takes the materialized properties out of each event (materialized.go).
+	materialize materializer
+	closeRender func() error
+	// row is the events appender's row, kept for the next event: the values of its
+	// columns, the materialized properties last.
+	row      []driver.Value
+	recent   *recentEvents
+	versions *dataVersions
+	lanes    [laneCount]chan *submission
 	// queued bounds the rows (events and warnings) between Submit and their commit.
 	queued *semaphore.Weighted
 	done   chan struct{}
@@ -136,7 +142,13 @@ func newWriter(conn driver.Conn, identity *identity, recent *recentEvents, versi
 	if _, err := conn.(driver.ExecerContext).ExecContext(context.Background(), stagingTables, nil); err != nil {
 		return nil, fmt.Errorf("cannot create the staging tables: %w", err)
 	}
+	render, closeRender, err := renderer(conn)
+	if err != nil {
+		return nil, err
+	}
+	w.materialize.render, w.closeRender = render, closeRender
 	if err := w.openAppenders(); err != nil {
+		closeRender()
 		return nil, err
 	}
 	go w.run()
@@ -459,6 +471,10 @@ func (w *Writer) commit(group []*submission) (err error) {
 	insertedAt := w.beginCommit()
 	defer w.endCommit()
 	duplicates := w.deduplicate(group, insertedAt)
+	defer func() { // the last row's values alias a request's buffers
+		clear(w.row)
+		clear(w.materialize.values[:])
+	}()
 	var events [laneCount]int
 	warnings := 0
 	for _, s := range group {
@@ -479,12 +495,15 @@ func (w *Writer) commit(group []*submission) (err error) {
 			if err != nil {
 				return err
 			}
-			err = a.events.AppendRow(
-				duckdb.UUID(e.UUID), e.TeamID, e.Name, e.DistinctID, duckdb.UUID(p.personID),
+			if err := w.materialize.extract(e.Properties); err != nil {
+				return fmt.Errorf("cannot read the properties of event %s: %w", e.UUID, err)
+			}
+			w.row = append(w.row[:0], duckdb.UUID(e.UUID), e.TeamID, e.Name, e.DistinctID, duckdb.UUID(p.personID),
 				e.Timestamp, insertedAt, e.Properties,
 				groupColumn(p.groups[0]), groupColumn(p.groups[1]), groupColumn(p.groups[2]), groupColumn(p.groups[3]), groupColumn(p.groups[4]),
 				lane)
-			if err != nil {
+			w.row = append(w.row, w.materialize.values[:]...)
+			if err := a.events.AppendRow(w.row...); err != nil {
 				return fmt.Errorf("cannot append event %s: %w", e.UUID, err)
 			}
 			if p.warning != "" {
@@ -685,6 +704,7 @@ func (w *Writer) release() {
 	for _, stmt := range w.statements {
 		stmt.Close()
 	}
+	w.closeRender()
 	if err := w.conn.Close(); err != nil {
 		w.log.Error("cannot close the writer's connection", "err", err)
 	}
