@@ -126,7 +126,7 @@ func (q *Queries) Trends(ctx context.Context, scope Scope, tq TrendsQuery, now t
 // trendsSeries runs one series of tq: its query, then its lines.
 func (q *Queries) trendsSeries(ctx context.Context, scope Scope, tq TrendsQuery, series TrendsSeries, order int,
 	interval string, from, to time.Time, axis *trendAxis) ([]TrendsLine, error) {
-	query, args, withPersons, breakdown, err := trendsSQL(scope, tq, series, interval, from, to)
+	query, args, withPersons, breakdown, err := trendsSQL(scope, tq, series, interval, from, to, axis)
 	if err != nil {
 		return nil, err
 	}
@@ -144,23 +144,11 @@ func (q *Queries) trendsSeries(ctx context.Context, scope Scope, tq TrendsQuery,
 // breakdown value (bucket, value_group, value), the bucket as bucketKey names it. It
 // reports whether the query reads person properties (withPersons), and whether tq
 // breaks the series down (else every row has the same value_group).
-func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string, from, to time.Time) (query string,
+func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string, from, to time.Time, axis *trendAxis) (query string,
 	args []any, withPersons, breakdown bool, err error) {
 	var where []string
 	var whereArgs []any
-	// The bucket of an event, as a wall-clock time: the start of its interval in the
-	// project's time zone, but for hours the start of its real hour in UTC. Hours go by
-	// the instant they start at because a wall-clock hour repeats when clocks go back:
-	// 01:30 EDT and 01:30 EST are two hours, two buckets (bucketStarts makes the same).
-	bucket := `date_trunc('` + interval + `', timezone(?, "timestamp"))`
-	bucketArgs := []any{scope.timezone()}
-	switch {
-	case interval == "hour":
-		bucket = `timezone('UTC', "timestamp" - (timezone(?, "timestamp") - date_trunc('hour', timezone(?, "timestamp"))))`
-		bucketArgs = append(bucketArgs, scope.timezone())
-	case interval == "week" && scope.WeekStartDay == 0: // date_trunc's weeks start on Monday
-		bucket = `(date_trunc('week', timezone(?, "timestamp") + INTERVAL 1 DAY) - INTERVAL 1 DAY)`
-	}
+	bucket, label, bucketArgs := trendBucket(scope, interval, to, axis)
 	if event := series.event(); event != "" {
 		where, whereArgs = append(where, "event = ?"), append(whereArgs, event)
 	}
@@ -199,20 +187,98 @@ func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string
 		valueGroup = "coalesce(" + value + ", '" + breakdownNull + "')"
 		valueGroupArgs, breakdown = args, true
 	}
-	// The rows of the series, the 25 most frequent breakdown values, and the counts
-	// per interval and value, the rest under one value. trend_rows holds only the
-	// columns the counts read: DuckDB materializes a CTE read twice, and the properties
-	// of a day of events are gigabytes.
-	query = `WITH trend_rows AS (SELECT ` + bucket + ` AS bucket, ` + valueGroup + ` AS breakdown,
-				person_id, "$group_0", "$group_1", "$group_2", "$group_3", "$group_4"
-			FROM events WHERE ` + strings.Join(where, " AND ") + `),
-		trend_top AS (SELECT breakdown FROM trend_rows GROUP BY breakdown ORDER BY count(*) DESC, breakdown LIMIT ` + strconv.Itoa(breakdownLimit) + `)
-		SELECT strftime(bucket::TIMESTAMP, '%Y-%m-%d %H:%M:%S') AS bucket,
-			CASE WHEN breakdown IN (SELECT breakdown FROM trend_top) THEN breakdown ELSE '` + breakdownOther + `' END AS value_group,
-			` + value + ` AS value
-		FROM trend_rows GROUP BY ALL`
+	// The counts per interval and breakdown value: the 25 most frequent values by
+	// events, and the rest under one value. A bucket is grouped by its key and labelled
+	// once per group.
+	rows := `FROM events WHERE ` + strings.Join(where, " AND ")
+	top := `SELECT breakdown FROM trend_rows GROUP BY breakdown ORDER BY count(*) DESC, breakdown LIMIT ` + strconv.Itoa(breakdownLimit)
+	other := `CASE WHEN breakdown IN (SELECT breakdown FROM trend_top) THEN breakdown ELSE '` + breakdownOther + `' END`
+	switch {
+	case !breakdown:
+		query = `SELECT ` + label + ` AS bucket, NULL::VARCHAR AS value_group, value
+			FROM (SELECT ` + bucket + ` AS bucket, ` + value + ` AS value ` + rows + ` GROUP BY 1)`
+	case value == "count(*)":
+		// Counts add up: the events are counted once per interval and value, and the
+		// ranking and the rest are sums of those counts, a few rows per interval.
+		query = `WITH trend_counts AS (SELECT ` + bucket + ` AS bucket, ` + valueGroup + ` AS breakdown, count(*) AS n ` + rows + ` GROUP BY ALL),
+			trend_top AS (SELECT breakdown FROM trend_counts GROUP BY breakdown ORDER BY sum(n) DESC, breakdown LIMIT ` + strconv.Itoa(breakdownLimit) + `)
+			SELECT ` + label + ` AS bucket, ` + other + ` AS value_group, sum(n)::BIGINT AS value FROM trend_counts GROUP BY ALL`
+	default:
+		// Distinct counts do not add up: the rest's persons are counted from the rows.
+		// trend_rows holds only the columns the counts read: DuckDB materializes a CTE
+		// read twice, and the properties of a day of events are gigabytes.
+		query = `WITH trend_rows AS (SELECT ` + bucket + ` AS bucket, ` + valueGroup + ` AS breakdown,
+				person_id, "$group_0", "$group_1", "$group_2", "$group_3", "$group_4" ` + rows + `),
+			trend_top AS (` + top + `)
+			SELECT ` + label + ` AS bucket, ` + other + ` AS value_group, ` + value + ` AS value FROM trend_rows GROUP BY ALL`
+	}
 	args = append(append(bucketArgs, valueGroupArgs...), whereArgs...)
 	return query, args, withPersons, breakdown, nil
+}
+
+// trendBucket is the expression of an event's bucket (over events' "timestamp") and
+// the expression that labels a bucket (over the column bucket) as bucketKey names it,
+// with the arguments of the first. A bucket is the start of its interval in the
+// project's time zone as a wall-clock time, but for hours the start of its real hour
+// in UTC: a wall-clock hour repeats when clocks go back, and 01:30 EDT and 01:30 EST
+// are two hours, two buckets (bucketStarts makes the same).
+//
+// Where the zone's offset from UTC is the same all through the range (UTC itself, and
+// most ranges elsewhere), hours, days and weeks are integers computed from the epoch,
+// which DuckDB groups some ten times faster than the timestamps of a time zone
+// conversion (measured: 60 ms against 700 ms for the days of 10M events); otherwise,
+// and for months, the bucket is computed in the zone.
+func trendBucket(scope Scope, interval string, to time.Time, axis *trendAxis) (bucket, label string, args []any) {
+	// After the epoch's first week only: DuckDB's // truncates towards zero, which is
+	// the floor the keys need for the range's times (the query reads none before it).
+	if offset, ok := fixedOffset(axis, to); ok && interval != "month" && axis.buckets[0].Unix() > 7*86400 {
+		const day = int64(24 * time.Hour / time.Microsecond)
+		shifted := fmt.Sprintf(`(epoch_us("timestamp") + %d)`, offset)
+		switch interval {
+		case "hour":
+			const hour = int64(time.Hour / time.Microsecond)
+			return fmt.Sprintf(`%s // %d`, shifted, hour), fmt.Sprintf(`strftime(make_timestamp(bucket * %d - %d), '%%Y-%%m-%%d %%H:%%M:%%S')`, hour, offset), nil
+		case "day":
+			return fmt.Sprintf(`%s // %d`, shifted, day), fmt.Sprintf(`strftime(make_timestamp(bucket * %d), '%%Y-%%m-%%d %%H:%%M:%%S')`, day), nil
+		case "week":
+			// Day 0 of the epoch was a Thursday: 3 days after a Monday, 4 after a Sunday.
+			since := 3
+			if scope.WeekStartDay == 0 {
+				since = 4
+			}
+			return fmt.Sprintf(`(%s // %d + %d) // 7`, shifted, day, since),
+				fmt.Sprintf(`strftime(make_timestamp((bucket * 7 - %d) * %d), '%%Y-%%m-%%d %%H:%%M:%%S')`, since, day), nil
+		}
+	}
+	label = `strftime(bucket::TIMESTAMP, '%Y-%m-%d %H:%M:%S')`
+	switch {
+	case interval == "hour":
+		return `timezone('UTC', "timestamp" - (timezone(?, "timestamp") - date_trunc('hour', timezone(?, "timestamp"))))`, label,
+			[]any{scope.timezone(), scope.timezone()}
+	case interval == "week" && scope.WeekStartDay == 0: // date_trunc's weeks start on Monday
+		return `(date_trunc('week', timezone(?, "timestamp") + INTERVAL 1 DAY) - INTERVAL 1 DAY)`, label, []any{scope.timezone()}
+	}
+	return `date_trunc('` + interval + `', timezone(?, "timestamp"))`, label, []any{scope.timezone()}
+}
+
+// fixedOffset is the offset from UTC, in microseconds, of the axis' time zone when it
+// is the same at every bucket's start and at to: no change of clocks falls in the
+// range (trendBucket asks for hours, days and weeks, whose buckets are at most a week
+// apart, and zones change their clocks months apart).
+func fixedOffset(axis *trendAxis, to time.Time) (int64, bool) {
+	if len(axis.buckets) == 0 {
+		return 0, false
+	}
+	_, offset := axis.buckets[0].Zone()
+	if _, o := to.In(axis.buckets[0].Location()).Zone(); o != offset {
+		return 0, false
+	}
+	for _, b := range axis.buckets {
+		if _, o := b.Zone(); o != offset {
+			return 0, false
+		}
+	}
+	return int64(offset) * int64(time.Second/time.Microsecond), true
 }
 
 // trendAxis is what the lines of a trend share: the starts of its intervals, their

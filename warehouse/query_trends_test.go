@@ -4,8 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/uuid"
 )
 
 // trendsLines shapes rows without a database: the rows here are as trendsSQL's query
@@ -80,5 +86,94 @@ func TestTrendsStopWithContext(t *testing.T) {
 	lines, err := trendsLines(context.Background(), [][]any{rows[0], {"2016-01-02 00:00:00", "b", int64(1)}}, TrendsSeries{}, 0, axis, true)
 	if err != nil || len(lines) != 2 || &lines[0].Labels[0] != &lines[1].Labels[0] || &lines[0].Days[0] != &lines[1].Days[0] {
 		t.Fatalf("lines %d, err %v: the labels are not shared", len(lines), err)
+	}
+}
+
+// Buckets computed from the epoch (a zone whose offset holds through the range) and
+// in the zone (a range across a change of clocks, and months) both put every event in
+// the interval Go's time package puts it in: the counts per interval equal a count
+// made in Go, for offsets of whole and half hours, both week starts, and hours.
+func TestTrendBucketsAgreeWithGo(t *testing.T) {
+	w := openTestWarehouse(t, filepath.Join(t.TempDir(), "hedge.duckdb"), Config{})
+	defer w.Close()
+	rng := rand.New(rand.NewPCG(7, 7))
+	start := at("2026-02-20T00:00:00Z")
+	var events []Event
+	var stamps []time.Time
+	for range 3000 {
+		ts := start.Add(time.Duration(rng.Int64N(int64(50 * 24 * time.Hour))))
+		stamps = append(stamps, ts)
+		events = append(events, Event{UUID: uuid.Must(uuid.NewV7()), TeamID: 1, Name: "e", DistinctID: "u", Timestamp: ts, Properties: `{}`})
+	}
+	if err := w.Writer().Submit(&Batch{Events: events}); err != nil {
+		t.Fatal(err)
+	}
+	now := start.Add(52 * 24 * time.Hour)
+	f := func(zone string, weekStart int, interval, from, to string) {
+		t.Helper()
+		loc, err := time.LoadLocation(zone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tq TrendsQuery
+		tq.Series, tq.Interval = []TrendsSeries{{}}, interval
+		tq.DateRange.DateFrom, tq.DateRange.DateTo = from, to
+		r, err := w.Queries().Trends(context.Background(), Scope{Team: 1, Timezone: zone, WeekStartDay: weekStart}, tq, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		line := r.Results[0]
+		index := map[string]int{}
+		for i, d := range line.Days {
+			index[d] = i
+		}
+		want := make([]float64, len(line.Days))
+		first, _ := time.ParseInLocation(time.DateOnly, from, loc)
+		last, _ := time.ParseInLocation(time.DateOnly, to, loc)
+		last = last.AddDate(0, 0, 1)
+		for _, ts := range stamps {
+			if ts.Before(first) || !ts.Before(last) {
+				continue
+			}
+			local := ts.In(loc)
+			var b time.Time
+			switch interval {
+			case "hour":
+				b = local.Truncate(time.Hour) // whole-hour offsets only are asked for hours below
+			case "day":
+				b = time.Date(local.Year(), local.Month(), local.Day(), 0, 0, 0, 0, loc)
+			case "week":
+				day := time.Date(local.Year(), local.Month(), local.Day(), 0, 0, 0, 0, loc)
+				back := (int(day.Weekday()) - weekStart + 7) % 7
+				b = day.AddDate(0, 0, -back)
+			case "month":
+				b = time.Date(local.Year(), local.Month(), 1, 0, 0, 0, 0, loc)
+			}
+			key := b.Format(time.DateOnly)
+			if interval == "hour" {
+				key = b.Format(time.DateTime)
+			}
+			i, ok := index[key]
+			if !ok {
+				t.Fatalf("%s %s %s: no bucket %s in %v", zone, interval, from, key, line.Days)
+			}
+			want[i]++
+		}
+		if !slices.Equal(line.Data, want) {
+			t.Fatalf("%s %s from %s to %s (weeks from %d):\n got %v\nwant %v", zone, interval, from, to, weekStart, line.Data, want)
+		}
+	}
+	for _, zone := range []string{"UTC", "Asia/Kolkata", "America/New_York", "Australia/Adelaide"} {
+		for _, week := range []int{0, 1} {
+			f(zone, week, "week", "2026-02-21", "2026-04-10") // New York and Adelaide change clocks in it
+			f(zone, week, "week", "2026-03-15", "2026-03-31")
+		}
+		f(zone, 1, "day", "2026-02-21", "2026-04-10")
+		f(zone, 1, "day", "2026-03-15", "2026-03-31")
+		f(zone, 1, "month", "2026-02-21", "2026-04-10")
+	}
+	for _, zone := range []string{"UTC", "America/New_York"} {
+		f(zone, 1, "hour", "2026-03-20", "2026-03-23")
+		f(zone, 1, "hour", "2026-03-07", "2026-03-09") // New York's clocks go forward on the 8th
 	}
 }
