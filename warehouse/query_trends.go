@@ -159,18 +159,19 @@ func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string
 	}
 	where, whereArgs = append(where, filters...), append(whereArgs, filterArgs...)
 
-	var value string
+	// value is the count, and counted the column it counts the distinct values of.
+	var value, counted string
 	switch cmp.Or(series.Math, "total") {
 	case "total":
 		value = "count(*)"
 	case "dau":
-		value, withPersons = "count(DISTINCT person_id)", true
+		value, counted, withPersons = "count(DISTINCT person_id)", "person_id", true
 	case "unique_group":
 		if series.MathGroupTypeIndex == nil || *series.MathGroupTypeIndex < 0 || *series.MathGroupTypeIndex > 4 {
 			return "", nil, false, false, queryErrorf("math unique_group needs a math_group_type_index from 0 to 4")
 		}
 		group := fmt.Sprintf(`"$group_%d"`, *series.MathGroupTypeIndex)
-		value, where = "count(DISTINCT "+group+")", append(where, group+" IS NOT NULL")
+		value, counted, where = "count(DISTINCT "+group+")", group, append(where, group+" IS NOT NULL")
 	default:
 		return "", nil, false, false, queryErrorf("math must be total, dau or unique_group, not %q", series.Math)
 	}
@@ -205,10 +206,9 @@ func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string
 			SELECT ` + label + ` AS bucket, ` + other + ` AS value_group, sum(n)::BIGINT AS value FROM trend_counts GROUP BY ALL`
 	default:
 		// Distinct counts do not add up: the rest's persons are counted from the rows.
-		// trend_rows holds only the columns the counts read: DuckDB materializes a CTE
+		// trend_rows holds only the columns the count reads: DuckDB materializes a CTE
 		// read twice, and the properties of a day of events are gigabytes.
-		query = `WITH trend_rows AS (SELECT ` + bucket + ` AS bucket, ` + valueGroup + ` AS breakdown,
-				person_id, "$group_0", "$group_1", "$group_2", "$group_3", "$group_4" ` + rows + `),
+		query = `WITH trend_rows AS (SELECT ` + bucket + ` AS bucket, ` + valueGroup + ` AS breakdown, ` + counted + ` ` + rows + `),
 			trend_top AS (` + top + `)
 			SELECT ` + label + ` AS bucket, ` + other + ` AS value_group, ` + value + ` AS value FROM trend_rows GROUP BY ALL`
 	}
