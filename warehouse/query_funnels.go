@@ -243,14 +243,16 @@ func funnelsSQL(fq FunnelsQuery, spec funnelSpec, from, to time.Time) (query str
 		mask = append(mask, "CASE WHEN "+condition+" THEN "+strconv.Itoa(1<<i)+" ELSE 0 END")
 		maskArgs = append(maskArgs, conditionArgs...)
 	}
-	value, valueArgs := "''", []any(nil)
+	// Without a breakdown the rows have no value column: scanning a string per event
+	// is a third of reading them (2.65M events: 1.67 s against 1.13 s).
+	value, valueArgs, columns := "", []any(nil), "person_id, at_us, steps"
 	if spec.breakdown {
 		column, _, err := fq.BreakdownFilter.column()
 		if err != nil {
 			return "", nil, err
 		}
 		read, args := propertyValue(column, fq.BreakdownFilter.Breakdown)
-		value, valueArgs = "coalesce("+read+", '')", args
+		value, valueArgs, columns = ", coalesce("+read+", '') AS breakdown", args, columns+", breakdown"
 	}
 	where := []string{`"timestamp" >= ?`, `"timestamp" < ?`, "person_id IS NOT NULL"} // a row of no person counts for no one
 	whereArgs := []any{from, to}
@@ -267,9 +269,9 @@ func funnelsSQL(fq FunnelsQuery, spec funnelSpec, from, to time.Time) (query str
 		persons = "person_id IN (SELECT person_id FROM funnel_events WHERE steps % 2 = 1)"
 	}
 	query = `WITH funnel_events AS (SELECT person_id, epoch_us("timestamp") AS at_us, uuid,
-			` + strings.Join(mask, " + ") + ` AS steps, ` + value + ` AS breakdown
+			` + strings.Join(mask, " + ") + ` AS steps` + value + `
 			FROM events WHERE ` + strings.Join(where, " AND ") + `)
-		SELECT person_id, at_us, steps, breakdown FROM funnel_events WHERE ` + persons + `
+		SELECT ` + columns + ` FROM funnel_events WHERE ` + persons + `
 		ORDER BY person_id, at_us, uuid`
 	return query, append(append(maskArgs, valueArgs...), whereArgs...), nil
 }
@@ -287,11 +289,15 @@ func (q *Queries) funnelTallies(ctx context.Context, scope Scope, query string, 
 	var person, value sql.RawBytes
 	var current []byte // the person being folded
 	var at, steps int64
+	dest := []any{&person, &at, &steps}
+	if spec.breakdown {
+		dest = append(dest, &value)
+	}
 	for rows.Next() {
 		if err := ctx.Err(); err != nil {
 			return nil, q.failure(ctx, err)
 		}
-		if err := rows.Scan(&person, &at, &steps, &value); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return nil, q.failure(ctx, err)
 		}
 		if !bytes.Equal(person, current) {
