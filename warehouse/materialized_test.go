@@ -20,7 +20,8 @@ import (
 
 var materializeSeed = flag.Uint64("materialize.seed", 0, "the seed of TestMaterializerMatchesDuckDB (0: a new one)")
 
-// TestMaterializedColumnsMatchMigration: migration 14's columns are materializedKeys'.
+// TestMaterializedColumnsMatchMigration: migration 14's columns are materializedKeys',
+// then migration 15's the slots', in the order of materializer.values.
 func TestMaterializedColumnsMatchMigration(t *testing.T) {
 	w := openTestWarehouse(t, filepath.Join(t.TempDir(), "hedge.duckdb"), Config{})
 	defer w.Close()
@@ -39,13 +40,21 @@ func TestMaterializedColumnsMatchMigration(t *testing.T) {
 	for _, k := range materializedKeys {
 		want = append(want, materializedColumn(k))
 	}
+	for s := range slotCount {
+		want = append(want, slotColumn(s))
+	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("events' materialized columns %q, want %q", got, want)
 	}
 }
 
+// checkedSlots are the keys of a project's slots that materializeCheck checks, some
+// slots free; randomObject writes them plainly and with escapes.
+var checkedSlots = [slotCount]string{"plan", "", "$browser_version", "browser", "", "$", "é", "ok"}
+
 // materializeCheck compares, for each of docs, what the Writer's materializer takes
-// out of it with what DuckDB's json_extract_string gives, key by key.
+// out of it, with checkedSlots as the project's slots, with what DuckDB's
+// json_extract_string gives, key by key.
 func materializeCheck(t *testing.T, db *sql.DB, docs []string) {
 	t.Helper()
 	ctx := context.Background()
@@ -54,13 +63,21 @@ func materializeCheck(t *testing.T, db *sql.DB, docs []string) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	query := `SELECT json_extract_string(?::VARCHAR, ` + materializedPaths() + `)`
+	paths := materializedPaths()
+	keys := materializedKeys[:]
+	for _, k := range checkedSlots {
+		if k != "" {
+			paths = strings.TrimSuffix(paths, "]") + `, '$."` + k + `"']`
+		}
+		keys = append(keys, k)
+	}
+	query := `SELECT json_extract_string(?::VARCHAR, ` + paths + `)`
 	for _, doc := range docs {
 		var want []any
 		if err := conn.QueryRowContext(ctx, query, doc).Scan(&want); err != nil {
 			t.Fatalf("DuckDB cannot read %s: %v", doc, err)
 		}
-		var got [materializedCount]driver.Value
+		var got [materializedCount + slotCount]driver.Value
 		err := conn.Raw(func(c any) error {
 			render, closeRender, err := renderer(c.(driver.Conn))
 			if err != nil {
@@ -68,16 +85,21 @@ func materializeCheck(t *testing.T, db *sql.DB, docs []string) {
 			}
 			defer closeRender()
 			m := materializer{render: render}
-			err = m.extract(doc)
+			err = m.extract(doc, &checkedSlots)
 			got = m.values
 			return err
 		})
 		if err != nil {
 			t.Fatalf("%s: %v", doc, err)
 		}
-		for i, k := range materializedKeys {
-			if fmt.Sprintf("%#v", got[i]) != fmt.Sprintf("%#v", want[i]) {
-				t.Fatalf("%s of %s: the materializer takes %#v, DuckDB %#v", k, doc, got[i], want[i])
+		j := 0
+		for i, k := range keys {
+			var w any // a free slot takes nothing
+			if k != "" {
+				w, j = want[j], j+1
+			}
+			if fmt.Sprintf("%#v", got[i]) != fmt.Sprintf("%#v", w) {
+				t.Fatalf("%s of %s: the materializer takes %#v, DuckDB %#v", k, doc, got[i], w)
 			}
 		}
 	}
@@ -134,13 +156,15 @@ func randomObject(r *rand.Rand, depth int) string {
 	var members []string
 	for range r.IntN(8) {
 		var key string
-		switch r.IntN(4) {
+		switch r.IntN(5) {
 		case 0, 1:
 			key = `"` + materializedKeys[r.IntN(materializedCount)] + `"`
 		case 2:
 			key = `"\u0024` + materializedKeys[r.IntN(materializedCount)][1:] + `"` // $ escaped
-		default:
-			key = `"` + []string{"plan", "$browser_version", "$", "$set", "browser"}[r.IntN(5)] + `"`
+		case 3:
+			key = `"` + []string{"plan", "$browser_version", "$", "$set", "browser", "é", "ok", "okay", "pla"}[r.IntN(9)] + `"`
+		default: // the keys of checkedSlots spelled with escapes
+			key = `"` + []string{`pl\u0061n`, `\u0024`, `\u00e9`, `\u006fk`, `brows\u0065r`, `\u0024browser_version`}[r.IntN(6)] + `"`
 		}
 		members = append(members, space()+key+space()+":"+space()+randomValue(r, depth)+space())
 	}
@@ -355,7 +379,7 @@ func BenchmarkMaterialize(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		if err := m.extract(events[i%len(events)].Properties); err != nil {
+		if err := m.extract(events[i%len(events)].Properties, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
