@@ -204,12 +204,16 @@ func randomValue(r *rand.Rand, depth int) string {
 // materialized key and its twin, copy_<key>, which no column holds, with the same value.
 var materializedValues = []string{`"plain"`, `"esc\"aped \u00e9"`, `42`, `1.50`, `true`, `null`, `{"a": [1, 2.0]}`, ``}
 
-func materializedDoc(value string) string {
+func materializedDoc(value string) string { return twinsDoc(materializedKeys[:], value) }
+
+// twinsDoc is properties that hold each of keys and its twin, copy_<key>, with value
+// ("": neither).
+func twinsDoc(keys []string, value string) string {
 	if value == "" {
 		return `{"other":1}`
 	}
 	var members []string
-	for _, k := range materializedKeys {
+	for _, k := range keys {
 		members = append(members, `"`+k+`":`+value, `"copy_`+k+`":`+value)
 	}
 	return "{" + strings.Join(members, ",") + "}"
@@ -234,7 +238,7 @@ func TestMaterializedReads(t *testing.T) {
 	if w.backfill.done.Load() {
 		t.Fatal("the rows stored before migration 14 are not filled yet, but the backfill says it is done")
 	}
-	checkMaterializedReads(t, w, now, "before the backfill")
+	checkMaterializedReads(t, w, utc, materializedKeys[:], now, "before the backfill")
 	w.StartBackfill()
 	if err := w.WaitBackfill(ctx); err != nil {
 		t.Fatal(err)
@@ -257,7 +261,7 @@ func TestMaterializedReads(t *testing.T) {
 			t.Fatalf("%s: %d of %d rows differ from their JSON (%v)", k, differ, rows, err)
 		}
 	}
-	checkMaterializedReads(t, w, now, "after the backfill")
+	checkMaterializedReads(t, w, utc, materializedKeys[:], now, "after the backfill")
 
 	// The queries read the columns: a column set apart from its JSON shows.
 	if _, err := w.DB().Exec(`UPDATE events SET "mat_$browser" = 'column'`); err != nil {
@@ -281,14 +285,14 @@ func TestMaterializedReads(t *testing.T) {
 	}
 }
 
-// checkMaterializedReads compares, for each materialized key, the answers of queries
+// checkMaterializedReads compares, for each of keys, the answers of scope's queries
 // that read it with those of the same queries reading its twin from the JSON.
-func checkMaterializedReads(t *testing.T, w *Warehouse, now time.Time, when string) {
+func checkMaterializedReads(t *testing.T, w *Warehouse, scope Scope, keys []string, now time.Time, when string) {
 	t.Helper()
 	ctx := context.Background()
 	q := w.Queries()
 	pageview, second := "$pageview", "second"
-	for _, k := range materializedKeys {
+	for _, k := range keys {
 		twin := "copy_" + k
 		same := func(what string, answer func(key string) (any, error)) {
 			t.Helper()
@@ -307,14 +311,14 @@ func checkMaterializedReads(t *testing.T, w *Warehouse, now time.Time, when stri
 			}
 		}
 		same("HogQL", func(key string) (any, error) {
-			r, err := q.HogQL(ctx, utc, `SELECT properties.`+key+` AS v, count() AS n FROM events GROUP BY v ORDER BY v NULLS FIRST`)
+			r, err := q.HogQL(ctx, scope, `SELECT properties.`+key+` AS v, count() AS n FROM events GROUP BY v ORDER BY v NULLS FIRST`)
 			if err != nil {
 				return nil, err
 			}
 			return r.Results, nil
 		})
 		same("HogQL, a join", func(key string) (any, error) {
-			r, err := q.HogQL(ctx, utc, `SELECT e.properties.`+key+`, count() FROM events e LEFT JOIN persons p ON p.id = e.person_id
+			r, err := q.HogQL(ctx, scope, `SELECT e.properties.`+key+`, count() FROM events e LEFT JOIN persons p ON p.id = e.person_id
 				WHERE e.properties.`+key+` IS NOT NULL GROUP BY 1 ORDER BY 1`)
 			if err != nil {
 				return nil, err
@@ -326,7 +330,7 @@ func checkMaterializedReads(t *testing.T, w *Warehouse, now time.Time, when stri
 			{Operator: "is_set"}, {Operator: "is_not_set"}} {
 			same("EventsQuery where "+cmp.Or(filter.Operator, "exact"), func(key string) (any, error) {
 				filter.Key = key
-				r, err := q.Events(ctx, utc, EventsQuery{Select: []string{"event", "count()"}, Properties: []PropertyFilter{filter},
+				r, err := q.Events(ctx, scope, EventsQuery{Select: []string{"event", "count()"}, Properties: []PropertyFilter{filter},
 					OrderBy: []string{"event"}, After: "all", Limit: 100}, now)
 				if err != nil {
 					return nil, err
@@ -335,7 +339,7 @@ func checkMaterializedReads(t *testing.T, w *Warehouse, now time.Time, when stri
 			})
 		}
 		same("EventsQuery select", func(key string) (any, error) {
-			r, err := q.Events(ctx, utc, EventsQuery{Select: []string{"properties." + key, "count()"}, After: "all",
+			r, err := q.Events(ctx, scope, EventsQuery{Select: []string{"properties." + key, "count()"}, After: "all",
 				OrderBy: []string{"1 NULLS FIRST"}, Limit: 100}, now)
 			if err != nil {
 				return nil, err
@@ -343,7 +347,7 @@ func checkMaterializedReads(t *testing.T, w *Warehouse, now time.Time, when stri
 			return r.Results, nil
 		})
 		same("TrendsQuery breakdown and filter", func(key string) (any, error) {
-			r, err := q.Trends(ctx, utc, TrendsQuery{Series: []TrendsSeries{{Event: &pageview}, {Event: &second, Math: "dau"}},
+			r, err := q.Trends(ctx, scope, TrendsQuery{Series: []TrendsSeries{{Event: &pageview}, {Event: &second, Math: "dau"}},
 				DateRange: DateRange{DateFrom: "-1d"}, BreakdownFilter: &BreakdownFilter{Breakdown: key},
 				Properties: []PropertyFilter{{Key: key, Operator: "is_not", Value: "true"}}}, now)
 			if err != nil {
@@ -352,7 +356,7 @@ func checkMaterializedReads(t *testing.T, w *Warehouse, now time.Time, when stri
 			return r.Results, nil
 		})
 		same("FunnelsQuery breakdown and filter", func(key string) (any, error) {
-			r, err := q.Funnels(ctx, utc, FunnelsQuery{Series: []FunnelsStep{{Event: &pageview}, {Event: &second,
+			r, err := q.Funnels(ctx, scope, FunnelsQuery{Series: []FunnelsStep{{Event: &pageview}, {Event: &second,
 				Properties: []PropertyFilter{{Key: key, Operator: "is_set"}}}},
 				DateRange: DateRange{DateFrom: "-1d"}, BreakdownFilter: &BreakdownFilter{Breakdown: key}}, now)
 			if err != nil {
