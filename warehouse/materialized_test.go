@@ -368,24 +368,32 @@ func checkMaterializedReads(t *testing.T, w *Warehouse, scope Scope, keys []stri
 }
 
 // BenchmarkMaterialize is the Writer's cost of the materialized columns' values: one
-// pass over an event's properties (bench/gen's posthog-js events) per operation.
+// pass over an event's properties (bench/gen's posthog-js events) per operation, for a
+// project that chose no property (/fixed) and one that chose benchChosen (/chosen-8).
 func BenchmarkMaterialize(b *testing.B) {
 	events, _ := benchEvents(b, 1000, true)
-	m := materializer{render: func(string) (driver.Value, error) {
-		b.Fatal("a bench/gen value needs DuckDB's rendering")
-		return nil, nil
-	}}
-	var size int64
-	for _, e := range events {
-		size += int64(len(e.Properties))
-	}
-	b.SetBytes(size / int64(len(events)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
-		if err := m.extract(events[i%len(events)].Properties, nil); err != nil {
-			b.Fatal(err)
-		}
+	for _, bench := range []struct {
+		name   string
+		chosen *[slotCount]string
+	}{{"fixed", nil}, {"chosen-8", &benchChosen}} {
+		b.Run(bench.name, func(b *testing.B) {
+			m := materializer{render: func(string) (driver.Value, error) {
+				b.Fatal("a bench/gen value needs DuckDB's rendering")
+				return nil, nil
+			}}
+			var size int64
+			for _, e := range events {
+				size += int64(len(e.Properties))
+			}
+			b.SetBytes(size / int64(len(events)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				if err := m.extract(events[i%len(events)].Properties, bench.chosen); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
