@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/hedge-analytics/hedge/internal/records"
+	"github.com/hedge-analytics/hedge/warehouse"
 )
 
 func (a *API) bindProjects() {
@@ -347,8 +348,36 @@ type projectRecord struct {
 	PersonOnEventsQueryingEnabled string    `json:"person_on_events_querying_enabled"`
 	DefaultModifiers              string    `json:"default_modifiers"`
 	ProductIntents                string    `json:"product_intents"`
+	// MaterializedProperties are the properties the project chose to have columns of
+	// their own in events (warehouse.SetMaterializedProperties, whose table they are).
+	MaterializedProperties []string `json:"materialized_properties"`
 	projectFields
 	projectSettings
+}
+
+// materializedInput is the materialized_properties of a PATCH: absent, or a list.
+// json.RawMessage, not rawJSON: it keeps a null, which is refused.
+type materializedInput struct {
+	MaterializedProperties json.RawMessage `json:"materialized_properties"`
+}
+
+// keys are the properties sent (ok) or nil (absent), refused in DRF's words when they
+// are null, not a list of strings, or a choice the warehouse refuses.
+func (in *materializedInput) keys() (keys []string, ok bool, err error) {
+	const attr = "materialized_properties"
+	switch string(in.MaterializedProperties) {
+	case "":
+		return nil, false, nil
+	case "null":
+		return nil, false, errNull(attr)
+	}
+	if err := decodeJSON(in.MaterializedProperties, &keys, attr); err != nil {
+		return nil, false, err
+	}
+	if err := warehouse.CheckMaterializedProperties(keys); err != nil {
+		return nil, false, errValidation(attr, "invalid_input", err.Error())
+	}
+	return keys, true, nil
 }
 
 // POST /api/organizations/{organization_id}/projects/ (project:write)
@@ -492,6 +521,10 @@ func (a *API) projectRecordFor(ctx context.Context, p *principal, pr project) (p
 // ignores them. primary_dashboard must be a dashboard of the project. A new time zone
 // reaches the capture listener's token index at once, and results cached under the
 // old settings are never served again (their key holds the settings).
+// materialized_properties, a list of at most warehouse.MaxMaterializedProperties
+// event property keys, gives each a column of its own in events for the project
+// (warehouse.SetMaterializedProperties): queries read the same answers, faster, once
+// the rows stored before are filled in the background.
 func (a *API) projectUpdate(c *fiber.Ctx) error {
 	p := principalOf(c)
 	ctx := c.UserContext()
@@ -535,6 +568,14 @@ func (a *API) projectUpdate(c *fiber.Ctx) error {
 	if err := r.projectSettings.validate(); err != nil {
 		return err
 	}
+	var materialized materializedInput
+	if err := bindBody(c, &materialized); err != nil {
+		return err
+	}
+	chosen, choose, err := materialized.keys()
+	if err != nil {
+		return err
+	}
 	if r.AccessControl != wasPrivate {
 		var orgLevel int
 		if err := a.db.QueryRowContext(ctx, `SELECT level FROM meta.memberships WHERE organization_id = ? AND user_id = ?`,
@@ -567,6 +608,11 @@ func (a *API) projectUpdate(c *fiber.Ctx) error {
 		return fmt.Errorf("cannot update project %d: %w", pr.id, err)
 	}
 	a.tokens.set(r.APIToken, pr.id, r.Timezone)
+	if choose {
+		if err := a.warehouse.SetMaterializedProperties(ctx, pr.id, chosen); err != nil {
+			return err
+		}
+	}
 	// The level may change with access_control (explicit members count only then).
 	if pr, err = a.reachProject(ctx, p, pr.id, errNotFound("Project not found."), errNoProjectAccess); err != nil {
 		return err
@@ -611,6 +657,7 @@ func (a *API) loadProject(ctx context.Context, m membership, id int64) (projectR
 		return r, err
 	}
 	r.HasGroupTypes = len(groupTypes) > 0
+	r.MaterializedProperties = a.warehouse.MaterializedProperties(id)
 	level := m.level
 	r.EffectiveMembershipLevel = &level
 	return r, nil

@@ -159,7 +159,7 @@ func TestProjectCreate(t *testing.T) {
 		"capture_console_log_opt_in", "capture_performance_opt_in", "completed_snippet_onboarding", "correlation_config", "created_at",
 		"data_attributes", "default_modifiers", "effective_membership_level", "extra_settings", "flags_persistence_default",
 		"has_completed_onboarding_for", "has_group_types", "heatmaps_opt_in", "id", "ingested_event", "inject_web_apps", "is_demo",
-		"live_events_columns", "live_events_token", "modifiers", "name", "organization", "path_cleaning_filters",
+		"live_events_columns", "live_events_token", "materialized_properties", "modifiers", "name", "organization", "path_cleaning_filters",
 		"person_display_name_properties", "person_on_events_querying_enabled", "primary_dashboard", "product_description",
 		"product_intents", "recording_domains", "session_recording_linked_flag", "session_recording_minimum_duration_milliseconds",
 		"session_recording_network_payload_capture_config", "session_recording_opt_in", "session_recording_sample_rate",
@@ -399,5 +399,46 @@ func TestProjectOwnRoutes(t *testing.T) {
 	// The capture listener's index has the new time zone at once.
 	if loc := env.api.ProjectTokens().Location(1); loc.String() != "Europe/Berlin" {
 		t.Fatalf("the token index has time zone %s", loc)
+	}
+}
+
+// A project chooses the properties it materializes through PATCH: the project shows
+// them, the warehouse has them, and a choice it refuses is a 400 naming the field,
+// which changes nothing.
+func TestProjectMaterializedProperties(t *testing.T) {
+	env := newTestEnv(t, "")
+	env.addProjects(t, 1) // id 2
+	env.run(t, []scenario{
+		{name: "none at first", method: "GET", path: "/api/projects/1/", key: env.owner, status: 200,
+			want: []string{`"materialized_properties":[]`}},
+		{name: "chosen", method: "PATCH", path: "/api/projects/1/", key: env.owner, body: `{"materialized_properties":["plan","$utm_source"]}`,
+			status: 200, want: []string{`"materialized_properties":["plan","$utm_source"]`}},
+		{name: "kept by a change of something else", method: "PATCH", path: "/api/projects/1/", key: env.owner, body: `{"name":"Renamed"}`,
+			status: 200, want: []string{`"materialized_properties":["plan","$utm_source"]`}},
+		{name: "another project's own", method: "PATCH", path: "/api/organizations/{org}/projects/2/", key: env.owner,
+			body: `{"materialized_properties":["company"]}`, status: 200, want: []string{`"materialized_properties":["company"]`}},
+		env.refused("too many", "PATCH", "/api/projects/1/", `{"materialized_properties":["1","2","3","4","5","6","7","8","9"]}`,
+			"materialized_properties", "invalid_input", "A project may materialize at most 8 properties."),
+		env.refused("one twice", "PATCH", "/api/projects/1/", `{"materialized_properties":["plan","plan"]}`,
+			"materialized_properties", "invalid_input", `"plan" is listed twice.`),
+		env.refused("one every project has", "PATCH", "/api/projects/1/", `{"materialized_properties":["$browser"]}`,
+			"materialized_properties", "invalid_input", `"$browser" is materialized for every project already.`),
+		env.refused("a quote", "PATCH", "/api/projects/1/", `{"materialized_properties":["it's"]}`,
+			"materialized_properties", "invalid_input", `"it's" cannot be materialized: a property name may not hold quotes, \, * or control characters.`),
+		env.refused("not a list", "PATCH", "/api/projects/1/", `{"materialized_properties":"plan"}`,
+			"materialized_properties", "not_a_list", `Expected a list of items but got type "str".`),
+		env.refused("null", "PATCH", "/api/projects/1/", `{"materialized_properties":null}`,
+			"materialized_properties", "null", "This field may not be null."),
+		env.refused("with another field", "PATCH", "/api/projects/1/", `{"name":"Changed","materialized_properties":["plan","plan"]}`,
+			"materialized_properties", "invalid_input", `"plan" is listed twice.`),
+		{name: "nothing changed", method: "GET", path: "/api/projects/1/", key: env.owner, status: 200,
+			want: []string{`"name":"Renamed"`, `"materialized_properties":["plan","$utm_source"]`}},
+		{name: "one dropped", method: "PATCH", path: "/api/projects/1/", key: env.owner, body: `{"materialized_properties":["$utm_source"]}`,
+			status: 200, want: []string{`"materialized_properties":["$utm_source"]`}},
+	})
+	for team, want := range map[int64][]string{1: {"$utm_source"}, 2: {"company"}} {
+		if got := env.warehouse.MaterializedProperties(team); !slices.Equal(got, want) {
+			t.Errorf("project %d materializes %q, want %q", team, got, want)
+		}
 	}
 }

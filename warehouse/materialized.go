@@ -67,9 +67,11 @@ func materializedIndex(key string) int {
 // materializer takes the materialized properties out of an event's properties text,
 // for the Writer: one pass over the object's members (jsontext.Members), no map.
 type materializer struct {
-	// values are the last event's: a string, or nil for NULL. A string aliases the
-	// properties text unless it had to be unescaped or rendered.
-	values [materializedCount]driver.Value
+	// values are the last event's, in the order of their columns in events: the fixed
+	// keys' (materializedKeys), then the project's slots' (materialized_slots.go). A
+	// value is a string, or nil for NULL; a string aliases the properties text unless
+	// it had to be unescaped or rendered.
+	values [materializedCount + slotCount]driver.Value
 	// render is DuckDB's own text of a JSON value that is neither a plain string nor a
 	// plain number, boolean or null (render is json_extract_string(value, '$'),
 	// which gives for a value what json_extract_string gives for the member holding
@@ -78,23 +80,31 @@ type materializer struct {
 	err    error
 }
 
-// extract sets m.values from properties, the JSON object text of one event. Only the
-// first member of a key counts, as json_extract_string reads it.
-func (m *materializer) extract(properties string) error {
-	var seen [materializedCount]bool
-	m.values, m.err = [materializedCount]driver.Value{}, nil
+// extract sets m.values from properties, the JSON object text of one event, and
+// chosen, the keys of its project's slots ("" for a slot unused; nil when it uses
+// none). Only the first member of a key counts, as json_extract_string reads it.
+func (m *materializer) extract(properties string, chosen *[slotCount]string) error {
+	var seen [materializedCount + slotCount]bool
+	m.values, m.err = [materializedCount + slotCount]driver.Value{}, nil
 	jsontext.Members(jsontext.StringToBytes(properties), func(key, value []byte) {
-		if m.err != nil || len(key) < 3 || key[1] != '$' && key[1] != '\\' {
-			return // every materialized key starts with $ (or an escape of it)
+		if m.err != nil || len(key) < 3 {
+			return
 		}
-		i := materializedIndex(jsontext.BytesToString(key[1 : len(key)-1]))
-		if i < 0 && bytes.IndexByte(key, '\\') >= 0 {
-			for k, name := range materializedKeys {
-				if jsontext.KeyIs(key, name) {
-					i = k
-					break
+		i := -1
+		// Every fixed key starts with $ (or an escape of it).
+		if key[1] == '$' || key[1] == '\\' {
+			i = materializedIndex(jsontext.BytesToString(key[1 : len(key)-1]))
+			if i < 0 && bytes.IndexByte(key, '\\') >= 0 {
+				for k, name := range materializedKeys {
+					if jsontext.KeyIs(key, name) {
+						i = k
+						break
+					}
 				}
 			}
+		}
+		if i < 0 && chosen != nil {
+			i = chosenIndex(key, chosen)
 		}
 		if i < 0 || seen[i] {
 			return
@@ -103,6 +113,21 @@ func (m *materializer) extract(properties string) error {
 		m.values[i], m.err = m.value(value)
 	})
 	return m.err
+}
+
+// chosenIndex is the index in materializer.values of the slot of chosen whose key is
+// the quoted key, as Members passes it, or -1. A comparison of the key's bytes with
+// each of a few keys: no key chosen holds an escape (checkChosenKey), so a key
+// written without one is the same only when its bytes are.
+func chosenIndex(key []byte, chosen *[slotCount]string) int {
+	inner := jsontext.BytesToString(key[1 : len(key)-1])
+	escaped := bytes.IndexByte(key, '\\') >= 0
+	for s, name := range chosen {
+		if name != "" && (inner == name || escaped && jsontext.KeyIs(key, name)) {
+			return materializedCount + s
+		}
+	}
+	return -1
 }
 
 // value is what json_extract_string gives for a member whose value is raw: a string

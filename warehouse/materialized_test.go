@@ -20,7 +20,8 @@ import (
 
 var materializeSeed = flag.Uint64("materialize.seed", 0, "the seed of TestMaterializerMatchesDuckDB (0: a new one)")
 
-// TestMaterializedColumnsMatchMigration: migration 14's columns are materializedKeys'.
+// TestMaterializedColumnsMatchMigration: migration 14's columns are materializedKeys',
+// then migration 15's the slots', in the order of materializer.values.
 func TestMaterializedColumnsMatchMigration(t *testing.T) {
 	w := openTestWarehouse(t, filepath.Join(t.TempDir(), "hedge.duckdb"), Config{})
 	defer w.Close()
@@ -39,13 +40,21 @@ func TestMaterializedColumnsMatchMigration(t *testing.T) {
 	for _, k := range materializedKeys {
 		want = append(want, materializedColumn(k))
 	}
+	for s := range slotCount {
+		want = append(want, slotColumn(s))
+	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("events' materialized columns %q, want %q", got, want)
 	}
 }
 
+// checkedSlots are the keys of a project's slots that materializeCheck checks, some
+// slots free; randomObject writes them plainly and with escapes.
+var checkedSlots = [slotCount]string{"plan", "", "$browser_version", "browser", "", "$", "é", "ok"}
+
 // materializeCheck compares, for each of docs, what the Writer's materializer takes
-// out of it with what DuckDB's json_extract_string gives, key by key.
+// out of it, with checkedSlots as the project's slots, with what DuckDB's
+// json_extract_string gives, key by key.
 func materializeCheck(t *testing.T, db *sql.DB, docs []string) {
 	t.Helper()
 	ctx := context.Background()
@@ -54,13 +63,21 @@ func materializeCheck(t *testing.T, db *sql.DB, docs []string) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	query := `SELECT json_extract_string(?::VARCHAR, ` + materializedPaths() + `)`
+	paths := materializedPaths()
+	keys := materializedKeys[:]
+	for _, k := range checkedSlots {
+		if k != "" {
+			paths = strings.TrimSuffix(paths, "]") + `, '$."` + k + `"']`
+		}
+		keys = append(keys, k)
+	}
+	query := `SELECT json_extract_string(?::VARCHAR, ` + paths + `)`
 	for _, doc := range docs {
 		var want []any
 		if err := conn.QueryRowContext(ctx, query, doc).Scan(&want); err != nil {
 			t.Fatalf("DuckDB cannot read %s: %v", doc, err)
 		}
-		var got [materializedCount]driver.Value
+		var got [materializedCount + slotCount]driver.Value
 		err := conn.Raw(func(c any) error {
 			render, closeRender, err := renderer(c.(driver.Conn))
 			if err != nil {
@@ -68,16 +85,21 @@ func materializeCheck(t *testing.T, db *sql.DB, docs []string) {
 			}
 			defer closeRender()
 			m := materializer{render: render}
-			err = m.extract(doc)
+			err = m.extract(doc, &checkedSlots)
 			got = m.values
 			return err
 		})
 		if err != nil {
 			t.Fatalf("%s: %v", doc, err)
 		}
-		for i, k := range materializedKeys {
-			if fmt.Sprintf("%#v", got[i]) != fmt.Sprintf("%#v", want[i]) {
-				t.Fatalf("%s of %s: the materializer takes %#v, DuckDB %#v", k, doc, got[i], want[i])
+		j := 0
+		for i, k := range keys {
+			var w any // a free slot takes nothing
+			if k != "" {
+				w, j = want[j], j+1
+			}
+			if fmt.Sprintf("%#v", got[i]) != fmt.Sprintf("%#v", w) {
+				t.Fatalf("%s of %s: the materializer takes %#v, DuckDB %#v", k, doc, got[i], w)
 			}
 		}
 	}
@@ -134,13 +156,15 @@ func randomObject(r *rand.Rand, depth int) string {
 	var members []string
 	for range r.IntN(8) {
 		var key string
-		switch r.IntN(4) {
+		switch r.IntN(5) {
 		case 0, 1:
 			key = `"` + materializedKeys[r.IntN(materializedCount)] + `"`
 		case 2:
 			key = `"\u0024` + materializedKeys[r.IntN(materializedCount)][1:] + `"` // $ escaped
-		default:
-			key = `"` + []string{"plan", "$browser_version", "$", "$set", "browser"}[r.IntN(5)] + `"`
+		case 3:
+			key = `"` + []string{"plan", "$browser_version", "$", "$set", "browser", "é", "ok", "okay", "pla"}[r.IntN(9)] + `"`
+		default: // the keys of checkedSlots spelled with escapes
+			key = `"` + []string{`pl\u0061n`, `\u0024`, `\u00e9`, `\u006fk`, `brows\u0065r`, `\u0024browser_version`}[r.IntN(6)] + `"`
 		}
 		members = append(members, space()+key+space()+":"+space()+randomValue(r, depth)+space())
 	}
@@ -180,12 +204,16 @@ func randomValue(r *rand.Rand, depth int) string {
 // materialized key and its twin, copy_<key>, which no column holds, with the same value.
 var materializedValues = []string{`"plain"`, `"esc\"aped \u00e9"`, `42`, `1.50`, `true`, `null`, `{"a": [1, 2.0]}`, ``}
 
-func materializedDoc(value string) string {
+func materializedDoc(value string) string { return twinsDoc(materializedKeys[:], value) }
+
+// twinsDoc is properties that hold each of keys and its twin, copy_<key>, with value
+// ("": neither).
+func twinsDoc(keys []string, value string) string {
 	if value == "" {
 		return `{"other":1}`
 	}
 	var members []string
-	for _, k := range materializedKeys {
+	for _, k := range keys {
 		members = append(members, `"`+k+`":`+value, `"copy_`+k+`":`+value)
 	}
 	return "{" + strings.Join(members, ",") + "}"
@@ -210,7 +238,7 @@ func TestMaterializedReads(t *testing.T) {
 	if w.backfill.done.Load() {
 		t.Fatal("the rows stored before migration 14 are not filled yet, but the backfill says it is done")
 	}
-	checkMaterializedReads(t, w, now, "before the backfill")
+	checkMaterializedReads(t, w, utc, materializedKeys[:], now, "before the backfill")
 	w.StartBackfill()
 	if err := w.WaitBackfill(ctx); err != nil {
 		t.Fatal(err)
@@ -233,7 +261,7 @@ func TestMaterializedReads(t *testing.T) {
 			t.Fatalf("%s: %d of %d rows differ from their JSON (%v)", k, differ, rows, err)
 		}
 	}
-	checkMaterializedReads(t, w, now, "after the backfill")
+	checkMaterializedReads(t, w, utc, materializedKeys[:], now, "after the backfill")
 
 	// The queries read the columns: a column set apart from its JSON shows.
 	if _, err := w.DB().Exec(`UPDATE events SET "mat_$browser" = 'column'`); err != nil {
@@ -257,14 +285,14 @@ func TestMaterializedReads(t *testing.T) {
 	}
 }
 
-// checkMaterializedReads compares, for each materialized key, the answers of queries
+// checkMaterializedReads compares, for each of keys, the answers of scope's queries
 // that read it with those of the same queries reading its twin from the JSON.
-func checkMaterializedReads(t *testing.T, w *Warehouse, now time.Time, when string) {
+func checkMaterializedReads(t *testing.T, w *Warehouse, scope Scope, keys []string, now time.Time, when string) {
 	t.Helper()
 	ctx := context.Background()
 	q := w.Queries()
 	pageview, second := "$pageview", "second"
-	for _, k := range materializedKeys {
+	for _, k := range keys {
 		twin := "copy_" + k
 		same := func(what string, answer func(key string) (any, error)) {
 			t.Helper()
@@ -283,14 +311,14 @@ func checkMaterializedReads(t *testing.T, w *Warehouse, now time.Time, when stri
 			}
 		}
 		same("HogQL", func(key string) (any, error) {
-			r, err := q.HogQL(ctx, utc, `SELECT properties.`+key+` AS v, count() AS n FROM events GROUP BY v ORDER BY v NULLS FIRST`)
+			r, err := q.HogQL(ctx, scope, `SELECT properties.`+key+` AS v, count() AS n FROM events GROUP BY v ORDER BY v NULLS FIRST`)
 			if err != nil {
 				return nil, err
 			}
 			return r.Results, nil
 		})
 		same("HogQL, a join", func(key string) (any, error) {
-			r, err := q.HogQL(ctx, utc, `SELECT e.properties.`+key+`, count() FROM events e LEFT JOIN persons p ON p.id = e.person_id
+			r, err := q.HogQL(ctx, scope, `SELECT e.properties.`+key+`, count() FROM events e LEFT JOIN persons p ON p.id = e.person_id
 				WHERE e.properties.`+key+` IS NOT NULL GROUP BY 1 ORDER BY 1`)
 			if err != nil {
 				return nil, err
@@ -302,7 +330,7 @@ func checkMaterializedReads(t *testing.T, w *Warehouse, now time.Time, when stri
 			{Operator: "is_set"}, {Operator: "is_not_set"}} {
 			same("EventsQuery where "+cmp.Or(filter.Operator, "exact"), func(key string) (any, error) {
 				filter.Key = key
-				r, err := q.Events(ctx, utc, EventsQuery{Select: []string{"event", "count()"}, Properties: []PropertyFilter{filter},
+				r, err := q.Events(ctx, scope, EventsQuery{Select: []string{"event", "count()"}, Properties: []PropertyFilter{filter},
 					OrderBy: []string{"event"}, After: "all", Limit: 100}, now)
 				if err != nil {
 					return nil, err
@@ -311,7 +339,7 @@ func checkMaterializedReads(t *testing.T, w *Warehouse, now time.Time, when stri
 			})
 		}
 		same("EventsQuery select", func(key string) (any, error) {
-			r, err := q.Events(ctx, utc, EventsQuery{Select: []string{"properties." + key, "count()"}, After: "all",
+			r, err := q.Events(ctx, scope, EventsQuery{Select: []string{"properties." + key, "count()"}, After: "all",
 				OrderBy: []string{"1 NULLS FIRST"}, Limit: 100}, now)
 			if err != nil {
 				return nil, err
@@ -319,7 +347,7 @@ func checkMaterializedReads(t *testing.T, w *Warehouse, now time.Time, when stri
 			return r.Results, nil
 		})
 		same("TrendsQuery breakdown and filter", func(key string) (any, error) {
-			r, err := q.Trends(ctx, utc, TrendsQuery{Series: []TrendsSeries{{Event: &pageview}, {Event: &second, Math: "dau"}},
+			r, err := q.Trends(ctx, scope, TrendsQuery{Series: []TrendsSeries{{Event: &pageview}, {Event: &second, Math: "dau"}},
 				DateRange: DateRange{DateFrom: "-1d"}, BreakdownFilter: &BreakdownFilter{Breakdown: key},
 				Properties: []PropertyFilter{{Key: key, Operator: "is_not", Value: "true"}}}, now)
 			if err != nil {
@@ -328,7 +356,7 @@ func checkMaterializedReads(t *testing.T, w *Warehouse, now time.Time, when stri
 			return r.Results, nil
 		})
 		same("FunnelsQuery breakdown and filter", func(key string) (any, error) {
-			r, err := q.Funnels(ctx, utc, FunnelsQuery{Series: []FunnelsStep{{Event: &pageview}, {Event: &second,
+			r, err := q.Funnels(ctx, scope, FunnelsQuery{Series: []FunnelsStep{{Event: &pageview}, {Event: &second,
 				Properties: []PropertyFilter{{Key: key, Operator: "is_set"}}}},
 				DateRange: DateRange{DateFrom: "-1d"}, BreakdownFilter: &BreakdownFilter{Breakdown: key}}, now)
 			if err != nil {
@@ -340,24 +368,32 @@ func checkMaterializedReads(t *testing.T, w *Warehouse, now time.Time, when stri
 }
 
 // BenchmarkMaterialize is the Writer's cost of the materialized columns' values: one
-// pass over an event's properties (bench/gen's posthog-js events) per operation.
+// pass over an event's properties (bench/gen's posthog-js events) per operation, for a
+// project that chose no property (/fixed) and one that chose benchChosen (/chosen-8).
 func BenchmarkMaterialize(b *testing.B) {
 	events, _ := benchEvents(b, 1000, true)
-	m := materializer{render: func(string) (driver.Value, error) {
-		b.Fatal("a bench/gen value needs DuckDB's rendering")
-		return nil, nil
-	}}
-	var size int64
-	for _, e := range events {
-		size += int64(len(e.Properties))
-	}
-	b.SetBytes(size / int64(len(events)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
-		if err := m.extract(events[i%len(events)].Properties); err != nil {
-			b.Fatal(err)
-		}
+	for _, bench := range []struct {
+		name   string
+		chosen *[slotCount]string
+	}{{"fixed", nil}, {"chosen-8", &benchChosen}} {
+		b.Run(bench.name, func(b *testing.B) {
+			m := materializer{render: func(string) (driver.Value, error) {
+				b.Fatal("a bench/gen value needs DuckDB's rendering")
+				return nil, nil
+			}}
+			var size int64
+			for _, e := range events {
+				size += int64(len(e.Properties))
+			}
+			b.SetBytes(size / int64(len(events)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				if err := m.extract(events[i%len(events)].Properties, bench.chosen); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

@@ -83,6 +83,8 @@ type Queries struct {
 	versions *dataVersions
 	// backfill says whether the materialized property columns are whole yet.
 	backfill *propertyBackfill
+	// slots are the properties each project chose, and where their backfill stands.
+	slots    *chosenSlots
 	catalog  string // the database's catalog name, which the views name explicitly
 	timeout  time.Duration
 	maxRows  int
@@ -125,8 +127,8 @@ type QueryLimits struct {
 }
 
 func newQueries(ctx context.Context, connector *duckdb.Connector, db *sql.DB, limits QueryLimits, versions *dataVersions,
-	backfill *propertyBackfill) (*Queries, error) {
-	q := &Queries{db: sql.OpenDB(macroConnector{connector}), versions: versions, backfill: backfill, timeout: limits.Timeout, maxRows: limits.MaxRows,
+	backfill *propertyBackfill, slots *chosenSlots) (*Queries, error) {
+	q := &Queries{db: sql.OpenDB(macroConnector{connector}), versions: versions, backfill: backfill, slots: slots, timeout: limits.Timeout, maxRows: limits.MaxRows,
 		maxBytes: limits.MaxBytes, nice: cmp.Or(limits.Nice, DefaultQueryNice)}
 	q.stopped, q.stop = context.WithCancel(context.Background())
 	if q.timeout <= 0 {
@@ -269,23 +271,33 @@ func (q *Queries) open(ctx context.Context, scope Scope, query string, withPerso
 		conn.Close()
 		return nil, nil, cmp.Or(q.interrupted(ctx), err)
 	}
-	// The reads of materialized properties of events become reads of their columns,
-	// which only then are in the events view (a star would show them).
-	query, materialized, err := hogql.Materialize(query, serialized, materializedRead)
-	if err != nil {
-		conn.Close()
-		return nil, nil, err
+	for {
+		// The project's slots as the query reads them: a change published after the
+		// query's snapshot began (in QueryContext) is of rows it does not see, and one
+		// published before is read again (chosenSlots.generation).
+		generation := q.slots.generation.Load()
+		slots := q.slots.of(scope.Team)
+		// The reads of materialized properties of events become reads of their
+		// columns, which only then are in the events view (a star would show them).
+		text, materialized, err := hogql.Materialize(query, serialized, slots.column)
+		if err != nil {
+			conn.Close()
+			return nil, nil, err
+		}
+		if _, err := conn.ExecContext(ctx, q.views(scope, withPersons, materialized, slots)); err != nil {
+			conn.Close()
+			return nil, nil, cmp.Or(q.interrupted(ctx), fmt.Errorf("cannot prepare the views of project %d: %w", scope.Team, err))
+		}
+		rows, err := conn.QueryContext(ctx, text, args...)
+		if err != nil {
+			conn.Close()
+			return nil, nil, q.failure(ctx, err)
+		}
+		if q.slots.generation.Load() == generation {
+			return rows, func() { rows.Close(); conn.Close() }, nil
+		}
+		rows.Close()
 	}
-	if _, err := conn.ExecContext(ctx, q.views(scope, withPersons, materialized)); err != nil {
-		conn.Close()
-		return nil, nil, cmp.Or(q.interrupted(ctx), fmt.Errorf("cannot prepare the views of project %d: %w", scope.Team, err))
-	}
-	rows, err := conn.QueryContext(ctx, query, args...)
-	if err != nil {
-		conn.Close()
-		return nil, nil, q.failure(ctx, err)
-	}
-	return rows, func() { rows.Close(); conn.Close() }, nil
 }
 
 // checkQuery refuses a query that a user may not run with params bound parameters:
@@ -304,15 +316,6 @@ func checkQuery(ctx context.Context, conn *sql.Conn, query string, params int) (
 		return "", queryError(err)
 	}
 	return serialized, checkCTENames(ctx, conn, ctes)
-}
-
-// materializedRead is the column a read of key in events' properties becomes
-// (hogql.Materialize): its materialized column, for the keys that have one.
-func materializedRead(key string) (string, bool) {
-	if !isMaterialized(key) {
-		return "", false
-	}
-	return `"` + materializedColumn(key) + `"`, true
 }
 
 // maxQueryBytes bounds the text of a query, as it runs (HogQL rewritten; an
@@ -402,8 +405,10 @@ func (q *Queries) interrupted(ctx context.Context) error {
 // temp catalog's own "main" schema would otherwise make them refer to themselves.
 // withPersons adds person_properties to events (HogQL's person.properties),
 // materialized the materialized property columns: while their backfill is not done,
-// each as coalesce(column, JSON), which is right for every row.
-func (q *Queries) views(scope Scope, withPersons, materialized bool) string {
+// each as coalesce(column, JSON), which is right for every row; and the slots of the
+// properties the project chose (slots; nil: none), each read from the JSON for the
+// project's rows its backfill has still to fill, which may hold another key's value.
+func (q *Queries) views(scope Scope, withPersons, materialized bool, slots *teamSlots) string {
 	db := `"` + strings.ReplaceAll(q.catalog, `"`, `""`) + `".main.`
 	team := strconv.FormatInt(scope.Team, 10)
 	var columns strings.Builder
@@ -415,6 +420,22 @@ func (q *Queries) views(scope Scope, withPersons, materialized bool) string {
 				columns.WriteString(", e." + column)
 			} else {
 				columns.WriteString(`, coalesce(e.` + column + `, json_extract_string(e.properties, '$."` + k + `"')) AS ` + column)
+			}
+		}
+		for s := range slotCount {
+			st := (*slotState)(nil)
+			if slots != nil {
+				st = slots.slots[s]
+			}
+			if st == nil {
+				continue
+			}
+			column := `"` + slotColumn(s) + `"`
+			if next := st.next.Load(); next < st.end {
+				fmt.Fprintf(&columns, `, CASE WHEN e.rowid >= %d AND e.rowid < %d THEN json_extract_string(e.properties, '$."%s"') ELSE e.%s END AS %s`,
+					next, st.end, st.key, column, column)
+			} else {
+				columns.WriteString(", e." + column)
 			}
 		}
 	}

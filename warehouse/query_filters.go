@@ -109,12 +109,13 @@ func (b *BreakdownFilter) column() (column string, ofPersons bool, err error) {
 }
 
 // propertyValue is the SQL of key's value in column (properties, or person_properties
-// of the view that joins persons), and what it binds. A materialized property of
-// events is written as hogql.Rewrite writes it, its path a literal, which Queries.open
-// turns into a read of its column (hogql.Materialize); any other property's path is
-// bound, for a key may hold anything.
+// of the view that joins persons), and what it binds. A property of events that a
+// project may have a column for (a fixed materialized key, or any key a project may
+// choose: literalPath) is written as hogql.Rewrite writes it, its path a literal,
+// which Queries.open turns into a read of its column when the project has one
+// (hogql.Materialize); any other property's path is bound, for a key may hold anything.
 func propertyValue(column, key string) (sql string, args []any) {
-	if column == "properties" && isMaterialized(key) {
+	if column == "properties" && literalPath(key) {
 		return `json_extract_string(properties, '$."` + key + `"')`, nil
 	}
 	return "json_extract_string(" + column + ", ?)", []any{jsonPointer(key)}

@@ -190,6 +190,7 @@ type Warehouse struct {
 	queries   *Queries
 	lookups   *lookups
 	backfill  *propertyBackfill
+	slots     *chosenSlots
 	stored    *storedFilter // the writer's, whose fill must end before the database closes
 	staging   string
 	log       *slog.Logger
@@ -250,8 +251,13 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 		return nil, err
 	}
 	w.backfill.commits = commitsTotal.Get
+	if w.slots, err = loadSlots(ctx, db, &cfg, w.backfill); err != nil {
+		w.closeDB()
+		return nil, err
+	}
+	w.slots.backfill.commits = commitsTotal.Get
 	versions := &dataVersions{}
-	if w.queries, err = newQueries(ctx, connector, db, cfg.Query, versions, w.backfill); err != nil {
+	if w.queries, err = newQueries(ctx, connector, db, cfg.Query, versions, w.backfill, w.slots); err != nil {
 		w.closeDB()
 		return nil, err
 	}
@@ -282,7 +288,7 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 		w.closeDB()
 		return nil, fmt.Errorf("cannot open the writer's connection: %w", err)
 	}
-	writer, err := newWriter(conn, identity, recent, versions, &cfg)
+	writer, err := newWriter(conn, identity, recent, versions, w.slots, &cfg)
 	if err != nil {
 		conn.Close()
 		w.closeDB()
@@ -309,13 +315,23 @@ func (w *Warehouse) Writer() *Writer { return w.writer }
 func (w *Warehouse) Queries() *Queries { return w.queries }
 
 // StartBackfill fills, in the background, the materialized property columns of the
-// rows stored before they existed (backfill.go); Close stops it, and the next
-// StartBackfill resumes it. Queries answer the same meanwhile, only slower.
-func (w *Warehouse) StartBackfill() { w.backfill.start() }
+// rows stored before they existed (backfill.go), then the slots of the properties
+// projects chose of the rows stored before the choice (materialized_slots.go), and
+// from then on those of each new choice; Close stops it, and the next StartBackfill
+// resumes it. Queries answer the same meanwhile, only slower.
+func (w *Warehouse) StartBackfill() {
+	w.backfill.start()
+	w.slots.backfill.start()
+}
 
-// WaitBackfill waits until the backfill that StartBackfill began is done, and returns
-// its error, or ctx's.
-func (w *Warehouse) WaitBackfill(ctx context.Context) error { return w.backfill.wait(ctx) }
+// WaitBackfill waits until the backfill that StartBackfill began (or a choice of
+// properties since restarted) is done, and returns its error, or ctx's.
+func (w *Warehouse) WaitBackfill(ctx context.Context) error {
+	if err := w.backfill.wait(ctx); err != nil {
+		return err
+	}
+	return w.slots.backfill.wait(ctx)
+}
 
 // Close interrupts the users' queries (Queries.Stop), stops the backfill, stops the Writer after
 // committing everything it accepted, checkpoints the WAL into the database file, and
@@ -324,6 +340,7 @@ func (w *Warehouse) Close() error {
 	start := time.Now()
 	w.queries.Stop()
 	w.log.Info("queries stopped", "took", time.Since(start).Round(time.Millisecond))
+	w.slots.backfill.stop()
 	w.backfill.close()
 	start = time.Now()
 	w.writer.Close()

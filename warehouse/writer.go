@@ -56,8 +56,10 @@ type Writer struct {
 	statements map[string]driver.Stmt // prepared on conn, by query text
 	appenders  *appenders             // nil after a failed commit, until the next opens them again
 	identity   *identity
-	// materialize takes the materialized properties out of each event (materialized.go).
+	// materialize takes the materialized properties out of each event (materialized.go),
+	// with the keys of its project's slots (materialized_slots.go).
 	materialize materializer
+	slots       *chosenSlots
 	closeRender func() error
 	// row is the events appender's row, kept for the next event: the values of its
 	// columns, the materialized properties last.
@@ -122,9 +124,11 @@ const stagingTables = `
 	CREATE TEMP TABLE staged_persons (id UUID, properties VARCHAR, created_at TIMESTAMPTZ, is_identified BOOLEAN, version BIGINT, updated_at TIMESTAMPTZ);
 	CREATE TEMP TABLE staged_distinct_ids (team_id BIGINT, distinct_id VARCHAR, person_id UUID, updated_at TIMESTAMPTZ)`
 
-func newWriter(conn driver.Conn, identity *identity, recent *recentEvents, versions *dataVersions, cfg *Config) (*Writer, error) {
+func newWriter(conn driver.Conn, identity *identity, recent *recentEvents, versions *dataVersions, slots *chosenSlots,
+	cfg *Config) (*Writer, error) {
 	w := &Writer{
 		conn:       conn,
+		slots:      slots,
 		statements: map[string]driver.Stmt{},
 		identity:   identity,
 		recent:     recent,
@@ -446,6 +450,11 @@ func (w *Writer) commit(group []*submission) (err error) {
 			w.identity.reset() // a failed commit changes no cache
 		}
 	}()
+	// The projects' slots, as of a change (chosenSlots.mu): read once per commit, and
+	// once per submission, a map lookup, for the keys of its project.
+	w.slots.mu.Lock()
+	defer w.slots.mu.Unlock()
+	teams := *w.slots.teams.Load()
 	ctx := context.Background()
 	// The distinct ids the events name, read before the transaction: from the cache, or
 	// in one query on another connection, of what is committed.
@@ -481,6 +490,10 @@ func (w *Writer) commit(group []*submission) (err error) {
 		b := s.batch
 		b.Duplicates = 0
 		lane := b.Lane.String()
+		var chosen *[slotCount]string
+		if t := teams[b.team()]; t != nil {
+			chosen = &t.keys
+		}
 		for i := range b.Events {
 			e := &b.Events[i]
 			// A duplicate is skipped whole: its row and what it asks of persons and
@@ -495,7 +508,7 @@ func (w *Writer) commit(group []*submission) (err error) {
 			if err != nil {
 				return err
 			}
-			if err := w.materialize.extract(e.Properties); err != nil {
+			if err := w.materialize.extract(e.Properties, chosen); err != nil {
 				return fmt.Errorf("cannot read the properties of event %s: %w", e.UUID, err)
 			}
 			w.row = append(w.row[:0], duckdb.UUID(e.UUID), e.TeamID, e.Name, e.DistinctID, duckdb.UUID(p.personID),
