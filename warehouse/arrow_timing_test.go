@@ -105,8 +105,10 @@ func BenchmarkArrowInsert10k(b *testing.B) {
 			b.Fatal(err)
 		}
 		exec("BEGIN TRANSACTION")
-		exec(`INSERT INTO events SELECT uuid, team_id, event, distinct_id, person_id, "timestamp", inserted_at, properties,
-			group_0, group_1, group_2, group_3, group_4, lane FROM pending_events`)
+		exec(`INSERT INTO events (uuid, team_id, event, distinct_id, person_id, "timestamp", inserted_at, properties,
+				"$group_0", "$group_1", "$group_2", "$group_3", "$group_4", lane)
+			SELECT uuid, team_id, event, distinct_id, person_id, "timestamp", inserted_at, properties,
+				group_0, group_1, group_2, group_3, group_4, lane FROM pending_events`)
 		exec("COMMIT")
 		release()
 		reader.Release()
@@ -130,10 +132,13 @@ func BenchmarkAppenderInsert10k(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		// The materialized columns follow the lane, empty: the Arrow insert leaves them NULL.
+		row := make([]driver.Value, 14+materializedCount+slotCount)
 		for i := range events {
 			e := &events[i]
-			if err := appender.AppendRow(duckdb.UUID(uuid.Must(uuid.NewV7())), e.TeamID, e.Name, e.DistinctID, duckdb.UUID(e.UUID),
-				e.Timestamp, now, e.Properties, nil, nil, nil, nil, nil, "realtime"); err != nil {
+			copy(row, []driver.Value{duckdb.UUID(uuid.Must(uuid.NewV7())), e.TeamID, e.Name, e.DistinctID, duckdb.UUID(e.UUID),
+				e.Timestamp, now, e.Properties, nil, nil, nil, nil, nil, "realtime"})
+			if err := appender.AppendRow(row...); err != nil {
 				b.Fatal(err)
 			}
 		}
