@@ -452,6 +452,13 @@ func seedConsoleEvents(t *testing.T, captureURL, token string) {
 	}
 	add("signed_up", "user-ada", 2*time.Hour, map[string]any{"plan": "pro", "$set": map[string]any{"email": "ada@example.com", "name": "Ada"}})
 	add("purchase", "user-ada", time.Hour, map[string]any{"amount": 42})
+	postBatch(t, captureURL, token, batch)
+}
+
+// postBatch sends events to the capture listener's /batch/ and fails the test unless
+// they are stored.
+func postBatch(t *testing.T, captureURL, token string, batch []map[string]any) {
+	t.Helper()
 	body, _ := json.Marshal(map[string]any{"api_key": token, "batch": batch})
 	resp, err := http.Post(captureURL+"/batch/", "application/json", strings.NewReader(string(body)))
 	if err != nil {
@@ -459,7 +466,7 @@ func seedConsoleEvents(t *testing.T, captureURL, token string) {
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("seeding events: %d", resp.StatusCode)
+		t.Fatalf("sending %d events: %d", len(batch), resp.StatusCode)
 	}
 }
 

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -147,15 +145,7 @@ func TestConsoleActivity(t *testing.T) {
 // capture sends events to the capture listener with the project's token.
 func (c *consoleTab) capture(events ...map[string]any) {
 	c.t.Helper()
-	body, _ := json.Marshal(map[string]any{"api_key": c.boot.ProjectAPIKey, "batch": events})
-	resp, err := http.Post(c.hedge.captureURL+"/batch/", "application/json", strings.NewReader(string(body)))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		c.t.Fatalf("capture answered %d", resp.StatusCode)
-	}
+	postBatch(c.t, c.hedge.captureURL, c.boot.ProjectAPIKey, events)
 }
 
 // rowCount is how many events the events table shows.

@@ -442,13 +442,5 @@ func sendPageviews(t *testing.T, captureURL, token string, n int) {
 		batch = append(batch, map[string]any{"event": "$pageview", "distinct_id": "user-late",
 			"timestamp": time.Now().UTC().Add(-time.Duration(i) * time.Second).Format(time.RFC3339Nano), "properties": map[string]any{"$browser": "Chrome"}})
 	}
-	body, _ := json.Marshal(map[string]any{"api_key": token, "batch": batch})
-	resp, err := http.Post(captureURL+"/batch/", "application/json", strings.NewReader(string(body)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("sending pageviews: %d", resp.StatusCode)
-	}
+	postBatch(t, captureURL, token, batch)
 }

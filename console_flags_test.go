@@ -325,15 +325,7 @@ func (c *consoleTab) sendFlagCalls(responses map[string]int, key string) {
 				"properties": map[string]any{"$feature_flag": key, "$feature_flag_response": response}})
 		}
 	}
-	body, _ := json.Marshal(map[string]any{"api_key": c.boot.ProjectAPIKey, "batch": batch})
-	resp, err := http.Post(c.hedge.captureURL+"/batch/", "application/json", strings.NewReader(string(body)))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		c.t.Fatalf("capture: %d", resp.StatusCode)
-	}
+	c.capture(batch...)
 }
 
 // firstOn is a distinct id the 50% flag half-rollout is on for.
