@@ -30,6 +30,11 @@ func TestConsolePersons(t *testing.T) {
 		more = append(more, map[string]any{"event": "$groupidentify", "distinct_id": "user-chen", "properties": map[string]any{
 			"$group_type": "company", "$group_key": g[0], "$group_set": map[string]any{"name": g[1], "plan": "enterprise-" + g[0]}}})
 	}
+	// Events of Acme's (and one of Globex's, with a key that is SQL if read as text).
+	for i, g := range []string{"acme", "acme", "globex' OR '1'='1"} {
+		more = append(more, map[string]any{"event": fmt.Sprintf("company_event_%d", i), "distinct_id": "user-chen",
+			"timestamp": now.Add(-time.Duration(i+1) * time.Minute).Format(time.RFC3339), "properties": map[string]any{"$groups": map[string]any{"company": g}}})
+	}
 	c.capture(more...)
 	c.capture(map[string]any{"event": "$identify", "distinct_id": "user-brian", "properties": map[string]any{"$anon_distinct_id": "anon-merge"}})
 	c.signIn()
@@ -112,6 +117,12 @@ func TestConsolePersons(t *testing.T) {
 	c.waitText("table.props", "enterprise-acme")
 	if got := eval[string](c, `location.pathname`); got != fmt.Sprintf("/project/%d/groups/0/acme", c.boot.ProjectID) {
 		t.Errorf("the group's page is at %s", got)
+	}
+	// Its events, newest first, and no other group's.
+	c.waitText(`section[aria-labelledby="group-events"]`, "2 events shown, all there are")
+	if got := c.text(`section[aria-labelledby="group-events"] tbody`); !strings.Contains(got, "company_event_0") || !strings.Contains(got, "company_event_1") ||
+		strings.Index(got, "company_event_0") > strings.Index(got, "company_event_1") || strings.Contains(got, "company_event_2") {
+		t.Errorf("the group's events: %q", got)
 	}
 	c.checkScreen("group")
 }

@@ -75,6 +75,8 @@ func (a *API) runQuery(ctx context.Context, scope warehouse.Scope, raw json.RawM
 	case "HogQLQuery":
 		var q struct {
 			Query string `json:"query"`
+			// Values fill the query's {name} placeholders, as bound parameters.
+			Values map[string]any `json:"values"`
 		}
 		if err := decodeQuery(raw, &q); err != nil {
 			return nil, err
@@ -82,7 +84,7 @@ func (a *API) runQuery(ctx context.Context, scope warehouse.Scope, raw json.RawM
 		if q.Query == "" {
 			return nil, errRequired("query__query")
 		}
-		result, err = a.queries.HogQL(ctx, scope, q.Query)
+		result, err = a.queries.HogQLValues(ctx, scope, q.Query, q.Values)
 	case "EventsQuery":
 		var q warehouse.EventsQuery
 		if err := decodeQuery(raw, &q); err != nil {

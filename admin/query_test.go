@@ -37,6 +37,17 @@ func TestQueryAPI(t *testing.T) {
 		fmt.Sprint(out["columns"]) != "[properties.$current_url count()]" || out["hasMore"] != false {
 		t.Fatalf("HogQL: %d %v", status, out)
 	}
+	// PostHog's placeholders: each value is bound as a parameter, so a value that looks
+	// like SQL is only compared with.
+	status, out = query(key, `{"query": {"kind": "HogQLQuery", "query": "SELECT distinct_id, {n} + 1 FROM events WHERE properties.$browser = {browser} AND distinct_id <> {browser}",
+		"values": {"browser": "Chrome", "n": 41}}}`)
+	if status != 200 || fmt.Sprint(out["results"]) != "[[u1 42]]" {
+		t.Fatalf("HogQL with values: %d %v", status, out)
+	}
+	status, out = query(key, `{"query": {"kind": "HogQLQuery", "query": "SELECT count() FROM events WHERE distinct_id = {id}", "values": {"id": "u1' OR '1'='1"}}}`)
+	if status != 200 || fmt.Sprint(out["results"]) != "[[0]]" {
+		t.Fatalf("HogQL with a value that looks like SQL: %d %v", status, out)
+	}
 	status, out = query(key, `{"query": {"kind": "EventsQuery", "select": ["event", "distinct_id", "properties.$browser"],
 		"properties": [{"key": "$browser", "value": "Chrome", "operator": "exact"}], "orderBy": ["timestamp ASC"]}}`)
 	if status != 200 || fmt.Sprint(out["results"]) != "[[$pageview u1 Chrome]]" || fmt.Sprint(out["columns"]) != "[event distinct_id properties.$browser]" {
@@ -102,6 +113,8 @@ func TestQueryAPI(t *testing.T) {
 		{`{"query": {"kind": "EventsQuery", "select": ["* REPLACE (current_setting('memory_limit') AS event)"]}}`, "query", "current_setting is not allowed"},
 		{`{"query": {"kind": "EventsQuery", "select": ["event"], "where": ["1=1) OR (1=1"]}}`, "query", "must be one HogQL expression"},
 		{`{"query": {"kind": "HogQLQuery"}}`, "query__query", "required"},
+		{`{"query": {"kind": "HogQLQuery", "query": "SELECT {a}", "values": {"b": 1}}}`, "query", "the placeholder {a} has no value in values"},
+		{`{"query": {"kind": "HogQLQuery", "query": "SELECT {a}", "values": {"a": [1]}}}`, "query", "must be a string, a number, a boolean or null"},
 		{`{"query": {"kind": "EventsQuery", "limit": 20000}}`, "query", "limit must be between"},
 		{`{"query": {"kind": "EventsQuery", "limit": "many"}}`, "query__limit", "valid integer"},
 		{`{"query": {"kind": "TrendsQuery", "series": [{"math": "weekly_active"}]}}`, "query", "math must be"},

@@ -210,16 +210,26 @@ func (q *Queries) begin(ctx context.Context, scope Scope) (_ context.Context, do
 
 // HogQL runs a user's read-only SQL over the project's events, persons and groups.
 func (q *Queries) HogQL(ctx context.Context, scope Scope, query string) (*Result, error) {
+	return q.HogQLValues(ctx, scope, query, nil)
+}
+
+// HogQLValues is HogQL with PostHog's placeholders: each {name} of query is bound to
+// values[name] as a parameter (hogql.Placeholders).
+func (q *Queries) HogQLValues(ctx context.Context, scope Scope, query string, values map[string]any) (*Result, error) {
 	ctx, done, err := q.begin(ctx, scope)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	rewritten, usesPerson, err := hogql.Rewrite(query)
+	bound, args, err := hogql.Placeholders(query, values)
 	if err != nil {
 		return nil, queryError(err)
 	}
-	result, err := q.run(ctx, scope, rewritten, usesPerson, q.maxRows)
+	rewritten, usesPerson, err := hogql.Rewrite(bound)
+	if err != nil {
+		return nil, queryError(err)
+	}
+	result, err := q.run(ctx, scope, rewritten, usesPerson, q.maxRows, args...)
 	if err != nil {
 		return nil, err
 	}

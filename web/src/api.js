@@ -68,8 +68,8 @@ export function query(project, q, signal) {
   return api(`/api/projects/${project}/query/`, { method: 'POST', body: { query: q }, signal });
 }
 
-// hogql runs a HogQL SELECT in project. hedge takes no placeholder values: a screen
-// passes what users type through the structured queries' filters, never into SQL text.
-export function hogql(project, sql, signal) {
-  return query(project, { kind: 'HogQLQuery', query: sql }, signal);
+// hogql runs a HogQL SELECT in project; values fill its {name} placeholders, which
+// hedge binds as parameters: what a user typed goes there, never into the SQL text.
+export function hogql(project, sql, signal, values) {
+  return query(project, values ? { kind: 'HogQLQuery', query: sql, values } : { kind: 'HogQLQuery', query: sql }, signal);
 }

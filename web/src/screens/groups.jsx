@@ -1,11 +1,11 @@
 // Groups: the project's groups of one type (companies, teams, ... as $groupidentify
 // made them), found by key, and one group's properties. The types are tabs beside
 // Persons.
-import { useState } from 'preact/hooks';
-import { api } from '../api.js';
+import { useEffect, useState } from 'preact/hooks';
+import { api, hogql } from '../api.js';
 import { Link, setQuery } from '../router.jsx';
 import { projectPath } from '../session.jsx';
-import { ErrorNote, Loading, Page, Pager, useAsync } from '../ui.jsx';
+import { ErrorNote, Loading, Page, Pager, Table, format, useAsync } from '../ui.jsx';
 import { Properties, when } from './activity.jsx';
 
 const pageSize = 50;
@@ -125,6 +125,63 @@ export function Group({ project, type, groupKey }) {
           <Properties title={`Properties of ${g.group_key}`} props={g.group_properties || {}} />
         </section>
       )}
+      {g && <GroupEvents project={project} type={type} groupKey={g.group_key} />}
     </Page>
+  );
+}
+
+// GroupEvents is the group's events over all time, newest first, a page at a time: the
+// events whose $groups named it, kept in the column of its type. The key is a value of
+// the query, bound by hedge, not part of its text.
+function GroupEvents({ project, type, groupKey }) {
+  const [state, setState] = useState({ rows: null, more: false, loading: true, error: null });
+  const column = `"$group_${Number(type)}"`;
+  const load = async (offset, signal) => {
+    setState((s) => ({ ...s, loading: true }));
+    try {
+      const r = await hogql(
+        project,
+        `SELECT event, distinct_id, timestamp, properties.$current_url FROM events WHERE ${column} = {key}
+          ORDER BY timestamp DESC, uuid DESC LIMIT ${pageSize + 1} OFFSET ${offset}`,
+        signal,
+        { key: groupKey },
+      );
+      const rows = r.results.slice(0, pageSize);
+      setState((s) => ({ rows: offset ? [...s.rows, ...rows] : rows, more: r.results.length > pageSize, loading: false, error: null }));
+    } catch (error) {
+      if (error.name !== 'AbortError') setState((s) => ({ ...s, loading: false, error }));
+    }
+  };
+  useEffect(() => {
+    const ctl = new AbortController();
+    load(0, ctl.signal);
+    return () => ctl.abort();
+  }, [project, type, groupKey]);
+  return (
+    <section aria-labelledby="group-events">
+      <h2 id="group-events">Events</h2>
+      <ErrorNote error={state.error} />
+      {state.rows && (
+        <Table
+          caption={`Events of ${groupKey}`}
+          columns={[
+            { key: 0, label: 'Event' },
+            { key: 1, label: 'Distinct id' },
+            { key: 2, label: 'Time', render: (r) => <time datetime={r[2]}>{when(r[2])}</time> },
+            { key: 3, label: 'URL', render: (r) => format(r[3]) },
+          ]}
+          rows={state.rows}
+          empty="No events of this group yet."
+        />
+      )}
+      <div role="status" class="history-status">
+        {state.loading ? <Loading label="Loading events…" /> : state.rows && state.rows.length > 0 && <span class="muted">{state.rows.length} events shown{state.more ? '' : ', all there are'}.</span>}
+      </div>
+      {state.more && !state.loading && (
+        <button type="button" class="secondary" onClick={() => load(state.rows.length)}>
+          Load more
+        </button>
+      )}
+    </section>
   );
 }
