@@ -182,3 +182,50 @@ export function Pager({ label, page, offset, pageSize }) {
     </nav>
   );
 }
+
+// usePages loads a list a page at a time, newest page last: fetchPage(offset, signal)
+// answers {rows, more}. It starts again from the first page when deps change;
+// loadMore appends the next page.
+export function usePages(fetchPage, deps) {
+  const [state, setState] = useState({ rows: null, more: false, loading: true, error: null });
+  const load = async (offset, signal) => {
+    setState((s) => ({ ...s, loading: true }));
+    try {
+      const page = await fetchPage(offset, signal);
+      setState((s) => ({ rows: offset ? [...s.rows, ...page.rows] : page.rows, more: page.more, loading: false, error: null }));
+    } catch (error) {
+      if (error.name !== 'AbortError') setState((s) => ({ ...s, loading: false, error }));
+    }
+  };
+  useEffect(() => {
+    const ctl = new AbortController();
+    load(0, ctl.signal);
+    return () => ctl.abort();
+  }, deps);
+  return { ...state, loadMore: () => load(state.rows.length) };
+}
+
+// PagesStatus says how many of a usePages list are shown, and offers the next page.
+export function PagesStatus({ pages, label = 'events' }) {
+  return (
+    <>
+      <div role="status" class="history-status">
+        {pages.loading ? (
+          <Loading label={`Loading ${label}…`} />
+        ) : (
+          pages.rows &&
+          pages.rows.length > 0 && (
+            <span class="muted">
+              {pages.rows.length} {label} shown{pages.more ? '' : ', all there are'}.
+            </span>
+          )
+        )}
+      </div>
+      {pages.more && !pages.loading && (
+        <button type="button" class="secondary" onClick={pages.loadMore}>
+          Load more
+        </button>
+      )}
+    </>
+  );
+}

@@ -1,11 +1,11 @@
 // Groups: the project's groups of one type (companies, teams, ... as $groupidentify
 // made them), found by key, and one group's properties. The types are tabs beside
 // Persons.
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { api, hogql } from '../api.js';
 import { Link, setQuery } from '../router.jsx';
 import { projectPath } from '../session.jsx';
-import { ErrorNote, Loading, Page, Pager, Table, format, useAsync } from '../ui.jsx';
+import { ErrorNote, Loading, Page, Pager, PagesStatus, Table, format, useAsync, usePages } from '../ui.jsx';
 import { Properties, when } from './activity.jsx';
 
 const pageSize = 50;
@@ -134,34 +134,22 @@ export function Group({ project, type, groupKey }) {
 // events whose $groups named it, kept in the column of its type. The key is a value of
 // the query, bound by hedge, not part of its text.
 function GroupEvents({ project, type, groupKey }) {
-  const [state, setState] = useState({ rows: null, more: false, loading: true, error: null });
   const column = `"$group_${Number(type)}"`;
-  const load = async (offset, signal) => {
-    setState((s) => ({ ...s, loading: true }));
-    try {
-      const r = await hogql(
-        project,
-        `SELECT event, distinct_id, timestamp, properties.$current_url FROM events WHERE ${column} = {key}
-          ORDER BY timestamp DESC, uuid DESC LIMIT ${pageSize + 1} OFFSET ${offset}`,
-        signal,
-        { key: groupKey },
-      );
-      const rows = r.results.slice(0, pageSize);
-      setState((s) => ({ rows: offset ? [...s.rows, ...rows] : rows, more: r.results.length > pageSize, loading: false, error: null }));
-    } catch (error) {
-      if (error.name !== 'AbortError') setState((s) => ({ ...s, loading: false, error }));
-    }
-  };
-  useEffect(() => {
-    const ctl = new AbortController();
-    load(0, ctl.signal);
-    return () => ctl.abort();
+  const pages = usePages(async (offset, signal) => {
+    const r = await hogql(
+      project,
+      `SELECT event, distinct_id, timestamp, properties.$current_url FROM events WHERE ${column} = {key}
+        ORDER BY timestamp DESC, uuid DESC LIMIT ${pageSize + 1} OFFSET ${offset}`,
+      signal,
+      { key: groupKey },
+    );
+    return { rows: r.results.slice(0, pageSize), more: r.results.length > pageSize };
   }, [project, type, groupKey]);
   return (
     <section aria-labelledby="group-events">
       <h2 id="group-events">Events</h2>
-      <ErrorNote error={state.error} />
-      {state.rows && (
+      <ErrorNote error={pages.error} />
+      {pages.rows && (
         <Table
           caption={`Events of ${groupKey}`}
           columns={[
@@ -170,18 +158,11 @@ function GroupEvents({ project, type, groupKey }) {
             { key: 2, label: 'Time', render: (r) => <time datetime={r[2]}>{when(r[2])}</time> },
             { key: 3, label: 'URL', render: (r) => format(r[3]) },
           ]}
-          rows={state.rows}
+          rows={pages.rows}
           empty="No events of this group yet."
         />
       )}
-      <div role="status" class="history-status">
-        {state.loading ? <Loading label="Loading events…" /> : state.rows && state.rows.length > 0 && <span class="muted">{state.rows.length} events shown{state.more ? '' : ', all there are'}.</span>}
-      </div>
-      {state.more && !state.loading && (
-        <button type="button" class="secondary" onClick={() => load(state.rows.length)}>
-          Load more
-        </button>
-      )}
+      <PagesStatus pages={pages} />
     </section>
   );
 }

@@ -1,10 +1,10 @@
 // A person: its properties, every distinct id it goes by (a merged person has several)
 // and its whole event history, newest first, a page at a time.
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { api, query } from '../api.js';
 import { Link } from '../router.jsx';
 import { projectPath } from '../session.jsx';
-import { ErrorNote, Loading, Page, useAsync } from '../ui.jsx';
+import { ErrorNote, Loading, Page, PagesStatus, useAsync, usePages } from '../ui.jsx';
 import { EventTable, Properties, select, toEvent, when } from './activity.jsx';
 
 const pageSize = 50;
@@ -52,27 +52,15 @@ export function Person({ project, uuid }) {
 // person_id, which the person_display_name column makes the current one (events sent
 // under a distinct id before a merge belong to the merged person).
 function History({ project, uuid }) {
-  const [state, setState] = useState({ rows: null, hasMore: false, loading: true, error: null });
   const [open, setOpen] = useState(() => new Set());
-  const load = async (offset, signal) => {
-    setState((s) => ({ ...s, loading: true }));
-    try {
-      if (!uuidShape.test(uuid)) throw new Error('This is not a person id.');
-      const r = await query(
-        project,
-        { kind: 'EventsQuery', select, where: [`person_id = '${uuid}'`], after: 'all', orderBy: ['timestamp DESC', 'created_at DESC', 'uuid DESC'], limit: pageSize, offset },
-        signal,
-      );
-      const rows = r.results.map(toEvent);
-      setState((s) => ({ rows: offset ? [...s.rows, ...rows] : rows, hasMore: r.hasMore, loading: false, error: null }));
-    } catch (error) {
-      if (error.name !== 'AbortError') setState((s) => ({ ...s, loading: false, error }));
-    }
-  };
-  useEffect(() => {
-    const ctl = new AbortController();
-    load(0, ctl.signal);
-    return () => ctl.abort();
+  const pages = usePages(async (offset, signal) => {
+    if (!uuidShape.test(uuid)) throw new Error('This is not a person id.');
+    const r = await query(
+      project,
+      { kind: 'EventsQuery', select, where: [`person_id = '${uuid}'`], after: 'all', orderBy: ['timestamp DESC', 'created_at DESC', 'uuid DESC'], limit: pageSize, offset },
+      signal,
+    );
+    return { rows: r.results.map(toEvent), more: r.hasMore };
   }, [project, uuid]);
   const toggle = (id) =>
     setOpen((o) => {
@@ -83,16 +71,9 @@ function History({ project, uuid }) {
   return (
     <section aria-labelledby="person-events">
       <h2 id="person-events">Events</h2>
-      <ErrorNote error={state.error} />
-      {state.rows && <EventTable project={project} rows={state.rows} open={open} toggle={toggle} showPerson={false} />}
-      <div role="status" class="history-status">
-        {state.loading ? <Loading label="Loading events…" /> : state.rows && state.rows.length > 0 && <span class="muted">{state.rows.length} events shown{state.hasMore ? '' : ', all there are'}.</span>}
-      </div>
-      {state.hasMore && !state.loading && (
-        <button type="button" class="secondary" onClick={() => load(state.rows.length)}>
-          Load more
-        </button>
-      )}
+      <ErrorNote error={pages.error} />
+      {pages.rows && <EventTable project={project} rows={pages.rows} open={open} toggle={toggle} showPerson={false} />}
+      <PagesStatus pages={pages} />
     </section>
   );
 }
