@@ -201,11 +201,15 @@ func (r *Runner) queue(ctx context.Context) error {
 // further behind than MaxBackfillWindows windows (hedge was stopped that long) skips
 // the older ones too, and the log says which.
 func (r *Runner) schedule(ctx context.Context) error {
+	// The clock is read before the exports: a window that has ended by now was either
+	// ended before a pause that the read below misses (committed after it) or belongs
+	// to an export the read sees paused. Read after them, it could take in a window
+	// that ended after the pause, which would run once the export is unpaused.
+	now := r.cfg.Now().UTC()
 	exports, err := r.activeExports(ctx)
 	if err != nil {
 		return err
 	}
-	now := r.cfg.Now().UTC()
 	for _, e := range exports {
 		length, ok := intervalLengths[e.interval]
 		if !ok || e.unfinished >= r.cfg.MaxQueuedRuns {
