@@ -173,7 +173,7 @@ func (p *process) stop(t *testing.T, sig syscall.Signal) int {
 
 func TestBinaryVersion(t *testing.T) {
 	out, err := exec.Command(hedgeBinary(t), "version").Output()
-	if err != nil || !strings.HasPrefix(string(out), "hedge ") || !strings.Contains(string(out), "DuckDB v1.4.5") {
+	if err != nil || !strings.HasPrefix(string(out), "hedge ") || !strings.Contains(string(out), "DuckDB v1.5.6") {
 		t.Fatalf("hedge version: %q %v", out, err)
 	}
 }

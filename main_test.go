@@ -56,7 +56,7 @@ func TestCommands(t *testing.T) {
 			t.Fatalf("hedge %v: exit %d stdout %q stderr %q; want exit %d and %q", args, got, out.String(), errOut.String(), code, stdout)
 		}
 	}
-	f([]string{"version"}, 0, "DuckDB v1.4.5")
+	f([]string{"version"}, 0, "DuckDB v1.5.6")
 	f([]string{"help"}, 0, "hedge serve")
 	f(nil, 2, "")
 	f([]string{"frobnicate"}, 2, "")

@@ -526,14 +526,15 @@ func jsonValue(v any, dbType string) any {
 			return nil
 		}
 		return v
-	case duckdb.Map:
-		object := make(map[string]any, len(v))
-		for k, value := range v {
+	case duckdb.OrderedMap:
+		keys, values := v.Keys(), v.Values()
+		object := make(map[string]any, len(keys))
+		for i, k := range keys {
 			key, ok := jsonValue(k, "").(string)
 			if !ok {
 				key = fmt.Sprint(jsonValue(k, ""))
 			}
-			object[key] = jsonValue(value, "")
+			object[key] = jsonValue(values[i], "")
 		}
 		return object
 	case []byte:

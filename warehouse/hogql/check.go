@@ -204,10 +204,11 @@ var (
 	cteFields        = map[string]role{"aliases": fData, "query": fHandled, "materialized": fData, "key_targets": fExprs}
 	operatorTypes    = map[string]bool{"OPERATOR_NOT": true, "OPERATOR_IS_NULL": true, "OPERATOR_IS_NOT_NULL": true, "COMPARE_IN": true, "COMPARE_NOT_IN": true, "OPERATOR_COALESCE": true, "ARRAY_EXTRACT": true, "ARRAY_SLICE": true, "STRUCT_EXTRACT": true, "ARRAY_CONSTRUCTOR": true, "OPERATOR_TRY": true, "OPERATOR_UNPACK": true}
 	conjunctionTypes = map[string]bool{"CONJUNCTION_AND": true, "CONJUNCTION_OR": true}
-	// typeInfos are the kinds of type details a cast may name: all plain data. A user
-	// type is looked up in the catalog, and only JSON, the json extension's, may be.
+	// typeInfos are the kinds of type details a cast may name: all plain data. A type
+	// the parser does not know (UNBOUND: a user type, or an extension's) is looked up
+	// in the catalog, and only JSON, the json extension's, may be.
 	typeInfos = map[string]bool{"STRUCT_TYPE_INFO": true, "LIST_TYPE_INFO": true, "ARRAY_TYPE_INFO": true,
-		"DECIMAL_TYPE_INFO": true, "ENUM_TYPE_INFO": true, "STRING_TYPE_INFO": true, "USER_TYPE_INFO": true}
+		"DECIMAL_TYPE_INFO": true, "ENUM_TYPE_INFO": true, "STRING_TYPE_INFO": true, "UNBOUND_TYPE_INFO": true}
 	// sqlValueFunctions are the bare names DuckDB's binder turns into function calls
 	// when no column has that name (SQL's CURRENT_DATE, USER...), with the function
 	// each calls; functions decides as for any call.
@@ -519,7 +520,7 @@ func checkFunctionName(n map[string]any, allowed map[string]bool, what string) e
 	return nil
 }
 
-// checkType refuses a type that names something in the catalog (a user type other
+// checkType refuses a type that names something in the catalog (an unbound type other
 // than JSON) or holds anything but type details.
 func checkType(v any) error {
 	switch v := v.(type) {
@@ -527,9 +528,9 @@ func checkType(v any) error {
 		if _, ok := v["class"]; ok {
 			return errUnchecked
 		}
-		if v["id"] == "USER" {
+		if v["id"] == "UNBOUND" {
 			info, _ := v["type_info"].(map[string]any)
-			if stringField(info, "type") != "USER_TYPE_INFO" {
+			if stringField(info, "type") != "UNBOUND_TYPE_INFO" {
 				return errUnchecked
 			}
 		}
@@ -537,8 +538,8 @@ func checkType(v any) error {
 			if !typeInfos[t] || !isZero(v["extension_info"]) {
 				return errorf("the type %s is not allowed here", words(t))
 			}
-			if t == "USER_TYPE_INFO" {
-				name := stringField(v, "user_type_name")
+			if t == "UNBOUND_TYPE_INFO" {
+				name := stringField(v, "name")
 				if !strings.EqualFold(name, "json") || stringField(v, "catalog") != "" || stringField(v, "schema") != "" ||
 					!isZero(v["user_type_modifiers"]) {
 					return errorf("the type %s is not allowed here", name)
