@@ -375,9 +375,9 @@ func TestDataVersion(t *testing.T) {
 	}
 }
 
-// With time to spare the writer checkpoints every CheckpointRows rows, so that
-// DuckDB's own checkpoint, seconds long, waits for sustained full load.
-func TestWriterCheckpointsWhenNotBusy(t *testing.T) {
+// The writer checkpoints once CheckpointRows events fill the row group, and before a
+// submission that would overflow it.
+func TestWriterCheckpointsEveryRowGroup(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "hedge.duckdb")
 	w := openTestWarehouse(t, path, Config{CheckpointRows: 100})
 	defer w.Close()
@@ -391,8 +391,8 @@ func TestWriterCheckpointsWhenNotBusy(t *testing.T) {
 		}
 		return info.Size()
 	}
-	submit := func() {
-		events := make([]Event, 60)
+	submit := func(n int) {
+		events := make([]Event, n)
 		for i := range events {
 			events[i] = testEvent(1, "e")
 		}
@@ -400,17 +400,82 @@ func TestWriterCheckpointsWhenNotBusy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	submit()
-	if size := walSize(); size == 0 {
-		t.Fatal("60 rows are in the WAL, not checkpointed yet")
-	}
-	submit()
-	for deadline := time.Now().Add(10 * time.Second); walSize() > 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 120 rows the WAL still holds %d bytes: no checkpoint", walSize())
+	for _, step := range []struct {
+		events     int
+		wal        bool // events are in the WAL after the step
+		checkpoint bool // the step checkpointed
+	}{
+		{60, true, false},
+		{40, false, true}, // the row group is full
+		{60, true, false},
+		{60, true, true}, // would overflow: the checkpoint comes first
+	} {
+		before := checkpointsTotal.Get()
+		submit(step.events)
+		// A checkpoint after a commit may follow its answer: give it time.
+		deadline := time.Now().Add(5 * time.Second)
+		for ((walSize() > 0) != step.wal || (checkpointsTotal.Get() > before) != step.checkpoint) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if got := walSize() > 0; got != step.wal {
+			t.Fatalf("after %d more events, WAL holds %d bytes", step.events, walSize())
+		}
+		if got := checkpointsTotal.Get() > before; got != step.checkpoint {
+			t.Fatalf("after %d more events, checkpointed: %v, want %v", step.events, got, step.checkpoint)
 		}
 	}
-	if rows := len(storedUUIDs(t, w)); rows != 120 {
-		t.Fatalf("%d rows after the checkpoint, want 120", rows)
+	if rows := len(storedUUIDs(t, w)); rows != 220 {
+		t.Fatalf("%d rows, want 220", rows)
+	}
+}
+
+// Requests arriving together fill each row group of events to its size or just short
+// of it, never over it: a row group filled partly before a checkpoint is rewritten by
+// the next, which is what the Writer's checkpoints avoid.
+func TestWriterFillsRowGroups(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hedge.duckdb")
+	w := openTestWarehouse(t, path, Config{})
+	const request, requests = 1000, 80
+	var wg sync.WaitGroup
+	for range requests {
+		wg.Go(func() {
+			events := make([]Event, request)
+			for i := range events {
+				events[i] = testEvent(1, "e")
+			}
+			if err := w.Writer().Submit(&Batch{Events: events}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	var rowGroups []int
+	rows, err := w.DB().Query(`SELECT max(start + count) - min(start) FROM pragma_storage_info('events')
+		WHERE column_path = '[0]' GROUP BY row_group_id ORDER BY row_group_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var n int
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		rowGroups = append(rowGroups, n)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for i, n := range rowGroups {
+		total += n
+		if i < len(rowGroups)-1 && (n > RowGroupRows || n <= RowGroupRows-request) {
+			t.Errorf("row group %d holds %d events, want %d or just short of it: %v", i, n, RowGroupRows, rowGroups)
+		}
+	}
+	if total != request*requests {
+		t.Fatalf("the row groups hold %d events, want %d", total, request*requests)
 	}
 }
