@@ -399,15 +399,23 @@ const catalog = "hedge"
 // only new row groups take this size.
 const RowGroupRows = 16384
 
+// storageVersion is the format DuckDB writes a new database file in: its own, where it
+// would write one that DuckDB 1.0 still reads. Checkpoints of the newer format take
+// about a fifth less time, and one of a partly filled row group a fraction of it
+// (measured: 25 against 150 ms with 8 million events stored). Only DuckDB 1.5 and
+// later read the file; a file written before keeps its format.
+const storageVersion = "v1.5.0"
+
 // attacher is the connector's function run on each new connection: the first attaches
-// the database file at path under catalog, with RowGroupRows (a row group size is an
-// option of ATTACH only), and every one makes it its default database, so that
+// the database file at path under catalog, with RowGroupRows and storageVersion
+// (options of ATTACH only), and every one makes it its default database, so that
 // statements name its tables without a catalog, as they would with the file opened
 // directly.
 func attacher(path string) func(driver.ExecerContext) error {
 	var once sync.Once
 	var attachErr error
-	attach := fmt.Sprintf(`ATTACH '%s' AS %s (ROW_GROUP_SIZE %d)`, strings.ReplaceAll(path, "'", "''"), catalog, RowGroupRows)
+	attach := fmt.Sprintf(`ATTACH '%s' AS %s (ROW_GROUP_SIZE %d, STORAGE_VERSION '%s')`,
+		strings.ReplaceAll(path, "'", "''"), catalog, RowGroupRows, storageVersion)
 	return func(conn driver.ExecerContext) error {
 		once.Do(func() {
 			if _, err := conn.ExecContext(context.Background(), attach, nil); err != nil {
