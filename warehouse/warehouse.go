@@ -83,7 +83,7 @@ type Config struct {
 	// CheckpointRows is how many events the Writer commits between two checkpoints
 	// (default DefaultCheckpointRows: a row group, RowGroupRows): it ends its groups so
 	// that they fill exactly that many, or just short of it (a request's events are
-	// never split), and then checkpoints (see Writer, Checkpoints).
+	// split only by a bulk commit), and then checkpoints (see Writer, Checkpoints).
 	CheckpointRows int
 	// DedupWindow is how long after its commit an event's uuid is remembered: an event
 	// with the uuid of one its project stored within the window is answered as accepted

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -449,22 +450,9 @@ func TestWriterFillsRowGroups(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	var rowGroups []int
-	rows, err := w.DB().Query(`SELECT max(start + count) - min(start) FROM pragma_storage_info('events')
-		WHERE column_path = '[0]' GROUP BY row_group_id ORDER BY row_group_id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var n int
-		if err := rows.Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		rowGroups = append(rowGroups, n)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+	// A checkpoint joins the rows past a bulk commit's last full row group to those
+	// appended after them (see gather).
+	rowGroups := checkpointedRowGroups(t, w)
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -477,5 +465,110 @@ func TestWriterFillsRowGroups(t *testing.T) {
 	}
 	if total != request*requests {
 		t.Fatalf("the row groups hold %d events, want %d", total, request*requests)
+	}
+}
+
+// checkpointedRowGroups checkpoints w and returns the events of each row group of events.
+func checkpointedRowGroups(t *testing.T, w *Warehouse) []int {
+	t.Helper()
+	if _, err := w.DB().Exec(`CHECKPOINT`); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := w.DB().Query(`SELECT max(start + count) - min(start) FROM pragma_storage_info('events')
+		WHERE column_path = '[0]' GROUP BY row_group_id ORDER BY row_group_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var rowGroups []int
+	for rows.Next() {
+		var n int
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		rowGroups = append(rowGroups, n)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return rowGroups
+}
+
+// A row group of events waiting is committed past the WAL, in a row group of its own:
+// the request that crosses the count is split, the rest of its events committed after
+// and counted with them (a duplicate across the split is one), and all of them are
+// there after a restart.
+func TestWriterBulkCommit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hedge.duckdb")
+	w := openTestWarehouse(t, path, Config{})
+	submit := func(b *Batch) {
+		t.Helper()
+		if err := w.Writer().Submit(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	batch := func(n int) *Batch {
+		events := make([]Event, n)
+		for i := range events {
+			events[i] = testEvent(1, "e")
+		}
+		return &Batch{Events: events}
+	}
+	walSize := func() int64 {
+		t.Helper()
+		fi, err := os.Stat(path + ".wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	bulks := bulkCommitsTotal.Get()
+	submit(batch(1000))
+	// After a checkpoint of the 1,000, which it overflows: the first RowGroupRows
+	// events in a bulk commit, the last 500 in another.
+	big := batch(RowGroupRows + 500)
+	big.Events[RowGroupRows+100].UUID = big.Events[0].UUID
+	submit(big)
+	if n := bulkCommitsTotal.Get() - bulks; n != 1 {
+		t.Fatalf("%d bulk commits, want 1", n)
+	}
+	if big.Duplicates != 1 {
+		t.Fatalf("%d duplicates, want 1", big.Duplicates)
+	}
+	tail := walSize()
+	submit(batch(1000))
+	if logged := walSize() - tail; tail >= logged {
+		t.Fatalf("the WAL holds %d bytes after %d events, more than the next 1,000 took (%d): the bulk commit's went into it",
+			tail, RowGroupRows+500, logged)
+	}
+	// The files as a kill -9 would leave them now, before any checkpoint: the bulk
+	// commit's row group is read back from the database file through the WAL.
+	crashed := filepath.Join(t.TempDir(), "hedge.duckdb")
+	for _, suffix := range []string{"", ".wal"} {
+		data, err := os.ReadFile(path + suffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(crashed+suffix, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// DuckDB's checkpoint packs the 1,000 events, the bulk commit's and the 1,499
+	// after it, in row groups of 1,000, 16,384 and 1,499, into as few as hold them.
+	if got, want := checkpointedRowGroups(t, w), []int{RowGroupRows, 2499}; !slices.Equal(got, want) {
+		t.Fatalf("row groups %v, want %v", got, want)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, path := range map[string]string{"a restart": path, "a crash": crashed} {
+		w := openTestWarehouse(t, path, Config{})
+		var n int
+		if err := w.DB().QueryRow(`SELECT count(*) FROM events`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if want := RowGroupRows + 2499; n != want {
+			t.Errorf("%d events after %s, want %d", n, name, want)
+		}
 	}
 }

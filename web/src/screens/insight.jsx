@@ -12,7 +12,7 @@ import { BreakdownField, DateRangeFields, Filters, FunnelFields, SeriesFields, f
 
 // The suggestions: events and event property keys seen in the last 30 days, most
 // frequent first.
-const eventsSQL = 'SELECT event, count() FROM events WHERE timestamp > now() - INTERVAL 30 DAY GROUP BY event ORDER BY 2 DESC LIMIT 100';
+const eventsSQL = 'SELECT event, count() FROM events WHERE timestamp > now() - INTERVAL 30 DAY GROUP BY event ORDER BY 2 DESC, 1 LIMIT 100';
 const keysSQL =
   'SELECT key, count() FROM (SELECT unnest(json_keys(properties)) AS key FROM events WHERE timestamp > now() - INTERVAL 30 DAY) GROUP BY key ORDER BY 2 DESC LIMIT 200';
 
