@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -23,64 +24,19 @@ import (
 func TestNodeRetryAfterKill(t *testing.T) {
 	requireSDKs(t)
 	dataDir := t.TempDir()
-	// The restarted hedge must answer where the SDK sends: a fixed capture address.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	env := []string{"HEDGE_DATA=" + dataDir, "HEDGE_ADMIN_ADDR=127.0.0.1:0", "HEDGE_CAPTURE_ADDR=" + addr}
-	first := startProcess(t, env)
-	if first.captureURL == "" {
-		t.Fatalf("hedge did not start:\n%s", first.log())
-	}
+	env, first := startRestartable(t, dataDir)
 	boot := readBootstrap(t, dataDir)
-
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	node := exec.CommandContext(ctx, "node", "retry.mjs")
-	node.Dir = sdkProject
-	node.Env = append(os.Environ(), "HEDGE_CAPTURE_URL="+first.captureURL, "HEDGE_PROJECT_KEY="+boot.ProjectAPIKey)
-	var stdout bytes.Buffer
-	node.Stdout = &stdout
-	stdin, err := node.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr, err := node.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := node.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewScanner(stderr)
-	var nodeLog strings.Builder
-	for lines.Scan() && lines.Text() != "committed" {
-		nodeLog.WriteString(lines.Text() + "\n")
-	}
-	if lines.Text() != "committed" {
-		node.Wait()
-		t.Fatalf("posthog-node did not send its batch:\n%s", nodeLog.String())
+	node := startNodeScript(t, "retry.mjs", 2*time.Minute, first.captureURL, boot.ProjectAPIKey)
+	if !node.waitFor("committed") {
+		node.cmd.Wait()
+		t.Fatalf("posthog-node did not send its batch:\n%s", node.log.String())
 	}
 
 	first.stop(t, syscall.SIGKILL)
-	restarted := startProcess(t, env)
-	if restarted.captureURL != first.captureURL {
-		t.Fatalf("hedge restarted at %q, want %s:\n%s", restarted.captureURL, first.captureURL, restarted.log())
-	}
-	fmt.Fprintln(stdin, "restarted")
-	logged := make(chan struct{})
-	go func() {
-		for lines.Scan() {
-			nodeLog.WriteString(lines.Text() + "\n")
-		}
-		close(logged)
-	}()
-	<-logged
-	if err := node.Wait(); err != nil {
-		t.Fatalf("node retry.mjs: %v\n%s", err, nodeLog.String())
+	restarted := restart(t, env, first)
+	fmt.Fprintln(node.stdin, "restarted")
+	if err := node.wait(); err != nil {
+		t.Fatalf("node retry.mjs: %v\n%s", err, node.log.String())
 	}
 	var manifest struct {
 		UUIDs    []string `json:"uuids"`
@@ -90,8 +46,8 @@ func TestNodeRetryAfterKill(t *testing.T) {
 			Lost   bool   `json:"lost"`
 		} `json:"requests"`
 	}
-	if err := json.Unmarshal(stdout.Bytes(), &manifest); err != nil {
-		t.Fatalf("manifest: %v\n%s\n%s", err, stdout.String(), nodeLog.String())
+	if err := json.Unmarshal(node.stdout.Bytes(), &manifest); err != nil {
+		t.Fatalf("manifest: %v\n%s\n%s", err, node.stdout.String(), node.log.String())
 	}
 	retried := 0
 	for _, r := range manifest.Requests {
@@ -134,66 +90,22 @@ func TestNodeRetryAfterKill(t *testing.T) {
 func TestNodeRetryUnderLoadAfterKill(t *testing.T) {
 	requireSDKs(t)
 	dataDir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	env := []string{"HEDGE_DATA=" + dataDir, "HEDGE_ADMIN_ADDR=127.0.0.1:0", "HEDGE_CAPTURE_ADDR=" + addr}
-	first := startProcess(t, env)
-	if first.captureURL == "" {
-		t.Fatalf("hedge did not start:\n%s", first.log())
-	}
+	env, first := startRestartable(t, dataDir)
 	boot := readBootstrap(t, dataDir)
-
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	node := exec.CommandContext(ctx, "node", "kill.mjs")
-	node.Dir = sdkProject
-	node.Env = append(os.Environ(), "HEDGE_CAPTURE_URL="+first.captureURL, "HEDGE_PROJECT_KEY="+boot.ProjectAPIKey)
-	var stdout bytes.Buffer
-	node.Stdout = &stdout
-	stdin, err := node.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
+	node := startNodeScript(t, "kill.mjs", 3*time.Minute, first.captureURL, boot.ProjectAPIKey)
+	if !node.waitFor("answered 20") {
+		node.cmd.Wait()
+		t.Fatalf("posthog-node did not get 20 answers:\n%s", node.log.String())
 	}
-	stderr, err := node.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := node.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewScanner(stderr)
-	var nodeLog strings.Builder
-	for lines.Scan() && lines.Text() != "answered 20" {
-		nodeLog.WriteString(lines.Text() + "\n")
-	}
-	if lines.Text() != "answered 20" {
-		node.Wait()
-		t.Fatalf("posthog-node did not get 20 answers:\n%s", nodeLog.String())
-	}
-	logged := make(chan struct{})
-	go func() {
-		for lines.Scan() {
-			nodeLog.WriteString(lines.Text() + "\n")
-		}
-		close(logged)
-	}()
-	fmt.Fprintln(stdin, "kill")
+	node.drain()
+	fmt.Fprintln(node.stdin, "kill")
 	time.Sleep(100 * time.Millisecond) // requests in flight are committed, their answers lost
 	first.stop(t, syscall.SIGKILL)
 	time.Sleep(500 * time.Millisecond) // the SDK's requests fail meanwhile, and are retried
-	restarted := startProcess(t, env)
-	if restarted.captureURL != first.captureURL {
-		t.Fatalf("hedge restarted at %q, want %s:\n%s", restarted.captureURL, first.captureURL, restarted.log())
-	}
-	fmt.Fprintln(stdin, "restarted")
-	err = node.Wait()
-	<-logged
-	if err != nil {
-		t.Fatalf("node kill.mjs: %v\n%s", err, nodeLog.String())
+	restarted := restart(t, env, first)
+	fmt.Fprintln(node.stdin, "restarted")
+	if err := node.wait(); err != nil {
+		t.Fatalf("node kill.mjs: %v\n%s", err, node.log.String())
 	}
 	var manifest struct {
 		UUIDs    []string `json:"uuids"`
@@ -202,8 +114,8 @@ func TestNodeRetryUnderLoadAfterKill(t *testing.T) {
 			Status int      `json:"status"`
 		} `json:"requests"`
 	}
-	if err := json.Unmarshal(stdout.Bytes(), &manifest); err != nil {
-		t.Fatalf("manifest: %v\n%s\n%s", err, clip(stdout.Bytes()), nodeLog.String())
+	if err := json.Unmarshal(node.stdout.Bytes(), &manifest); err != nil {
+		t.Fatalf("manifest: %v\n%s\n%s", err, clip(node.stdout.Bytes()), node.log.String())
 	}
 	// The retries the restarted hedge recognised: sent again after a commit whose answer
 	// was lost.
@@ -261,11 +173,111 @@ func TestNodeRetryUnderLoadAfterKill(t *testing.T) {
 		t.Fatalf("%d requests failed and %d stored events were sent more than once: the kill hit no request in flight", failed, retried)
 	}
 	if len(stored) != len(manifest.UUIDs) {
-		t.Fatalf("%d of %d events stored: posthog-node gave up on some\n%s", len(stored), len(manifest.UUIDs), nodeLog.String())
+		t.Fatalf("%d of %d events stored: posthog-node gave up on some\n%s", len(stored), len(manifest.UUIDs), node.log.String())
 	}
 	if recognised == nil || recognised[1] == "0" {
 		t.Fatalf("no retry of a committed batch was recognised (%v): the kill lost no answer of a committed request", recognised)
 	}
 	t.Logf("%d events in %d requests (%d answered 200, %d failed: hedge killed or down, or the answer lost); %d events sent more than once, each stored once (%s of them committed before the kill, skipped as retries)",
 		len(manifest.UUIDs), len(manifest.Requests), acknowledged, failed, retried, recognised[1])
+}
+
+// startRestartable starts hedge on dataDir with a capture address that a restart with
+// the returned env keeps, so that an SDK retries against the hedge started again.
+func startRestartable(t *testing.T, dataDir string) (env []string, p *process) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	env = []string{"HEDGE_DATA=" + dataDir, "HEDGE_ADMIN_ADDR=127.0.0.1:0", "HEDGE_CAPTURE_ADDR=" + addr}
+	p = startProcess(t, env)
+	if p.captureURL == "" {
+		t.Fatalf("hedge did not start:\n%s", p.log())
+	}
+	return env, p
+}
+
+// restart starts hedge again with env, after first was stopped, and checks that it
+// answers where first did.
+func restart(t *testing.T, env []string, first *process) *process {
+	t.Helper()
+	p := startProcess(t, env)
+	if p.captureURL != first.captureURL {
+		t.Fatalf("hedge restarted at %q, want %s:\n%s", p.captureURL, first.captureURL, p.log())
+	}
+	return p
+}
+
+// nodeScript is a script of the SDK project running against hedge: its stdout (the
+// manifest it prints at the end) kept, its stdin the test's signals to it, its stderr
+// its progress, one line at a time, copied into log.
+type nodeScript struct {
+	cmd    *exec.Cmd
+	stdout bytes.Buffer
+	stdin  io.Writer
+	lines  *bufio.Scanner
+	log    strings.Builder
+	// drained is closed once drain has read stderr to its end.
+	drained chan struct{}
+}
+
+// startNodeScript starts the script, killed after timeout, sending to captureURL with
+// the project key.
+func startNodeScript(t *testing.T, script string, timeout time.Duration, captureURL, projectKey string) *nodeScript {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	n := &nodeScript{cmd: exec.CommandContext(ctx, "node", script)}
+	n.cmd.Dir = sdkProject
+	n.cmd.Env = append(os.Environ(), "HEDGE_CAPTURE_URL="+captureURL, "HEDGE_PROJECT_KEY="+projectKey)
+	n.cmd.Stdout = &n.stdout
+	stdin, err := n.cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := n.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	n.stdin, n.lines = stdin, bufio.NewScanner(stderr)
+	return n
+}
+
+// waitFor reads the script's progress until the line, and reports whether it came.
+func (n *nodeScript) waitFor(line string) bool {
+	for n.lines.Scan() {
+		if n.lines.Text() == line {
+			return true
+		}
+		n.log.WriteString(n.lines.Text() + "\n")
+	}
+	return false
+}
+
+// drain copies the rest of the script's progress into log in the background, so that
+// a script that goes on writing while the test works is never blocked on its stderr.
+func (n *nodeScript) drain() {
+	n.drained = make(chan struct{})
+	go func() {
+		for n.lines.Scan() {
+			n.log.WriteString(n.lines.Text() + "\n")
+		}
+		close(n.drained)
+	}()
+}
+
+// wait waits for the script to end, its progress read to the end first (Wait closes
+// stderr); log is whole once it returns.
+func (n *nodeScript) wait() error {
+	if n.drained == nil {
+		n.drain()
+	}
+	<-n.drained
+	return n.cmd.Wait()
 }
