@@ -8,7 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
+
+	"github.com/hedge-analytics/hedge/warehouse"
 )
 
 // tileRecord is a dashboard tile: an insight with its result, or a text card.
@@ -33,6 +36,14 @@ type textRecord struct {
 	Team           int64       `json:"team"`
 }
 
+// tileRow is a tile as stored: its record, and the ids its insight and its text's
+// authors are read by.
+type tileRow struct {
+	tileRecord
+	insightID               *int64
+	textCreator, textEditor *int64
+}
+
 // tiles are the dashboard's live tiles in PostHog's order: by the small layout's y, then
 // x (a tile without one last), each insight with its computed result.
 func (a *API) tiles(ctx context.Context, d dashboardRow, override rawJSON) ([]tileRecord, error) {
@@ -44,11 +55,6 @@ func (a *API) tiles(ctx context.Context, d dashboardRow, override rawJSON) ([]ti
 		return nil, fmt.Errorf("cannot read the tiles of dashboard %d: %w", d.id, err)
 	}
 	defer rows.Close()
-	type tileRow struct {
-		tileRecord
-		insightID               *int64
-		textCreator, textEditor *int64
-	}
 	var found []tileRow
 	var userIDs []int64
 	for rows.Next() {
@@ -77,31 +83,50 @@ func (a *API) tiles(ctx context.Context, d dashboardRow, override rawJSON) ([]ti
 	if err != nil {
 		return nil, err
 	}
-	tiles := make([]tileRecord, 0, len(found))
-	for _, t := range found {
-		if t.Text != nil {
+	for i := range found {
+		if t := &found[i]; t.Text != nil {
 			t.Text.CreatedBy, t.Text.LastModifiedBy = userOf(users, t.textCreator), userOf(users, t.textEditor)
 		}
-		if t.insightID != nil {
-			insight, err := a.insight(ctx, d.team, *t.insightID, false)
-			if errors.Is(err, errInsightNotFound) {
-				continue // an insight deleted on its own leaves its tiles empty: not shown
-			}
-			if err != nil {
-				return nil, err
-			}
-			// A tile's filters_overrides stored unreadable fail its own result only.
-			filters, err := mergeFilters("filters_overrides", d.filters, t.FiltersOverrides, override)
-			var query rawJSON
-			if err == nil {
-				query, err = filters.apply(insight.Query)
-			}
-			if err := a.computeResult(ctx, d.team, &insight, query, err); err != nil {
-				return nil, err
-			}
-			t.Insight, t.LastRefresh, t.IsCached = &insight, insight.LastRefresh, insight.IsCached
+	}
+	// The insights' results are computed as many at a time as a project's queries may
+	// run (warehouse.ProjectQueries), so that a cold dashboard takes about the time of
+	// its slowest tiles, not of all of them in a row; the first failure stops the rest.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	shown := make([]bool, len(found))
+	running := make(chan struct{}, warehouse.ProjectQueries)
+	var computing sync.WaitGroup
+	for i := range found {
+		t := &found[i]
+		if t.insightID == nil {
+			shown[i] = true
+			continue
 		}
-		tiles = append(tiles, t.tileRecord)
+		select {
+		case running <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		computing.Go(func() {
+			defer func() { <-running }()
+			ok, err := a.tileInsight(ctx, d, t, override)
+			if err != nil {
+				cancel(err)
+			}
+			shown[i] = ok
+		})
+	}
+	computing.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
+	}
+	tiles := make([]tileRecord, 0, len(found))
+	for i, t := range found {
+		if shown[i] {
+			tiles = append(tiles, t.tileRecord)
+		}
 	}
 	slices.SortStableFunc(tiles, func(x, y tileRecord) int {
 		xy, xx := smallLayout(x.Layouts)
@@ -112,6 +137,30 @@ func (a *API) tiles(ctx context.Context, d dashboardRow, override rawJSON) ([]ti
 		tiles[i].Order = i
 	}
 	return tiles, nil
+}
+
+// tileInsight fills tile t of dashboard d with its insight and the insight's result
+// under the dashboard's filters, the tile's and override; false when the insight was
+// deleted on its own, which leaves the tile empty and not shown.
+func (a *API) tileInsight(ctx context.Context, d dashboardRow, t *tileRow, override rawJSON) (bool, error) {
+	insight, err := a.insight(ctx, d.team, *t.insightID, false)
+	if errors.Is(err, errInsightNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	// A tile's filters_overrides stored unreadable fail its own result only.
+	filters, err := mergeFilters("filters_overrides", d.filters, t.FiltersOverrides, override)
+	var query rawJSON
+	if err == nil {
+		query, err = filters.apply(insight.Query)
+	}
+	if err := a.computeResult(ctx, d.team, &insight, query, err); err != nil {
+		return false, err
+	}
+	t.Insight, t.LastRefresh, t.IsCached = &insight, insight.LastRefresh, insight.IsCached
+	return true, nil
 }
 
 func userOf(users map[int64]userRecord, id *int64) *userRecord {

@@ -93,17 +93,17 @@ type Queries struct {
 	// memoryLimit is DuckDB's memory_limit, as DuckDB writes it, for the message
 	// of a query that needs more.
 	memoryLimit string
-	// running holds each project's slots: a project runs at most projectQueries
+	// running holds each project's slots: a project runs at most ProjectQueries
 	// queries at once, so that it never holds the whole pool.
 	running sync.Map // int64 → chan struct{}
 }
 
-// queryConns is the size of the query pool, and projectQueries how many of its
-// connections one project may hold at once: another project's query always finds one.
-const (
-	queryConns     = 4
-	projectQueries = 2
-)
+// queryConns is the size of the query pool.
+const queryConns = 4
+
+// ProjectQueries is how many of the query pool's connections one project may hold at
+// once: another project's query always finds one.
+const ProjectQueries = 2
 
 // The defaults of QueryLimits.
 const (
@@ -195,7 +195,7 @@ func (q *Queries) begin(ctx context.Context, scope Scope) (_ context.Context, do
 	ctx, cancel := context.WithTimeout(ctx, q.timeout)
 	stopRequest := context.AfterFunc(q.stopped, cancel)
 	end := func() { stopRequest(); cancel(); q.inFlight.Done() }
-	slots, _ := q.running.LoadOrStore(scope.Team, make(chan struct{}, projectQueries))
+	slots, _ := q.running.LoadOrStore(scope.Team, make(chan struct{}, ProjectQueries))
 	select {
 	case slots.(chan struct{}) <- struct{}{}:
 		return ctx, func() { <-slots.(chan struct{}); end() }, nil
@@ -204,7 +204,7 @@ func (q *Queries) begin(ctx context.Context, scope Scope) (_ context.Context, do
 		if q.stopped.Err() != nil {
 			return nil, nil, ErrQueriesStopped
 		}
-		return nil, nil, queryErrorf("the project's other %d queries ran until the time limit of %s: retry once they are done", projectQueries, q.timeout)
+		return nil, nil, queryErrorf("the project's other %d queries ran until the time limit of %s: retry once they are done", ProjectQueries, q.timeout)
 	}
 }
 
@@ -229,7 +229,7 @@ func (q *Queries) HogQLValues(ctx context.Context, scope Scope, query string, va
 	if err != nil {
 		return nil, queryError(err)
 	}
-	result, err := q.run(ctx, scope, rewritten, usesPerson, q.maxRows, args...)
+	result, err := q.run(ctx, scope, rewritten, personJoinOf(usesPerson), q.maxRows, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -243,16 +243,16 @@ func (q *Queries) HogQLValues(ctx context.Context, scope Scope, query string, va
 }
 
 // run checks query and runs it with args on a connection whose events, persons and
-// groups are views of scope's project, returning at most maxRows rows (HasMore when
-// there were more), on a thread of lowered priority (onLoweredThread). ctx is a
-// request's, from begin.
-func (q *Queries) run(ctx context.Context, scope Scope, query string, withPersons bool, maxRows int, args ...any) (*Result, error) {
-	return onLoweredThread(q.nice, func() (*Result, error) { return q.execute(ctx, scope, query, withPersons, maxRows, args...) })
+// groups are views of scope's project (events joining persons), returning at most
+// maxRows rows (HasMore when there were more), on a thread of lowered priority
+// (onLoweredThread). ctx is a request's, from begin.
+func (q *Queries) run(ctx context.Context, scope Scope, query string, persons personJoin, maxRows int, args ...any) (*Result, error) {
+	return onLoweredThread(q.nice, func() (*Result, error) { return q.execute(ctx, scope, query, persons, maxRows, args...) })
 }
 
 // execute is run on the calling thread.
-func (q *Queries) execute(ctx context.Context, scope Scope, query string, withPersons bool, maxRows int, args ...any) (*Result, error) {
-	rows, closeRows, err := q.open(ctx, scope, query, withPersons, args...)
+func (q *Queries) execute(ctx context.Context, scope Scope, query string, persons personJoin, maxRows int, args ...any) (*Result, error) {
+	rows, closeRows, err := q.open(ctx, scope, query, persons, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -271,20 +271,44 @@ func (q *Queries) execute(ctx context.Context, scope Scope, query string, withPe
 // groups are views of scope's project: the caller reads the rows (a failure of theirs
 // is q.failure's to explain) and then calls closeRows, which gives the connection back.
 // ctx is a request's, from begin.
-func (q *Queries) open(ctx context.Context, scope Scope, query string, withPersons bool, args ...any) (_ *sql.Rows, closeRows func(), err error) {
+func (q *Queries) open(ctx context.Context, scope Scope, query string, persons personJoin, args ...any) (_ *sql.Rows, closeRows func(), err error) {
+	var rows *sql.Rows
+	conn, err := q.session(ctx, scope, query, persons, len(args), func(conn *sql.Conn, text string) (func(), error) {
+		r, err := conn.QueryContext(ctx, text, args...)
+		if err != nil {
+			return nil, q.failure(ctx, err)
+		}
+		rows = r
+		return func() { r.Close() }, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return rows, func() { rows.Close(); conn.Close() }, nil
+}
+
+// session checks query (of params bound parameters) and has start run it on a
+// connection whose events, persons and groups are views of scope's project, as text,
+// query with the reads of materialized properties made reads of their columns. It
+// returns the connection, which the caller closes once done with what start began.
+//
+// start may answer from the query's rows at once, or leave them open; discard (nil
+// for nothing) drops them when the project's materialized slots changed while the
+// query began, and start runs again: a change published after the query's snapshot
+// began (in start) is of rows it does not see, and one published before is read
+// again (chosenSlots.generation).
+func (q *Queries) session(ctx context.Context, scope Scope, query string, persons personJoin, params int,
+	start func(conn *sql.Conn, text string) (discard func(), err error)) (*sql.Conn, error) {
 	conn, err := q.db.Conn(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot get a query connection: %w", err)
+		return nil, fmt.Errorf("cannot get a query connection: %w", err)
 	}
-	serialized, err := checkQuery(ctx, conn, query, len(args))
+	serialized, err := checkQuery(ctx, conn, query, params)
 	if err != nil {
 		conn.Close()
-		return nil, nil, cmp.Or(q.interrupted(ctx), err)
+		return nil, cmp.Or(q.interrupted(ctx), err)
 	}
 	for {
-		// The project's slots as the query reads them: a change published after the
-		// query's snapshot began (in QueryContext) is of rows it does not see, and one
-		// published before is read again (chosenSlots.generation).
 		generation := q.slots.generation.Load()
 		slots := q.slots.of(scope.Team)
 		// The reads of materialized properties of events become reads of their
@@ -292,21 +316,23 @@ func (q *Queries) open(ctx context.Context, scope Scope, query string, withPerso
 		text, materialized, err := hogql.Materialize(query, serialized, slots.column)
 		if err != nil {
 			conn.Close()
-			return nil, nil, err
+			return nil, err
 		}
-		if _, err := conn.ExecContext(ctx, q.views(scope, withPersons, materialized, slots)); err != nil {
+		if _, err := conn.ExecContext(ctx, q.views(scope, persons, materialized, slots)); err != nil {
 			conn.Close()
-			return nil, nil, cmp.Or(q.interrupted(ctx), fmt.Errorf("cannot prepare the views of project %d: %w", scope.Team, err))
+			return nil, cmp.Or(q.interrupted(ctx), fmt.Errorf("cannot prepare the views of project %d: %w", scope.Team, err))
 		}
-		rows, err := conn.QueryContext(ctx, text, args...)
+		discard, err := start(conn, text)
 		if err != nil {
 			conn.Close()
-			return nil, nil, q.failure(ctx, err)
+			return nil, err
 		}
 		if q.slots.generation.Load() == generation {
-			return rows, func() { rows.Close(); conn.Close() }, nil
+			return conn, nil
 		}
-		rows.Close()
+		if discard != nil {
+			discard()
+		}
 	}
 }
 
@@ -410,15 +436,37 @@ func (q *Queries) interrupted(ctx context.Context) error {
 	return nil
 }
 
+// personJoin is what of persons a query's events view joins.
+type personJoin uint8
+
+const (
+	// ingestedPersons: person_id is the person the event was ingested for.
+	ingestedPersons personJoin = iota
+	// currentPersons: person_id is the person its distinct id belongs to now (a merge
+	// moves the distinct ids of one person to another), read through
+	// person_distinct_ids.
+	currentPersons
+	// personProperties: person_id as currentPersons, and person_properties, that
+	// person's properties (HogQL's person.properties).
+	personProperties
+)
+
+// personJoinOf is the join of a query that reads person properties or not (withPersons).
+func personJoinOf(withPersons bool) personJoin {
+	if withPersons {
+		return personProperties
+	}
+	return ingestedPersons
+}
+
 // views defines, on one connection, the tables a user query reads: events, persons and
 // groups filtered to the project. They name the database catalog explicitly, for the
 // temp catalog's own "main" schema would otherwise make them refer to themselves.
-// withPersons adds person_properties to events (HogQL's person.properties),
-// materialized the materialized property columns: while their backfill is not done,
+// persons is what of persons events joins; materialized the materialized property columns: while their backfill is not done,
 // each as coalesce(column, JSON), which is right for every row; and the slots of the
 // properties the project chose (slots; nil: none), each read from the JSON for the
 // project's rows its backfill has still to fill, which may hold another key's value.
-func (q *Queries) views(scope Scope, withPersons, materialized bool, slots *teamSlots) string {
+func (q *Queries) views(scope Scope, persons personJoin, materialized bool, slots *teamSlots) string {
 	db := `"` + strings.ReplaceAll(q.catalog, `"`, `""`) + `".main.`
 	team := strconv.FormatInt(scope.Team, 10)
 	var columns strings.Builder
@@ -451,7 +499,13 @@ func (q *Queries) views(scope Scope, withPersons, materialized bool, slots *team
 	}
 	events := `SELECT e.uuid, e.event, e.distinct_id, e.person_id, e."timestamp", e.properties,
 		e."$group_0", e."$group_1", e."$group_2", e."$group_3", e."$group_4", e.inserted_at AS created_at` + columns.String() + ` FROM ` + db + `events e`
-	if withPersons {
+	switch persons {
+	case currentPersons:
+		events = `SELECT e.uuid, e.event, e.distinct_id, coalesce(d.person_id, e.person_id) AS person_id, e."timestamp", e.properties,
+			e."$group_0", e."$group_1", e."$group_2", e."$group_3", e."$group_4", e.inserted_at AS created_at` + columns.String() + `
+			FROM ` + db + `events e
+			LEFT JOIN ` + db + `person_distinct_ids d ON d.team_id = e.team_id AND d.distinct_id = e.distinct_id`
+	case personProperties:
 		events = `SELECT e.uuid, e.event, e.distinct_id, coalesce(d.person_id, e.person_id) AS person_id, e."timestamp", e.properties,
 			e."$group_0", e."$group_1", e."$group_2", e."$group_3", e."$group_4", e.inserted_at AS created_at,
 			p.properties AS person_properties` + columns.String() + `

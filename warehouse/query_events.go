@@ -61,7 +61,7 @@ func (q *Queries) Events(ctx context.Context, scope Scope, eq EventsQuery, now t
 	if err != nil {
 		return nil, cmp.Or(q.interrupted(ctx), err)
 	}
-	result, err := q.run(ctx, scope, query, withPersons, eq.Limit, args...)
+	result, err := q.run(ctx, scope, query, personJoinOf(withPersons), eq.Limit, args...)
 	if err != nil {
 		return nil, err
 	}

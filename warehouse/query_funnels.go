@@ -5,8 +5,10 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"slices"
@@ -142,12 +144,12 @@ func (q *Queries) Funnels(ctx context.Context, scope Scope, fq FunnelsQuery, now
 	if err != nil {
 		return nil, err
 	}
-	query, args, err := funnelsSQL(fq, spec, from, to)
+	query, args, persons, err := funnelsSQL(fq, spec, from, to)
 	if err != nil {
 		return nil, err
 	}
 	tallies, err := onLoweredThread(q.nice, func() (map[string]*funnelTally, error) {
-		return q.funnelTallies(ctx, scope, query, args, spec)
+		return q.funnelTallies(ctx, scope, query, persons, args, spec)
 	})
 	if err != nil {
 		return nil, err
@@ -213,15 +215,18 @@ func checkFunnel(fq FunnelsQuery) (funnelSpec, error) {
 // funnelsSQL is the query of the events fq reads over [from, to): a row per event with
 // its person, its time in microseconds (at_us), a mask of the steps it is (bit i: step i)
 // and its breakdown value ("" without one, or without the property), by person, then
-// time, then uuid, so that events of one time always come in one order.
+// time, then steps, so that events of one time always come in one order: those of one
+// time and steps are alike to the fold. With a breakdown, events of one time are also
+// ordered by uuid, for the first or last of them gives the person's value. persons is
+// what of persons the query reads: an event counts for its distinct id's person now.
 //
 // The events are those that are a step, and pass fq's properties; a strict funnel reads
 // every event that passes them, for any event between two steps breaks it, but only of
 // the persons who did the first step.
-func funnelsSQL(fq FunnelsQuery, spec funnelSpec, from, to time.Time) (query string, args []any, err error) {
+func funnelsSQL(fq FunnelsQuery, spec funnelSpec, from, to time.Time) (query string, args []any, persons personJoin, err error) {
 	var mask []string
 	var maskArgs, events []any
-	anyEvent := false
+	anyEvent, withPersons := false, false
 	for i, step := range fq.Series {
 		var conditions []string
 		var conditionArgs []any
@@ -231,10 +236,11 @@ func funnelsSQL(fq FunnelsQuery, spec funnelSpec, from, to time.Time) (query str
 		} else {
 			anyEvent = true
 		}
-		filters, filterArgs, _, err := propertyFilters(step.Properties)
+		filters, filterArgs, ofPersons, err := propertyFilters(step.Properties)
 		if err != nil {
-			return "", nil, err
+			return "", nil, 0, err
 		}
+		withPersons = withPersons || ofPersons
 		conditions, conditionArgs = append(conditions, filters...), append(conditionArgs, filterArgs...)
 		condition := "TRUE"
 		if len(conditions) > 0 {
@@ -244,79 +250,117 @@ func funnelsSQL(fq FunnelsQuery, spec funnelSpec, from, to time.Time) (query str
 		maskArgs = append(maskArgs, conditionArgs...)
 	}
 	// Without a breakdown the rows have no value column: scanning a string per event
-	// is a third of reading them (2.65M events: 1.67 s against 1.13 s).
-	value, valueArgs, columns := "", []any(nil), "person_id, at_us, steps"
+	// is a third of reading them (2.65M events: 1.67 s against 1.13 s); nor are events
+	// of one time ordered by uuid, a third of the sort (2.6M events: 0.45 s against 0.8 s).
+	value, valueArgs, columns, order := "", []any(nil), "person_id, at_us, steps", "person_id, at_us, steps"
 	if spec.breakdown {
-		column, _, err := fq.BreakdownFilter.column()
+		column, ofPersons, err := fq.BreakdownFilter.column()
 		if err != nil {
-			return "", nil, err
+			return "", nil, 0, err
 		}
+		withPersons = withPersons || ofPersons
 		read, args := propertyValue(column, fq.BreakdownFilter.Breakdown)
-		value, valueArgs, columns = ", coalesce("+read+", '') AS breakdown", args, columns+", breakdown"
+		value, valueArgs, columns, order = ", coalesce("+read+", '') AS breakdown", args, columns+", breakdown", order+", uuid"
 	}
 	where := []string{`"timestamp" >= ?`, `"timestamp" < ?`, "person_id IS NOT NULL"} // a row of no person counts for no one
 	whereArgs := []any{from, to}
-	filters, filterArgs, _, err := propertyFilters(fq.Properties)
+	filters, filterArgs, ofPersons, err := propertyFilters(fq.Properties)
 	if err != nil {
-		return "", nil, err
+		return "", nil, 0, err
 	}
+	withPersons = withPersons || ofPersons
 	where, whereArgs = append(where, filters...), append(whereArgs, filterArgs...)
 	if spec.order != funnelStrict && !anyEvent {
 		where, whereArgs = append(where, "event IN ("+placeholders(len(events))+")"), append(whereArgs, events...)
 	}
-	persons := "steps > 0"
+	inFunnel := "steps > 0"
 	if spec.order == funnelStrict {
-		persons = "person_id IN (SELECT person_id FROM funnel_events WHERE steps % 2 = 1)"
+		inFunnel = "person_id IN (SELECT person_id FROM funnel_events WHERE steps % 2 = 1)"
 	}
 	query = `WITH funnel_events AS (SELECT person_id, epoch_us("timestamp") AS at_us, uuid,
-			` + strings.Join(mask, " + ") + ` AS steps` + value + `
+			(` + strings.Join(mask, " + ") + `)::BIGINT AS steps` + value + `
 			FROM events WHERE ` + strings.Join(where, " AND ") + `)
-		SELECT ` + columns + ` FROM funnel_events WHERE ` + persons + `
-		ORDER BY person_id, at_us, uuid`
-	return query, append(append(maskArgs, valueArgs...), whereArgs...), nil
+		SELECT ` + columns + ` FROM funnel_events WHERE ` + inFunnel + `
+		ORDER BY ` + order
+	return query, append(append(maskArgs, valueArgs...), whereArgs...), max(personJoinOf(withPersons), currentPersons), nil
 }
 
 // funnelTallies runs the query of funnelsSQL and folds its rows person by person as
-// they come (on the calling thread, which the caller lowers as run does): no row is held (q.maxRows bounds answers held whole; a funnel's is at most
-// 26 funnels), only the fold's state, which q.maxBytes bounds.
-func (q *Queries) funnelTallies(ctx context.Context, scope Scope, query string, args []any, spec funnelSpec) (map[string]*funnelTally, error) {
-	rows, closeRows, err := q.open(ctx, scope, query, true, args...)
+// they come (on the calling thread, which the caller lowers as run does): no row is
+// held (q.maxRows bounds answers held whole; a funnel's is at most 26 funnels), only
+// the fold's state, which q.maxBytes bounds.
+func (q *Queries) funnelTallies(ctx context.Context, scope Scope, query string, persons personJoin, args []any,
+	spec funnelSpec) (map[string]*funnelTally, error) {
+	var fold *funnelFold
+	conn, err := q.session(ctx, scope, query, persons, len(args), func(conn *sql.Conn, text string) (func(), error) {
+		fold = newFunnelFold(spec, q.maxBytes)
+		return nil, conn.Raw(func(driverConn any) error { return q.readFunnel(ctx, driverConn, text, args, fold) })
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer closeRows()
-	fold := newFunnelFold(spec, q.maxBytes)
-	var person, value sql.RawBytes
-	var current []byte // the person being folded
-	var at, steps int64
-	dest := []any{&person, &at, &steps}
-	if spec.breakdown {
-		dest = append(dest, &value)
-	}
-	for rows.Next() {
-		if err := ctx.Err(); err != nil {
-			return nil, q.failure(ctx, err)
+	conn.Close()
+	return fold.tallies, nil
+}
+
+// readFunnel runs a funnel's query on driverConn and folds its rows. It reads them
+// from the driver, not database/sql: a funnel reads millions, and database/sql's scan
+// of each is four times the driver's (2.6M rows: 0.5 s against 0.12 s).
+func (q *Queries) readFunnel(ctx context.Context, driverConn any, text string, args []any, fold *funnelFold) error {
+	checker, _ := driverConn.(driver.NamedValueChecker)
+	named := make([]driver.NamedValue, len(args))
+	for i, arg := range args {
+		named[i] = driver.NamedValue{Ordinal: i + 1, Value: arg}
+		if checker != nil && checker.CheckNamedValue(&named[i]) == nil {
+			continue
 		}
-		if err := rows.Scan(dest...); err != nil {
-			return nil, q.failure(ctx, err)
+		value, err := driver.DefaultParameterConverter.ConvertValue(arg)
+		if err != nil {
+			return fmt.Errorf("cannot bind the funnel's parameter %d: %w", i+1, err)
+		}
+		named[i].Value = value
+	}
+	queryer, ok := driverConn.(driver.QueryerContext)
+	if !ok {
+		return fmt.Errorf("the database driver %T does not run queries", driverConn)
+	}
+	rows, err := queryer.QueryContext(ctx, text, named)
+	if err != nil {
+		return q.failure(ctx, err)
+	}
+	defer rows.Close()
+	row := make([]driver.Value, len(rows.Columns()))
+	var current []byte // the person being folded
+	for {
+		if err := rows.Next(row); err == io.EOF {
+			break
+		} else if err != nil {
+			return q.failure(ctx, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return q.failure(ctx, err)
+		}
+		person, ok1 := row[0].([]byte) // a UUID
+		at, ok2 := row[1].(int64)
+		steps, ok3 := row[2].(int64)
+		value, ok4 := "", true
+		if len(row) > 3 {
+			value, ok4 = row[3].(string)
+		}
+		if !ok1 || !ok2 || !ok3 || !ok4 {
+			return fmt.Errorf("a funnel's row is not a person, a time, steps and a value: %T %T %T", row[0], row[1], row[2])
 		}
 		if !bytes.Equal(person, current) {
 			if err := fold.endPerson(); err != nil {
-				return nil, err
+				return err
 			}
 			current = append(current[:0], person...)
 		}
 		if err := fold.add(at, uint64(steps), value); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, q.failure(ctx, err)
-	}
-	if err := fold.endPerson(); err != nil {
-		return nil, err
-	}
-	return fold.tallies, nil
+	return fold.endPerson()
 }
 
 // funnelTally is what a funnel, or one breakdown value's, counts.
@@ -415,7 +459,7 @@ func (f *funnelFold) charge(n int) error {
 }
 
 // add folds the person's next event: its time (µs), steps and breakdown value.
-func (f *funnelFold) add(at int64, steps uint64, value []byte) error {
+func (f *funnelFold) add(at int64, steps uint64, value string) error {
 	if f.events == 0 || f.spec.lastTouch {
 		f.value = append(f.value[:0], value...)
 	}

@@ -39,7 +39,7 @@ func foldFunnel(spec funnelSpec, maxBytes int, rows []funnelRow) (string, error)
 			}
 			current = r.person
 		}
-		if err := fold.add(r.minute*60e6, r.steps, []byte(r.value)); err != nil {
+		if err := fold.add(r.minute*60e6, r.steps, r.value); err != nil {
 			return "", err
 		}
 	}

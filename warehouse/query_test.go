@@ -688,7 +688,7 @@ func TestQueryFairness(t *testing.T) {
 	const limit = 6 * time.Second
 	f := newQueryFixture(t, Config{Query: QueryLimits{Timeout: limit}})
 	var wg sync.WaitGroup
-	errs := make([]error, projectQueries)
+	errs := make([]error, ProjectQueries)
 	for i := range errs {
 		wg.Go(func() { _, errs[i] = f.hogql(t, utc, `SELECT count(*) FROM range(1000000000000)`) })
 	}

@@ -126,11 +126,11 @@ func (q *Queries) Trends(ctx context.Context, scope Scope, tq TrendsQuery, now t
 // trendsSeries runs one series of tq: its query, then its lines.
 func (q *Queries) trendsSeries(ctx context.Context, scope Scope, tq TrendsQuery, series TrendsSeries, order int,
 	interval string, from, to time.Time, axis *trendAxis) ([]TrendsLine, error) {
-	query, args, withPersons, breakdown, err := trendsSQL(scope, tq, series, interval, from, to, axis)
+	query, args, persons, breakdown, err := trendsSQL(scope, tq, series, interval, from, to, axis)
 	if err != nil {
 		return nil, err
 	}
-	result, err := q.run(ctx, scope, query, withPersons, q.maxRows, args...)
+	result, err := q.run(ctx, scope, query, persons, q.maxRows, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -142,10 +142,10 @@ func (q *Queries) trendsSeries(ctx context.Context, scope Scope, tq TrendsQuery,
 
 // trendsSQL is the query of one series of tq over [from, to): a row per interval and
 // breakdown value (bucket, value_group, value), the bucket as bucketKey names it. It
-// reports whether the query reads person properties (withPersons), and whether tq
-// breaks the series down (else every row has the same value_group).
+// reports what of persons the query reads (persons), and whether tq breaks the series
+// down (else every row has the same value_group).
 func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string, from, to time.Time, axis *trendAxis) (query string,
-	args []any, withPersons, breakdown bool, err error) {
+	args []any, persons personJoin, breakdown bool, err error) {
 	var where []string
 	var whereArgs []any
 	bucket, label, bucketArgs := trendBucket(scope, interval, to, axis)
@@ -154,8 +154,9 @@ func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string
 	}
 	where, whereArgs = append(where, `"timestamp" >= ?`, `"timestamp" < ?`), append(whereArgs, from, to)
 	filters, filterArgs, withPersons, err := propertyFilters(append(slices.Clone(tq.Properties), series.Properties...))
+	persons = personJoinOf(withPersons)
 	if err != nil {
-		return "", nil, false, false, err
+		return "", nil, 0, false, err
 	}
 	where, whereArgs = append(where, filters...), append(whereArgs, filterArgs...)
 
@@ -165,15 +166,16 @@ func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string
 	case "total":
 		value = "count(*)"
 	case "dau":
-		value, counted, withPersons = "count(DISTINCT person_id)", "person_id", true
+		// Daily active users are persons as they are now: two distinct ids merged count once.
+		value, counted, persons = "count(DISTINCT person_id)", "person_id", max(persons, currentPersons)
 	case "unique_group":
 		if series.MathGroupTypeIndex == nil || *series.MathGroupTypeIndex < 0 || *series.MathGroupTypeIndex > 4 {
-			return "", nil, false, false, queryErrorf("math unique_group needs a math_group_type_index from 0 to 4")
+			return "", nil, 0, false, queryErrorf("math unique_group needs a math_group_type_index from 0 to 4")
 		}
 		group := fmt.Sprintf(`"$group_%d"`, *series.MathGroupTypeIndex)
 		value, counted, where = "count(DISTINCT "+group+")", group, append(where, group+" IS NOT NULL")
 	default:
-		return "", nil, false, false, queryErrorf("math must be total, dau or unique_group, not %q", series.Math)
+		return "", nil, 0, false, queryErrorf("math must be total, dau or unique_group, not %q", series.Math)
 	}
 
 	valueGroup := "NULL::VARCHAR"
@@ -181,9 +183,11 @@ func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string
 	if b := tq.BreakdownFilter; b != nil && b.Breakdown != "" {
 		column, ofPersons, err := b.column()
 		if err != nil {
-			return "", nil, false, false, err
+			return "", nil, 0, false, err
 		}
-		withPersons = withPersons || ofPersons
+		if ofPersons {
+			persons = personProperties
+		}
 		value, args := propertyValue(column, b.Breakdown)
 		valueGroup = "coalesce(" + value + ", '" + breakdownNull + "')"
 		valueGroupArgs, breakdown = args, true
@@ -192,7 +196,7 @@ func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string
 	// events, and the rest under one value. A bucket is grouped by its key and labelled
 	// once per group.
 	rows := `FROM events WHERE ` + strings.Join(where, " AND ")
-	top := `SELECT breakdown FROM trend_rows GROUP BY breakdown ORDER BY count(*) DESC, breakdown LIMIT ` + strconv.Itoa(breakdownLimit)
+	top := `SELECT breakdown FROM trend_rows GROUP BY breakdown ORDER BY sum(n) DESC, breakdown LIMIT ` + strconv.Itoa(breakdownLimit)
 	other := `CASE WHEN breakdown IN (SELECT breakdown FROM trend_top) THEN breakdown ELSE '` + breakdownOther + `' END`
 	switch {
 	case !breakdown:
@@ -206,14 +210,15 @@ func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string
 			SELECT ` + label + ` AS bucket, ` + other + ` AS value_group, sum(n)::BIGINT AS value FROM trend_counts GROUP BY ALL`
 	default:
 		// Distinct counts do not add up: the rest's persons are counted from the rows.
-		// trend_rows holds only the columns the count reads: DuckDB materializes a CTE
+		// trend_rows holds only the columns the count reads, once per interval, value
+		// and person (or group) with their events counted: DuckDB materializes a CTE
 		// read twice, and the properties of a day of events are gigabytes.
-		query = `WITH trend_rows AS (SELECT ` + bucket + ` AS bucket, ` + valueGroup + ` AS breakdown, ` + counted + ` ` + rows + `),
+		query = `WITH trend_rows AS (SELECT ` + bucket + ` AS bucket, ` + valueGroup + ` AS breakdown, ` + counted + `, count(*) AS n ` + rows + ` GROUP BY ALL),
 			trend_top AS (` + top + `)
 			SELECT ` + label + ` AS bucket, ` + other + ` AS value_group, ` + value + ` AS value FROM trend_rows GROUP BY ALL`
 	}
 	args = append(append(bucketArgs, valueGroupArgs...), whereArgs...)
-	return query, args, withPersons, breakdown, nil
+	return query, args, persons, breakdown, nil
 }
 
 // trendBucket is the expression of an event's bucket (over events' "timestamp") and
@@ -502,7 +507,7 @@ func (q *Queries) dates(ctx context.Context, scope Scope, dr DateRange, now time
 
 // firstEvent is the time of the project's first event, for date_from "all".
 func (q *Queries) firstEvent(ctx context.Context, scope Scope, now time.Time) (time.Time, error) {
-	result, err := q.run(ctx, scope, `SELECT min("timestamp") FROM events`, false, 1)
+	result, err := q.run(ctx, scope, `SELECT min("timestamp") FROM events`, ingestedPersons, 1)
 	if err != nil {
 		return time.Time{}, err
 	}

@@ -1,9 +1,11 @@
 package warehouse
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -175,5 +177,108 @@ func TestTrendBucketsAgreeWithGo(t *testing.T) {
 	for _, zone := range []string{"UTC", "America/New_York"} {
 		f(zone, 1, "hour", "2026-03-20", "2026-03-23")
 		f(zone, 1, "hour", "2026-03-07", "2026-03-09") // New York's clocks go forward on the 8th
+	}
+}
+
+// Daily active users by a breakdown agree with a count made in Go: persons as they are
+// now (an anonymous id merged into a user by $identify counts as that user), the 25
+// values of most events (not of most persons) by name, and the rest as Other, where a
+// person of two of those values counts once.
+func TestTrendDAUBreakdownAgreesWithGo(t *testing.T) {
+	w := openTestWarehouse(t, filepath.Join(t.TempDir(), "hedge.duckdb"), Config{})
+	defer w.Close()
+	rng := rand.New(rand.NewPCG(3, 9))
+	start := at("2026-11-02T00:00:00Z")
+	type view struct {
+		person, browser string
+		day             int
+	}
+	var events []Event
+	var views []view
+	for range 4000 {
+		user := rng.IntN(60)
+		distinctID, person := fmt.Sprintf("user-%d", user), fmt.Sprintf("user-%d", user)
+		if user < 10 && rng.IntN(2) == 0 {
+			distinctID = fmt.Sprintf("anon-%d", user) // merged into user-N below
+		}
+		browser := fmt.Sprintf("b%02d", min(rng.IntN(40), rng.IntN(40))) // skewed: b00 most
+		day := rng.IntN(3)
+		ts := start.Add(time.Duration(day)*24*time.Hour + time.Duration(rng.Int64N(int64(20*time.Hour))))
+		events = append(events, Event{UUID: uuid.Must(uuid.NewV7()), TeamID: 1, Name: "$pageview", DistinctID: distinctID,
+			Timestamp: ts, Properties: `{"$browser":"` + browser + `"}`})
+		views = append(views, view{person, browser, day})
+	}
+	// A value of many events by one person: among the 25 by events, not by persons.
+	for range 300 {
+		events = append(events, Event{UUID: uuid.Must(uuid.NewV7()), TeamID: 1, Name: "$pageview", DistinctID: "user-59",
+			Timestamp: start.Add(time.Hour), Properties: `{"$browser":"heavy"}`})
+		views = append(views, view{"user-59", "heavy", 0})
+	}
+	// Every user has a person of their own before their anonymous id's is merged in.
+	for user := range 10 {
+		events = append(events, Event{UUID: uuid.Must(uuid.NewV7()), TeamID: 1, Name: "signed up", DistinctID: fmt.Sprintf("user-%d", user),
+			Timestamp: start, Properties: `{}`})
+	}
+	if err := w.Writer().Submit(&Batch{Events: events}); err != nil {
+		t.Fatal(err)
+	}
+	for user := range 10 {
+		identify := Event{UUID: uuid.Must(uuid.NewV7()), TeamID: 1, Name: "$identify", DistinctID: fmt.Sprintf("user-%d", user),
+			AnonDistinctID: fmt.Sprintf("anon-%d", user), Timestamp: start.Add(23 * time.Hour), Properties: `{}`}
+		if err := w.Writer().Submit(&Batch{Events: []Event{identify}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The count in Go.
+	counts := map[string]int{}
+	for _, v := range views {
+		counts[v.browser]++
+	}
+	browsers := slices.Collect(maps.Keys(counts))
+	slices.SortFunc(browsers, func(a, b string) int { return cmp.Or(cmp.Compare(counts[b], counts[a]), cmp.Compare(a, b)) })
+	top := map[string]bool{}
+	for _, b := range browsers[:breakdownLimit] {
+		top[b] = true
+	}
+	persons := map[string]map[[2]int]bool{} // value -> {day, person} seen
+	for _, v := range views {
+		value := v.browser
+		if !top[value] {
+			value = breakdownOther
+		}
+		if persons[value] == nil {
+			persons[value] = map[[2]int]bool{}
+		}
+		var user int
+		fmt.Sscanf(v.person, "user-%d", &user)
+		persons[value][[2]int{v.day, user}] = true
+	}
+	want := map[string][]float64{}
+	for value, seen := range persons {
+		want[value] = make([]float64, 3)
+		for k := range seen {
+			want[value][k[0]]++
+		}
+	}
+
+	pageview := "$pageview"
+	tq := TrendsQuery{Series: []TrendsSeries{{Event: &pageview, Math: "dau"}}, Interval: "day",
+		DateRange: DateRange{DateFrom: "2026-11-02", DateTo: "2026-11-04"}, BreakdownFilter: &BreakdownFilter{Breakdown: "$browser"}}
+	r, err := w.Queries().Trends(context.Background(), utc, tq, at("2026-11-10T00:00:00Z"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]float64{}
+	for _, l := range r.Results {
+		got[fmt.Sprint(l.BreakdownValue)] = l.Data
+	}
+	if len(got) != breakdownLimit+1 {
+		t.Fatalf("%d lines, want %d", len(got), breakdownLimit+1)
+	}
+	for value, data := range want {
+		if !slices.Equal(got[value], data) {
+			t.Fatalf("%s: got %v, want %v", value, got[value], data)
+		}
 	}
 }
