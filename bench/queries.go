@@ -179,9 +179,16 @@ func (t trend) ceiling(r queryRange) string {
 		return `SELECT strftime(bucket, '%Y-%m-%d'), value
 			FROM (SELECT ` + bucket + ` AS bucket, ` + value + ` AS value FROM events WHERE ` + where + ` GROUP BY bucket)`
 	}
-	return `WITH trend_rows AS (SELECT ` + bucket + ` AS bucket, coalesce(` + column(t.breakdown) + `, '` + breakdownNull + `') AS breakdown, person_id
-			FROM events WHERE ` + where + `),
-		trend_top AS (SELECT breakdown FROM trend_rows GROUP BY breakdown ORDER BY count(*) DESC, breakdown LIMIT 25)
+	// The events are counted per interval and value (and person, for a distinct count)
+	// first: the ranking of values by events and the counts read those rows.
+	person, value := "", "sum(n)::BIGINT"
+	if t.math == "dau" {
+		person, value = ", person_id", "count(DISTINCT person_id)"
+	}
+	return `WITH trend_rows AS (SELECT ` + bucket + ` AS bucket, coalesce(` + column(t.breakdown) + `, '` + breakdownNull + `') AS breakdown` + person + `,
+				count(*) AS n
+			FROM events WHERE ` + where + ` GROUP BY ALL),
+		trend_top AS (SELECT breakdown FROM trend_rows GROUP BY breakdown ORDER BY sum(n) DESC, breakdown LIMIT 25)
 		SELECT strftime(bucket, '%Y-%m-%d'), value_group, value
 		FROM (SELECT bucket, CASE WHEN breakdown IN (SELECT breakdown FROM trend_top) THEN breakdown ELSE '` + breakdownOther + `' END AS value_group,
 				` + value + ` AS value
