@@ -142,13 +142,14 @@ func TestConsoleInviteAndPassword(t *testing.T) {
 	first.run(chromedp.Click(chromedp.CSS(`form[aria-labelledby="password-title"] button[type="submit"]`)))
 	first.waitText("#field-current_password-error", "Your current password is incorrect.")
 	first.checkScreen("account-error")
+	// Once the password changes, the other browser's session ends: its requests from
+	// then on (the screen it shows polls) are answered 401, its next screen asks to
+	// sign in again, and the new password does.
+	second.expect("/api/", 401)
 	first.fill("#field-current_password", password)
 	first.run(chromedp.Click(chromedp.CSS(`form[aria-labelledby="password-title"] button[type="submit"]`)))
 	first.waitText(`form[aria-labelledby="password-title"] [role="status"]`, "Password changed.")
 
-	// The other browser's session ended: its next screen asks to sign in again, and the
-	// new password does.
-	second.expect("/api/", 401)
 	second.visit(fmt.Sprintf("/project/%d/persons", c.boot.ProjectID))
 	second.run(chromedp.WaitVisible(chromedp.CSS("#field-email")))
 	second.signInAs("grace@example.com", newPassword)

@@ -207,6 +207,11 @@ func bucket(start time.Time, length, every time.Duration, t timeline) []interval
 		for next < len(t.dedup) && t.dedup[next].at.Before(end) {
 			next++
 		}
+		if i == n-1 && next == len(t.dedup) && next > 0 && !t.dedup[next-1].at.Before(start.Add(from)) {
+			// The read made when the run ended may come a moment before the end its
+			// start and length compute: it is the last interval's.
+			next--
+		}
 		if next == len(t.dedup) {
 			continue
 		}

@@ -47,6 +47,13 @@ func TestBucket(t *testing.T) {
 	if got[0].Dedup == nil || got[1].Dedup != nil || got[2].Dedup != nil {
 		t.Fatalf("sets read until 10 s: %+v %+v %+v", got[0].Dedup, got[1].Dedup, got[2].Dedup)
 	}
+	// The read made as the run ended, a moment before its computed end, is the last
+	// interval's.
+	tl.dedup = []dedupSample{{at(10.001), 20, 0}, {at(20.001), 30, 5}, {at(24.999), 31, 9}}
+	got = bucket(start, 25*time.Second, 10*time.Second, tl)
+	if got[2].Dedup == nil || *got[2].Dedup != (dedupState{Held: 31, Evicted: 4}) {
+		t.Fatalf("the read at 24.999 s: %+v", got[2].Dedup)
+	}
 	f(20*time.Second, 10*time.Second, timeline{}, []interval{{From: 0, Seconds: 10}, {From: 10, Seconds: 10}})
 	f(0, 10*time.Second, tl, nil)
 }
