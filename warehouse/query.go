@@ -243,7 +243,7 @@ func (q *Queries) HogQLValues(ctx context.Context, scope Scope, query string, va
 }
 
 // run checks query and runs it with args on a connection whose events, persons and
-// groups are views of scope's project (events joining persons), returning at most
+// groups are views of scope's project (events joining what persons says), returning at most
 // maxRows rows (HasMore when there were more), on a thread of lowered priority
 // (onLoweredThread). ctx is a request's, from begin.
 func (q *Queries) run(ctx context.Context, scope Scope, query string, persons personJoin, maxRows int, args ...any) (*Result, error) {
@@ -436,7 +436,8 @@ func (q *Queries) interrupted(ctx context.Context) error {
 	return nil
 }
 
-// personJoin is what of persons a query's events view joins.
+// personJoin is what of persons a query's events view joins. Each joins what the ones
+// before it do, and more: a query that needs two of them takes the larger.
 type personJoin uint8
 
 const (
@@ -497,22 +498,19 @@ func (q *Queries) views(scope Scope, persons personJoin, materialized bool, slot
 			}
 		}
 	}
-	events := `SELECT e.uuid, e.event, e.distinct_id, e.person_id, e."timestamp", e.properties,
-		e."$group_0", e."$group_1", e."$group_2", e."$group_3", e."$group_4", e.inserted_at AS created_at` + columns.String() + ` FROM ` + db + `events e`
-	switch persons {
-	case currentPersons:
-		events = `SELECT e.uuid, e.event, e.distinct_id, coalesce(d.person_id, e.person_id) AS person_id, e."timestamp", e.properties,
-			e."$group_0", e."$group_1", e."$group_2", e."$group_3", e."$group_4", e.inserted_at AS created_at` + columns.String() + `
-			FROM ` + db + `events e
-			LEFT JOIN ` + db + `person_distinct_ids d ON d.team_id = e.team_id AND d.distinct_id = e.distinct_id`
-	case personProperties:
-		events = `SELECT e.uuid, e.event, e.distinct_id, coalesce(d.person_id, e.person_id) AS person_id, e."timestamp", e.properties,
-			e."$group_0", e."$group_1", e."$group_2", e."$group_3", e."$group_4", e.inserted_at AS created_at,
-			p.properties AS person_properties` + columns.String() + `
-			FROM ` + db + `events e
-			LEFT JOIN ` + db + `person_distinct_ids d ON d.team_id = e.team_id AND d.distinct_id = e.distinct_id
-			LEFT JOIN ` + db + `persons p ON p.id = coalesce(d.person_id, e.person_id)`
+	// Each join adds to the one before it (personJoin's order).
+	person, personColumns, joins := "e.person_id", "", ""
+	if persons >= currentPersons {
+		person = "coalesce(d.person_id, e.person_id)"
+		joins = ` LEFT JOIN ` + db + `person_distinct_ids d ON d.team_id = e.team_id AND d.distinct_id = e.distinct_id`
 	}
+	if persons >= personProperties {
+		personColumns = ", p.properties AS person_properties"
+		joins += ` LEFT JOIN ` + db + `persons p ON p.id = ` + person
+	}
+	events := `SELECT e.uuid, e.event, e.distinct_id, ` + person + ` AS person_id, e."timestamp", e.properties,
+		e."$group_0", e."$group_1", e."$group_2", e."$group_3", e."$group_4", e.inserted_at AS created_at` +
+		personColumns + columns.String() + ` FROM ` + db + `events e` + joins
 	return `CREATE OR REPLACE TEMP VIEW events AS ` + events + ` WHERE e.team_id = ` + team + `;
 		CREATE OR REPLACE TEMP VIEW persons AS SELECT id, properties, created_at, is_identified FROM ` + db + `persons WHERE team_id = ` + team + `;
 		CREATE OR REPLACE TEMP VIEW groups AS SELECT group_type_index, group_key, group_properties, created_at FROM ` + db + `groups WHERE team_id = ` + team
