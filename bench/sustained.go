@@ -40,25 +40,27 @@ const dedupBytesPerEvent = 19
 // as long as the goal's wait, so that the generator's own queue starts only once the
 // goal is missed (latency counts from when a request was due either way; each
 // connection holds a copy of a body, some 1 MB). A scenario given a rate (bench load
-// -rate) keeps it.
+// -rate) keeps it, with connections enough for it as well.
 func resolveRate(sc scenario, runs []*scenarioRun) (scenario, error) {
-	if sc.RateOf == "" || sc.Rate > 0 {
+	if sc.RateOf == "" {
 		return sc, nil
 	}
-	var achieved []float64
-	for _, r := range runs {
-		if r.scenario.Name == sc.RateOf && r.window > 0 {
-			achieved = append(achieved, float64(r.sent.statuses[200])/r.window.Seconds())
-		}
-	}
-	if len(achieved) == 0 {
-		return sc, fmt.Errorf("cannot set the rate of %s: it is %.0f%% of the rate %s achieved, and %s has not run before it",
-			sc.Name, 100*sc.RateOfMax, sc.RateOf, sc.RateOf)
-	}
-	sc.RateBase = median(achieved)
-	sc.Rate = sc.RateOfMax * sc.RateBase
 	if sc.Rate <= 0 {
-		return sc, fmt.Errorf("cannot set the rate of %s: %s had no request answered 200", sc.Name, sc.RateOf)
+		var achieved []float64
+		for _, r := range runs {
+			if r.scenario.Name == sc.RateOf && r.window > 0 {
+				achieved = append(achieved, float64(r.sent.statuses[200])/r.window.Seconds())
+			}
+		}
+		if len(achieved) == 0 {
+			return sc, fmt.Errorf("cannot set the rate of %s: it is %.0f%% of the rate %s achieved, and %s has not run before it",
+				sc.Name, 100*sc.RateOfMax, sc.RateOf, sc.RateOf)
+		}
+		sc.RateBase = median(achieved)
+		sc.Rate = sc.RateOfMax * sc.RateBase
+		if sc.Rate <= 0 {
+			return sc, fmt.Errorf("cannot set the rate of %s: %s had no request answered 200", sc.Name, sc.RateOf)
+		}
 	}
 	sc.Connections = max(sc.Connections, 1, int(math.Ceil(sustainedGoal.Seconds()*sc.Rate)))
 	return sc, nil

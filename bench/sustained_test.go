@@ -82,8 +82,8 @@ func TestResolveRate(t *testing.T) {
 	}
 	given := sc
 	given.Rate = 5 // bench load -rate
-	if got, err := resolveRate(given, nil); err != nil || got.Rate != 5 {
-		t.Fatalf("a given rate: %v, %v", got.Rate, err)
+	if got, err := resolveRate(given, nil); err != nil || got.Rate != 5 || got.Connections != 5 {
+		t.Fatalf("a given rate: %v on %d connections, %v; want 5 on 5", got.Rate, got.Connections, err)
 	}
 }
 
