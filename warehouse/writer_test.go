@@ -524,8 +524,8 @@ func TestWriterBulkCommit(t *testing.T) {
 	}
 	bulks := bulkCommitsTotal.Get()
 	submit(batch(1000))
-	// After a checkpoint of the 1,000, which it overflows: the first RowGroupRows
-	// events in a bulk commit, the last 500 in another.
+	// After a checkpoint of the 1,000, whose row group it would leave partly filled:
+	// the first RowGroupRows events in a bulk commit, the last 500 in another.
 	big := batch(RowGroupRows + 500)
 	big.Events[RowGroupRows+100].UUID = big.Events[0].UUID
 	submit(big)
@@ -554,7 +554,7 @@ func TestWriterBulkCommit(t *testing.T) {
 		}
 	}
 	// DuckDB's checkpoint packs the 1,000 events, the bulk commit's and the 1,499
-	// after it, in row groups of 1,000, 16,384 and 1,499, into as few as hold them.
+	// after it, in row groups of 1,000, RowGroupRows and 1,499, into as few as hold them.
 	if got, want := checkpointedRowGroups(t, w), []int{RowGroupRows, 2499}; !slices.Equal(got, want) {
 		t.Fatalf("row groups %v, want %v", got, want)
 	}
