@@ -63,7 +63,7 @@ func serveCommand(args []string, stderr io.Writer) int {
 	fs.BoolVar(&cfg.pprof, "pprof", false, "serve Go profiles under /debug/pprof/ on the management listener, without authentication")
 	fs.TextVar(&cfg.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for in-flight requests")
-	fs.IntVar(&cfg.warehouse.FlushRows, "flush-rows", warehouse.DefaultFlushRows, "events after which a group commit gathers no more requests (one request's events are split across commits only by a bulk commit of a row group)")
+	fs.IntVar(&cfg.warehouse.FlushRows, "flush-rows", warehouse.DefaultFlushRows, "events after which a group commit gathers no more requests; a group holds fewer than a row group of events unless one request alone holds more (one request's events are split across commits only by a bulk commit of a row group)")
 	fs.DurationVar(&cfg.warehouse.FlushInterval, "flush-interval", 0, "how long a group commit waits for more events; 0: commit what is queued at once")
 	fs.IntVar(&cfg.warehouse.MaxQueuedRows, "max-queued-events", warehouse.DefaultMaxQueuedRows, "events (and warnings) waiting for a commit, at most; past it capture answers 503")
 	fs.DurationVar(&cfg.warehouse.DedupWindow, "dedup-window", warehouse.DefaultDedupWindow, "how long after its commit an event's uuid is remembered: a retried event with it is answered 200 and not stored again")

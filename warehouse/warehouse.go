@@ -48,7 +48,9 @@ type Config struct {
 	// Threads is DuckDB's worker thread count (default: DuckDB's, the number of cores).
 	Threads int
 
-	// FlushRows ends a group commit once this many events are gathered (default DefaultFlushRows).
+	// FlushRows ends a group commit once this many rows (events and warnings) are
+	// gathered (default DefaultFlushRows, a row group); a group that is not a bulk one
+	// holds fewer than a row group of events in any case (see Writer, Checkpoints).
 	FlushRows int
 	// FlushInterval is how long the Writer waits for more submissions after the first
 	// one of a group. The default, 0, commits whatever is queued at once: under load,
@@ -119,7 +121,7 @@ type Config struct {
 const (
 	DefaultWALAutocheckpoint   = "1GB"
 	DefaultMemoryLimit         = "256MB"
-	DefaultFlushRows           = 10000
+	DefaultFlushRows           = RowGroupRows
 	DefaultMaxQueuedRows       = 200000
 	DefaultQueueTimeout        = time.Second
 	DefaultPersonCacheSize     = 20000
