@@ -243,8 +243,8 @@ func (q *Queries) HogQLValues(ctx context.Context, scope Scope, query string, va
 }
 
 // run checks query and runs it with args on a connection whose events, persons and
-// groups are views of scope's project (events joining what persons says), returning at most
-// maxRows rows (HasMore when there were more), on a thread of lowered priority
+// groups are views of scope's project (events joining what persons says), returning
+// at most maxRows rows (HasMore when there were more), on a thread of lowered priority
 // (onLoweredThread). ctx is a request's, from begin.
 func (q *Queries) run(ctx context.Context, scope Scope, query string, persons personJoin, maxRows int, args ...any) (*Result, error) {
 	return onLoweredThread(q.nice, func() (*Result, error) { return q.execute(ctx, scope, query, persons, maxRows, args...) })
@@ -463,10 +463,11 @@ func personJoinOf(withPersons bool) personJoin {
 // views defines, on one connection, the tables a user query reads: events, persons and
 // groups filtered to the project. They name the database catalog explicitly, for the
 // temp catalog's own "main" schema would otherwise make them refer to themselves.
-// persons is what of persons events joins; materialized the materialized property columns: while their backfill is not done,
-// each as coalesce(column, JSON), which is right for every row; and the slots of the
-// properties the project chose (slots; nil: none), each read from the JSON for the
-// project's rows its backfill has still to fill, which may hold another key's value.
+// persons is what of persons events joins; materialized adds the materialized property
+// columns: while their backfill is not done, each as coalesce(column, JSON), which is
+// right for every row; and the slots of the properties the project chose (slots; nil:
+// none), each read from the JSON for the project's rows its backfill has still to
+// fill, which may hold another key's value.
 func (q *Queries) views(scope Scope, persons personJoin, materialized bool, slots *teamSlots) string {
 	db := `"` + strings.ReplaceAll(q.catalog, `"`, `""`) + `".main.`
 	team := strconv.FormatInt(scope.Team, 10)

@@ -154,10 +154,10 @@ func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string
 	}
 	where, whereArgs = append(where, `"timestamp" >= ?`, `"timestamp" < ?`), append(whereArgs, from, to)
 	filters, filterArgs, withPersons, err := propertyFilters(append(slices.Clone(tq.Properties), series.Properties...))
-	persons = personJoinOf(withPersons)
 	if err != nil {
 		return "", nil, 0, false, err
 	}
+	persons = personJoinOf(withPersons)
 	where, whereArgs = append(where, filters...), append(whereArgs, filterArgs...)
 
 	// value is the count, and counted the column it counts the distinct values of.

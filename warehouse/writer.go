@@ -32,7 +32,7 @@ var (
 	commitDuration     = metrics.NewHistogram(`hedge_writer_commit_duration_seconds`)
 	checkpointsTotal   = metrics.NewCounter(`hedge_writer_checkpoints_total`)
 	// Commits of a row group of events or more, which DuckDB writes into the database
-	// file compressed, past the WAL and the checkpoint (see gather).
+	// file compressed, past the WAL and the checkpoint (see bulk).
 	bulkCommitsTotal = metrics.NewCounter(`hedge_writer_bulk_commits_total`)
 	// How long each checkpoint stopped the commits.
 	checkpointDuration = metrics.NewHistogram(`hedge_writer_checkpoint_duration_seconds`)
@@ -76,7 +76,7 @@ type Writer struct {
 	// queued bounds the rows (events and warnings) between Submit and their commit.
 	queued *semaphore.Weighted
 	// waiting counts the events sent to the lanes that the writer has not taken yet:
-	// the backlog that decides a bulk commit (see gather).
+	// the backlog that decides a bulk commit (see bulk).
 	waiting atomic.Int64
 	done    chan struct{}
 	cfg     *Config
