@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hedge-analytics/hedge/warehouse"
 )
 
 // TestIdentityHTTP follows identity events end to end: posted as JSON to POST /batch/
@@ -82,7 +84,7 @@ func TestIdentityHTTP(t *testing.T) {
 	// distinct id came to have; the one with $groups with its $group_0.
 	db := s.warehouse.DB()
 	var props, personID, group0 string
-	if err := db.QueryRow(`SELECT properties, person_id::VARCHAR FROM events WHERE uuid = ?`, personless).Scan(&props, &personID); err != nil {
+	if err := db.QueryRow(`SELECT `+warehouse.PropertiesText+`, person_id::VARCHAR FROM events WHERE uuid = ?`, personless).Scan(&props, &personID); err != nil {
 		t.Fatal(err)
 	}
 	if props != `{"$process_person_profile":false}` || personID != p.ID {

@@ -21,6 +21,7 @@ import (
 	"github.com/posthog/posthog-go"
 
 	"github.com/hedge-analytics/hedge/admin"
+	"github.com/hedge-analytics/hedge/warehouse"
 )
 
 // TestFlagSDKs runs the real posthog-node, posthog-js (in jsdom, both bundles) and
@@ -933,7 +934,7 @@ func countLocal(m map[string]map[string]int, sdk, key string) {
 func checkFlagEvents(t *testing.T, dataDir string, boot admin.Bootstrap, subjects *flagSubjects, all flagsManifest, expected map[string]map[string]hedgeFlag) {
 	t.Helper()
 	db := openDatabase(t, dataDir)
-	rows, err := db.Query(`SELECT distinct_id, properties FROM events WHERE event = '$feature_flag_called' AND team_id = ?`, boot.ProjectID)
+	rows, err := db.Query(`SELECT distinct_id, `+warehouse.PropertiesText+` FROM events WHERE event = '$feature_flag_called' AND team_id = ?`, boot.ProjectID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -994,7 +995,7 @@ func checkFlagEvents(t *testing.T, dataDir string, boot admin.Bootstrap, subject
 
 	for _, c := range all.Captures {
 		var properties string
-		if err := db.QueryRow(`SELECT properties FROM events WHERE uuid = ? AND team_id = ?`, c.UUID, boot.ProjectID).Scan(&properties); err != nil {
+		if err := db.QueryRow(`SELECT `+warehouse.PropertiesText+` FROM events WHERE uuid = ? AND team_id = ?`, c.UUID, boot.ProjectID).Scan(&properties); err != nil {
 			t.Fatalf("the event captured with sendFeatureFlags for %s: %v", c.ID, err)
 		}
 		var p map[string]any

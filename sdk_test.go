@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hedge-analytics/hedge/warehouse"
 )
 
 // sdkProject is the Node project that drives posthog-node and posthog-js; `make test`
@@ -104,10 +106,10 @@ func TestNodeSDKs(t *testing.T) {
 		var ts time.Time
 		var err error
 		if e.UUID != "" {
-			err = db.QueryRow(`SELECT lane, properties, "timestamp" FROM events WHERE uuid = ? AND event = ? AND distinct_id = ? AND team_id = ?`,
+			err = db.QueryRow(`SELECT lane, `+warehouse.PropertiesText+`, "timestamp" FROM events WHERE uuid = ? AND event = ? AND distinct_id = ? AND team_id = ?`,
 				e.UUID, e.Event, e.DistinctID, boot.ProjectID).Scan(&lane, &properties, &ts)
 		} else {
-			err = db.QueryRow(`SELECT lane, properties, "timestamp" FROM events WHERE event = ? AND distinct_id = ? AND team_id = ? LIMIT 1`,
+			err = db.QueryRow(`SELECT lane, `+warehouse.PropertiesText+`, "timestamp" FROM events WHERE event = ? AND distinct_id = ? AND team_id = ? LIMIT 1`,
 				e.Event, e.DistinctID, boot.ProjectID).Scan(&lane, &properties, &ts)
 		}
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hedge-analytics/hedge/admin"
+	"github.com/hedge-analytics/hedge/warehouse"
 )
 
 func testServeConfig(dataDir string) serveConfig {
@@ -117,7 +118,7 @@ func TestServeBootstrapAndRestart(t *testing.T) {
 	db := s.warehouse.DB()
 	db.QueryRow(`SELECT count(*) FROM meta.organizations`).Scan(&organizations)
 	err := db.QueryRow(`SELECT count(*) FROM events WHERE uuid = '0192f0c4-64f2-7a4e-9d52-f4a6f2b4b2a1'
-		AND event = 'signed up' AND team_id = ? AND properties = '{"plan":"pro"}'`, boot.ProjectID).Scan(&events)
+		AND event = 'signed up' AND team_id = ? AND `+warehouse.PropertiesText+` = '{"plan":"pro"}'`, boot.ProjectID).Scan(&events)
 	if err != nil || organizations != 1 || events != 1 {
 		t.Fatalf("after restart: %d organizations, %d events (err %v); want 1 and 1", organizations, events, err)
 	}

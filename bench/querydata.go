@@ -42,7 +42,7 @@ import (
 
 // queryDataVersion names the generator's output: a change to what it writes must
 // change it, so that no cached directory of the old output is used.
-const queryDataVersion = 2
+const queryDataVersion = 3
 
 // baselineMigration is the last migration whose schema the generator writes to.
 const baselineMigration = 13
@@ -410,9 +410,9 @@ func writeTyped(ctx context.Context, typedPath, hedgePath string) (float64, erro
 	statements := []string{
 		`ATTACH '` + strings.ReplaceAll(hedgePath, "'", "''") + `' AS hedge (READ_ONLY)`,
 		`CREATE TABLE events AS SELECT uuid, event, distinct_id, person_id, "timestamp", ` + strings.Join(columns, ", ") + `,
-				length(properties) AS properties_length
-			FROM (SELECT *, json_extract_string(properties, [` + strings.Join(paths, ", ") + `]) AS p
-				FROM hedge.events WHERE team_id = ` + strconv.Itoa(generatedTeam) + `)`,
+				length(text) AS properties_length
+			FROM (SELECT *, json_extract_string(text, [` + strings.Join(paths, ", ") + `]) AS p
+				FROM (SELECT *, ` + warehouse.PropertiesText + ` AS text FROM hedge.events WHERE team_id = ` + strconv.Itoa(generatedTeam) + `))`,
 		`DETACH hedge`,
 		`CHECKPOINT`,
 	}

@@ -153,7 +153,7 @@ type storedEvent struct {
 func (env *captureEnv) event(t *testing.T, id string) (storedEvent, bool) {
 	t.Helper()
 	var e storedEvent
-	err := env.warehouse.DB().QueryRow(`SELECT event, distinct_id, properties, lane, "timestamp" FROM events WHERE uuid = ?`, id).
+	err := env.warehouse.DB().QueryRow(`SELECT event, distinct_id, `+warehouse.PropertiesText+`, lane, "timestamp" FROM events WHERE uuid = ?`, id).
 		Scan(&e.name, &e.distinctID, &e.properties, &e.lane, &e.timestamp)
 	return e, err == nil
 }
@@ -501,7 +501,7 @@ func TestSkippedEvents(t *testing.T) {
 	if a := env.send(t, "POST", "/engage/", fmt.Appendf(nil, `{"token":%q,"distinct_id":"e1","$set":{"a":1}}`, env.token), nil); a.status != 200 {
 		t.Fatalf("engage answered %d %s", a.status, a.body)
 	}
-	if n := env.count(t, `SELECT count(*) FROM events WHERE event = '$identify' AND distinct_id = 'e1' AND properties = '{"$set":{"a":1}}'`); n != 1 {
+	if n := env.count(t, `SELECT count(*) FROM events WHERE event = '$identify' AND distinct_id = 'e1' AND `+warehouse.PropertiesText+` = '{"$set":{"a":1}}'`); n != 1 {
 		t.Fatal("engage without a name was not stored as $identify")
 	}
 }
@@ -1042,7 +1042,7 @@ func TestLoneSurrogates(t *testing.T) {
 	if a := env.send(t, "POST", "/batch/", []byte(body), map[string]string{"Content-Type": "application/json"}); a.status != 200 {
 		t.Fatalf("answered %d %s", a.status, a.body)
 	}
-	rows, err := env.warehouse.DB().Query(`SELECT event, json_extract_string(properties, '$.a'), json_extract_string(properties, '$.b')
+	rows, err := env.warehouse.DB().Query(`SELECT event, json_extract_string(` + warehouse.PropertiesText + `, '$.a'), json_extract_string(` + warehouse.PropertiesText + `, '$.b')
 		FROM events ORDER BY event`)
 	if err != nil {
 		t.Fatal(err)

@@ -153,7 +153,7 @@ type chosenSlots struct {
 }
 
 // loadSlots reads the projects' slots.
-func loadSlots(ctx context.Context, db *sql.DB, cfg *Config, fixed *propertyBackfill) (*chosenSlots, error) {
+func loadSlots(ctx context.Context, db *sql.DB, cfg *Config, fixed *rowBackfill) (*chosenSlots, error) {
 	s := &chosenSlots{db: db}
 	s.backfill = slotBackfill{slots: s, fixed: fixed, rows: int64(cfg.BackfillRows), nice: cfg.Query.Nice, log: cfg.Logger}
 	rows, err := db.QueryContext(ctx, `SELECT team_id, slot, key, position, next_row, end_row FROM meta.materialized_slots`)
@@ -315,7 +315,7 @@ func (s *chosenSlots) set(ctx context.Context, team int64, keys []string) error 
 // backfills update a row at once.
 type slotBackfill struct {
 	slots   *chosenSlots
-	fixed   *propertyBackfill
+	fixed   *rowBackfill
 	rows    int64
 	nice    int
 	commits func() uint64
@@ -475,7 +475,7 @@ func (b *slotBackfill) chunk(ctx context.Context, work slotWork, to int64) error
 	defer tx.Rollback()
 	// The values of a chunk, each row's text parsed once, joined back on rowid.
 	if _, err := tx.ExecContext(ctx, `UPDATE events SET `+strings.Join(sets, ", ")+`
-		FROM (SELECT rowid AS r, json_extract_string(properties, [`+strings.Join(paths, ", ")+`]) AS v
+		FROM (SELECT rowid AS r, json_extract_string(`+propertiesText("")+`, [`+strings.Join(paths, ", ")+`]) AS v
 			FROM events WHERE team_id = $1 AND rowid >= $2 AND rowid < $3) chunk
 		WHERE events.rowid = chunk.r`, work.team, work.next, to); err != nil {
 		return fmt.Errorf("cannot fill slots %v of project %d, rows %d to %d: %w", work.slots, work.team, work.next, to, err)

@@ -82,7 +82,7 @@ type Queries struct {
 	inFlight sync.WaitGroup // the requests begun and not done
 	versions *dataVersions
 	// backfill says whether the materialized property columns are whole yet.
-	backfill *propertyBackfill
+	backfill *rowBackfill
 	// slots are the properties each project chose, and where their backfill stands.
 	slots    *chosenSlots
 	catalog  string // the database's catalog name, which the views name explicitly
@@ -127,7 +127,7 @@ type QueryLimits struct {
 }
 
 func newQueries(ctx context.Context, connector *duckdb.Connector, db *sql.DB, limits QueryLimits, versions *dataVersions,
-	backfill *propertyBackfill, slots *chosenSlots) (*Queries, error) {
+	backfill *rowBackfill, slots *chosenSlots) (*Queries, error) {
 	q := &Queries{db: sql.OpenDB(macroConnector{connector}), versions: versions, backfill: backfill, slots: slots, timeout: limits.Timeout, maxRows: limits.MaxRows,
 		maxBytes: limits.MaxBytes, nice: cmp.Or(limits.Nice, DefaultQueryNice)}
 	q.stopped, q.stop = context.WithCancel(context.Background())
@@ -479,7 +479,7 @@ func (q *Queries) views(scope Scope, persons personJoin, materialized bool, slot
 			if whole {
 				columns.WriteString(", e." + column)
 			} else {
-				columns.WriteString(`, coalesce(e.` + column + `, json_extract_string(e.properties, '$."` + k + `"')) AS ` + column)
+				columns.WriteString(`, coalesce(e.` + column + `, json_extract_string(` + propertiesText("e") + `, '$."` + k + `"')) AS ` + column)
 			}
 		}
 		for s := range slotCount {
@@ -492,8 +492,8 @@ func (q *Queries) views(scope Scope, persons personJoin, materialized bool, slot
 			}
 			column := `"` + slotColumn(s) + `"`
 			if next := st.next.Load(); next < st.end {
-				fmt.Fprintf(&columns, `, CASE WHEN e.rowid >= %d AND e.rowid < %d THEN json_extract_string(e.properties, '$."%s"') ELSE e.%s END AS %s`,
-					next, st.end, st.key, column, column)
+				fmt.Fprintf(&columns, `, CASE WHEN e.rowid >= %d AND e.rowid < %d THEN json_extract_string(%s, '$."%s"') ELSE e.%s END AS %s`,
+					next, st.end, propertiesText("e"), st.key, column, column)
 			} else {
 				columns.WriteString(", e." + column)
 			}
@@ -509,7 +509,7 @@ func (q *Queries) views(scope Scope, persons personJoin, materialized bool, slot
 		personColumns = ", p.properties AS person_properties"
 		joins += ` LEFT JOIN ` + db + `persons p ON p.id = ` + person
 	}
-	events := `SELECT e.uuid, e.event, e.distinct_id, ` + person + ` AS person_id, e."timestamp", e.properties,
+	events := `SELECT e.uuid, e.event, e.distinct_id, ` + person + ` AS person_id, e."timestamp", ` + propertiesText("e") + ` AS properties,
 		e."$group_0", e."$group_1", e."$group_2", e."$group_3", e."$group_4", e.inserted_at AS created_at` +
 		personColumns + columns.String() + ` FROM ` + db + `events e` + joins
 	return `CREATE OR REPLACE TEMP VIEW events AS ` + events + ` WHERE e.team_id = ` + team + `;

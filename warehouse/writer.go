@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/VictoriaMetrics/metrics"
 	duckdb "github.com/duckdb/duckdb-go/v2"
@@ -68,7 +69,7 @@ type Writer struct {
 	slots       *chosenSlots
 	closeRender func() error
 	// row is the events appender's row, kept for the next event: the values of its
-	// columns, the materialized properties last.
+	// columns, the materialized properties and properties_zstd last.
 	row      []driver.Value
 	recent   *recentEvents
 	versions *dataVersions
@@ -634,11 +635,19 @@ func (w *Writer) commit(group []*submission) (err error) {
 			if err := w.materialize.extract(e.Properties, chosen); err != nil {
 				return fmt.Errorf("cannot read the properties of event %s: %w", e.UUID, err)
 			}
+			// DuckDB's appender stores a string that is not UTF-8 as NULL, which would
+			// lose the event's properties now that their columns take NULL.
+			if !utf8.ValidString(e.Properties) {
+				return fmt.Errorf("cannot append event %s: its properties are not valid UTF-8", e.UUID)
+			}
+			// The properties text goes to properties_zstd, the last column, and
+			// properties is NULL (properties_text.go).
 			w.row = append(w.row[:0], duckdb.UUID(e.UUID), e.TeamID, e.Name, e.DistinctID, duckdb.UUID(p.personID),
-				e.Timestamp, insertedAt, e.Properties,
+				e.Timestamp, insertedAt, nil,
 				groupColumn(p.groups[0]), groupColumn(p.groups[1]), groupColumn(p.groups[2]), groupColumn(p.groups[3]), groupColumn(p.groups[4]),
 				lane)
 			w.row = append(w.row, w.materialize.values[:]...)
+			w.row = append(w.row, e.Properties)
 			if err := a.events.AppendRow(w.row...); err != nil {
 				return fmt.Errorf("cannot append event %s: %w", e.UUID, err)
 			}
