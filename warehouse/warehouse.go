@@ -99,8 +99,9 @@ type Config struct {
 	// in the WAL only (default DefaultCheckpointInterval): an idle Writer checkpoints
 	// it then. A restart after a crash replays the WAL.
 	CheckpointInterval time.Duration
-	// BackfillRows is the rows of a chunk of the materialized properties' backfill
-	// (default DefaultBackfillRows; backfill.go).
+	// BackfillRows is the most rows of a chunk of a backfill (default
+	// DefaultBackfillRows; backfill.go): the materialized properties' takes this many,
+	// the move of the properties text at most propertiesMoveRows.
 	BackfillRows int
 
 	// Query bounds the queries users run (the query API).
