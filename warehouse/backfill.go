@@ -77,7 +77,7 @@ func materializedBackfill() backfillJob {
 	}
 	return backfillJob{what: "materialized property columns", table: "meta.property_backfill",
 		update: `UPDATE events SET ` + strings.Join(sets, ", ") + `
-			FROM (SELECT rowid AS r, json_extract_string(` + propertiesText("") + `, ` + materializedPaths() + `) AS v
+			FROM (SELECT rowid AS r, json_extract_string(` + PropertiesText + `, ` + materializedPaths() + `) AS v
 				FROM events WHERE rowid >= $1 AND rowid < $2) chunk
 			WHERE events.rowid = chunk.r`,
 		filled: materializedFilled, pending: materializedPending}

@@ -475,7 +475,7 @@ func (b *slotBackfill) chunk(ctx context.Context, work slotWork, to int64) error
 	defer tx.Rollback()
 	// The values of a chunk, each row's text parsed once, joined back on rowid.
 	if _, err := tx.ExecContext(ctx, `UPDATE events SET `+strings.Join(sets, ", ")+`
-		FROM (SELECT rowid AS r, json_extract_string(`+propertiesText("")+`, [`+strings.Join(paths, ", ")+`]) AS v
+		FROM (SELECT rowid AS r, json_extract_string(`+PropertiesText+`, [`+strings.Join(paths, ", ")+`]) AS v
 			FROM events WHERE team_id = $1 AND rowid >= $2 AND rowid < $3) chunk
 		WHERE events.rowid = chunk.r`, work.team, work.next, to); err != nil {
 		return fmt.Errorf("cannot fill slots %v of project %d, rows %d to %d: %w", work.slots, work.team, work.next, to, err)

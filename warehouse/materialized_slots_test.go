@@ -82,7 +82,7 @@ func TestChosenMaterializedReads(t *testing.T) {
 	whole := func(w *Warehouse, team int64, key string, from int64) {
 		t.Helper()
 		var differ, rows int
-		if err := w.DB().QueryRow(`SELECT count(*) FILTER (mat_slot_0 IS DISTINCT FROM json_extract_string(`+propertiesText("")+`, '$."`+key+`"')),
+		if err := w.DB().QueryRow(`SELECT count(*) FILTER (mat_slot_0 IS DISTINCT FROM json_extract_string(`+PropertiesText+`, '$."`+key+`"')),
 			count(*) FROM events WHERE team_id = ? AND rowid >= ?`, team, from).Scan(&differ, &rows); err != nil || differ != 0 || rows == 0 {
 			t.Fatalf("project %d, %s: %d of %d rows from %d differ from their JSON (%v)", team, key, differ, rows, from, err)
 		}

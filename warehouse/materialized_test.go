@@ -256,7 +256,7 @@ func TestMaterializedReads(t *testing.T) {
 	}
 	for _, k := range materializedKeys {
 		var differ, rows int
-		if err := w.DB().QueryRow(`SELECT count(*) FILTER ("`+materializedColumn(k)+`" IS DISTINCT FROM json_extract_string(`+propertiesText("")+`, '$."`+k+`"')),
+		if err := w.DB().QueryRow(`SELECT count(*) FILTER ("`+materializedColumn(k)+`" IS DISTINCT FROM json_extract_string(`+PropertiesText+`, '$."`+k+`"')),
 			count(*) FROM events`).Scan(&differ, &rows); err != nil || differ != 0 || rows != 4*len(materializedValues) {
 			t.Fatalf("%s: %d of %d rows differ from their JSON (%v)", k, differ, rows, err)
 		}

@@ -197,7 +197,7 @@ func TestMigrateLoneSurrogates(t *testing.T) {
 	}
 	for name, props := range want {
 		var got string
-		if err := w.DB().QueryRow(`SELECT `+propertiesText("")+` FROM events WHERE event = ?`, name).Scan(&got); err != nil || got != props {
+		if err := w.DB().QueryRow(`SELECT `+PropertiesText+` FROM events WHERE event = ?`, name).Scan(&got); err != nil || got != props {
 			t.Fatalf("%s: %s %v, want %s", name, got, err, props)
 		}
 	}
@@ -206,7 +206,7 @@ func TestMigrateLoneSurrogates(t *testing.T) {
 		t.Fatalf("%d of %d persons not repaired (%v)", bad, persons, err)
 	}
 	var n int
-	if err := w.DB().QueryRow(`SELECT count(json_extract_string(` + propertiesText("") + `, '$.a')) FROM events`).Scan(&n); err != nil || n != 3 {
+	if err := w.DB().QueryRow(`SELECT count(json_extract_string(` + PropertiesText + `, '$.a')) FROM events`).Scan(&n); err != nil || n != 3 {
 		t.Fatalf("property reads after the repair: %d %v", n, err)
 	}
 }

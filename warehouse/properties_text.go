@@ -7,7 +7,7 @@ import "github.com/VictoriaMetrics/metrics"
 // bench JSON, against 330-420 for DuckDB's own choice of compression; the Writer's
 // ceiling rose by a tenth to a fifth), and leaves properties NULL; the rows stored
 // before the migration hold theirs in properties until the move (a backfill,
-// backfill.go) takes it over. So every read of the text is propertiesText:
+// backfill.go) takes it over. So every read of the text is PropertiesText:
 // coalesce(properties_zstd, properties), right for each row whether it moved or not,
 // and cheap once the old column is NULL (DuckDB stores a run of NULLs as a constant).
 //
@@ -19,12 +19,8 @@ import "github.com/VictoriaMetrics/metrics"
 // reads the table itself, not through the query engine's views, reads.
 const PropertiesText = "coalesce(properties_zstd, properties)"
 
-// propertiesText is PropertiesText of the events row alias names ("" for the table's
-// own columns).
+// propertiesText is PropertiesText of the events row alias names.
 func propertiesText(alias string) string {
-	if alias == "" {
-		return PropertiesText
-	}
 	return "coalesce(" + alias + ".properties_zstd, " + alias + ".properties)"
 }
 

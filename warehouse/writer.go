@@ -628,17 +628,17 @@ func (w *Writer) commit(group []*submission) (err error) {
 				b.Duplicates++
 				continue
 			}
+			// DuckDB's appender stores a string that is not UTF-8 as NULL, which would
+			// lose the event's properties now that their columns take NULL.
+			if !utf8.ValidString(e.Properties) {
+				return fmt.Errorf("cannot append event %s: its properties are not valid UTF-8", e.UUID)
+			}
 			p, err := w.identity.process(ctx, e)
 			if err != nil {
 				return err
 			}
 			if err := w.materialize.extract(e.Properties, chosen); err != nil {
 				return fmt.Errorf("cannot read the properties of event %s: %w", e.UUID, err)
-			}
-			// DuckDB's appender stores a string that is not UTF-8 as NULL, which would
-			// lose the event's properties now that their columns take NULL.
-			if !utf8.ValidString(e.Properties) {
-				return fmt.Errorf("cannot append event %s: its properties are not valid UTF-8", e.UUID)
 			}
 			// The properties text goes to properties_zstd, the last column, and
 			// properties is NULL (properties_text.go).

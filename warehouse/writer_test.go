@@ -108,7 +108,7 @@ func TestWriterGroupCommit(t *testing.T) {
 	want := sent[0][0]
 	var got Event
 	var lane string
-	err := w.DB().QueryRow(`SELECT team_id, event, distinct_id, "timestamp", `+propertiesText("")+`, lane FROM events WHERE uuid = ?`, want.UUID).
+	err := w.DB().QueryRow(`SELECT team_id, event, distinct_id, "timestamp", `+PropertiesText+`, lane FROM events WHERE uuid = ?`, want.UUID).
 		Scan(&got.TeamID, &got.Name, &got.DistinctID, &got.Timestamp, &got.Properties, &lane)
 	if err != nil {
 		t.Fatal(err)
