@@ -306,6 +306,22 @@ func TestFunnelsQuery(t *testing.T) {
 	// Into B: 1800 (p1), 7200 (p2), 172800 (p5), 1200 (p6), 600 (p8): mean 36720,
 	// median 1800. Into C: 1800 (p1), 600 (p6), 600 (p8): mean 1000, median 600.
 	f("ordered", "", "", "7 5/36720/1800 3/1000/600")
+	// With 30 steps, the range's microseconds and the steps do not fit one number:
+	// the rows hold them apart, to the same answer.
+	thirty := `, "series": [{"event": "$pageview"}, {"event": "signed up"}, {"event": "paid"}` + strings.Repeat(`, {"event": "never"}`, 27) + `]`
+	f("ordered, 30 steps", "", thirty, "7 5/36720/1800 3/1000/600"+strings.Repeat(" 0", 27))
+	for _, c := range []struct {
+		steps, packedBits int
+	}{{3, 3}, {30, 0}} {
+		fq := FunnelsQuery{Series: make([]FunnelsStep, c.steps)}
+		spec, err := checkFunnel(fq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if query, err := funnelsSQL(fq, spec, at("2026-11-01T00:00:00Z"), at("2026-11-16T00:00:00Z")); err != nil || query.packedBits != c.packedBits {
+			t.Fatalf("%d steps over 15 days: %d bits of steps in the time column (%v), want %d", c.steps, query.packedBits, err, c.packedBits)
+		}
+	}
 	r, err := funnel("", "")
 	if err != nil {
 		t.Fatal(err)
