@@ -271,7 +271,7 @@ func funnelsSQL(fq FunnelsQuery, spec funnelSpec, from, to time.Time) (funnelQue
 	}
 	query := funnelQuery{fromUs: from.UnixMicro()}
 	columns, order := "person, at_us, steps", "person, at_us, steps"
-	if bits.Len64(uint64(max(to.Sub(from).Microseconds(), 1)))+spec.steps <= 62 {
+	if bits.Len64(uint64(max(to.UnixMicro()-query.fromUs, 1)))+spec.steps <= 62 {
 		// Both numbers are hedge's own, not the request's text.
 		query.packedBits = spec.steps
 		columns = "person, (at_us - " + strconv.FormatInt(query.fromUs, 10) + ") * " + strconv.FormatInt(1<<spec.steps, 10) + " + steps AS at_steps"

@@ -310,16 +310,18 @@ func TestFunnelsQuery(t *testing.T) {
 	// the rows hold them apart, to the same answer.
 	thirty := `, "series": [{"event": "$pageview"}, {"event": "signed up"}, {"event": "paid"}` + strings.Repeat(`, {"event": "never"}`, 27) + `]`
 	f("ordered, 30 steps", "", thirty, "7 5/36720/1800 3/1000/600"+strings.Repeat(" 0", 27))
+	// 15 days are 41 bits of microseconds, 626 years 55 (more than a time.Duration holds).
 	for _, c := range []struct {
+		from              string
 		steps, packedBits int
-	}{{3, 3}, {30, 0}} {
+	}{{"2026-11-01", 3, 3}, {"2026-11-01", 21, 21}, {"2026-11-01", 22, 0}, {"2026-11-01", 30, 0}, {"1400-11-16", 7, 7}, {"1400-11-16", 8, 0}} {
 		fq := FunnelsQuery{Series: make([]FunnelsStep, c.steps)}
 		spec, err := checkFunnel(fq)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if query, err := funnelsSQL(fq, spec, at("2026-11-01T00:00:00Z"), at("2026-11-16T00:00:00Z")); err != nil || query.packedBits != c.packedBits {
-			t.Fatalf("%d steps over 15 days: %d bits of steps in the time column (%v), want %d", c.steps, query.packedBits, err, c.packedBits)
+		if query, err := funnelsSQL(fq, spec, at(c.from+"T00:00:00Z"), at("2026-11-16T00:00:00Z")); err != nil || query.packedBits != c.packedBits {
+			t.Fatalf("%d steps from %s: %d bits of steps in the time column (%v), want %d", c.steps, c.from, query.packedBits, err, c.packedBits)
 		}
 	}
 	r, err := funnel("", "")
