@@ -364,8 +364,10 @@ func (q *Queries) readFunnel(ctx context.Context, driverConn any, text string, q
 		stepsColumn, valueColumn = 1, 2
 	}
 	stepsMask := uint64(1)<<query.packedBits - 1
-	var current uint64 // the person being folded
-	for first := true; ; first = false {
+	// The person being folded; the first row's needs no case of its own, for endPerson
+	// of no events does nothing.
+	var current uint64
+	for {
 		if err := rows.Next(row); err == io.EOF {
 			break
 		} else if err != nil {
@@ -387,7 +389,7 @@ func (q *Queries) readFunnel(ctx context.Context, driverConn any, text string, q
 		if query.packedBits > 0 {
 			at, steps = query.fromUs+at>>query.packedBits, int64(uint64(at)&stepsMask)
 		}
-		if person != current || first {
+		if person != current {
 			if err := fold.endPerson(); err != nil {
 				return err
 			}
