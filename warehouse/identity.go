@@ -84,10 +84,19 @@ func newDistinctCache(size int) *distinctCache {
 
 func (c *distinctCache) hash(k distinctKey) uint64 { return maphash.Comparable(c.seed, k) }
 
+// personMerge is a person merged into another, of its project.
+type personMerge struct {
+	team int64
+	into uuid.UUID
+}
+
 type identityDelta struct {
-	distinct   map[distinctKey]uuid.UUID
-	persons    map[uuid.UUID]*person // changed or new, in their final state
-	deleted    map[uuid.UUID]bool    // stored persons merged away
+	distinct map[distinctKey]uuid.UUID
+	persons  map[uuid.UUID]*person // changed or new, in their final state
+	deleted  map[uuid.UUID]bool    // stored persons merged away
+	// merged is every person merged away in the commit (stored or new in it), and the
+	// person it was merged into then (which a later merge of the commit may merge on).
+	merged     map[uuid.UUID]personMerge
 	groupTypes map[int64]*[maxGroupTypes]string
 	newTypes   []groupTypeRow
 	groups     map[groupKey]*group
@@ -97,6 +106,7 @@ func (d *identityDelta) reset() {
 	clear(d.distinct)
 	clear(d.persons)
 	clear(d.deleted)
+	clear(d.merged)
 	clear(d.groupTypes)
 	clear(d.groups)
 	d.newTypes = d.newTypes[:0]
@@ -124,6 +134,7 @@ func loadIdentity(ctx context.Context, db *sql.DB, personCacheSize, distinctCach
 		groups:     groups,
 		delta: identityDelta{
 			distinct: map[distinctKey]uuid.UUID{}, persons: map[uuid.UUID]*person{}, deleted: map[uuid.UUID]bool{},
+			merged:     map[uuid.UUID]personMerge{},
 			groupTypes: map[int64]*[maxGroupTypes]string{}, groups: map[groupKey]*group{},
 		},
 		known: map[distinctKey]uuid.UUID{},
@@ -366,6 +377,7 @@ func (x *identity) merge(ctx context.Context, e *Event, other, into string, dang
 		return "", err
 	}
 	delete(x.delta.persons, otherID)
+	x.delta.merged[otherID] = personMerge{team: e.TeamID, into: intoID}
 	if source.stored {
 		x.delta.deleted[otherID] = true
 	}
@@ -546,6 +558,9 @@ func (x *identity) flush(a *appenders, at time.Time, exec func(query string, arg
 		if err := exec(`DELETE FROM persons WHERE id = ?::UUID`, id.String()); err != nil {
 			return fmt.Errorf("cannot delete merged person %s: %w", id, err)
 		}
+	}
+	if err := x.flushOverrides(exec); err != nil {
+		return err
 	}
 	return x.flushGroups(exec)
 }

@@ -248,12 +248,22 @@ func (m *identityModel) randomBatch(r *rand.Rand, at time.Time, n int) []event {
 
 // TestIdentityRandomized replays a long random sequence of identity events through the
 // Writer, in batches on the realtime and historical lanes, and compares the persons
-// and groups it ends with to the model's. The Writer's person cache holds fewer
+// and groups it ends with to the model's, and each event's person now to its distinct
+// id's. The Writer's person cache holds fewer
 // persons than the sequence makes (about 80), so that persons are read back from the
 // database as well as from memory. A failure names its seed; replay it with
-// go test ./warehouse -run TestIdentityRandomized -identity.seed=N.
+// go test ./warehouse -run TestIdentityRandomized -identity.seed=N. It runs twice: with
+// the person overrides of the sequence left in their table, and squashed into the
+// events after every commit.
 func TestIdentityRandomized(t *testing.T) {
-	env := newIdentityEnv(t, warehouse.Config{PersonCacheSize: 64})
+	t.Run("overrides", func(t *testing.T) { testIdentityRandomized(t, warehouse.Config{PersonCacheSize: 64}) })
+	t.Run("squashed", func(t *testing.T) {
+		testIdentityRandomized(t, warehouse.Config{PersonCacheSize: 64, SquashInterval: time.Nanosecond})
+	})
+}
+
+func testIdentityRandomized(t *testing.T, cfg warehouse.Config) {
+	env := newIdentityEnv(t, cfg)
 	seed, r, model := randomSequence(1)
 	for batch := range 40 {
 		events := model.randomBatch(r, env.at, 50)
@@ -286,6 +296,19 @@ func TestIdentityRandomized(t *testing.T) {
 	}
 	if normalize(want) != normalize(got) {
 		t.Fatalf("seed %d: persons differ\nmodel:\n%s\nwarehouse:\n%s", seed, normalize(want), normalize(got))
+	}
+
+	// Every event counts for its distinct id's person now, as queries read it through
+	// person_overrides: the same person as through person_distinct_ids (or the one it
+	// was ingested for, when its id has no person).
+	var events, wrong int
+	if err := env.w.DB().QueryRow(`SELECT count(*), count(*) FILTER (
+			WHERE coalesce(o.person_id, e.person_id) IS DISTINCT FROM coalesce(d.person_id, e.person_id))
+		FROM events e
+		LEFT JOIN person_distinct_ids d ON d.team_id = e.team_id AND d.distinct_id = e.distinct_id
+		LEFT JOIN person_overrides o ON o.team_id = e.team_id AND o.old_person_id = e.person_id
+		WHERE e.team_id = ?`, team).Scan(&events, &wrong); err != nil || events != 40*50 || wrong != 0 {
+		t.Fatalf("seed %d: %d of %d events count for another person than their distinct id's (%v)", seed, wrong, events, err)
 	}
 
 	types, err := env.w.GroupTypes(context.Background(), team)

@@ -640,3 +640,38 @@ func TestIdentityTinyDistinctCache(t *testing.T) {
 		})
 	}
 }
+
+// The events of a merged person, and the personless events of an id identified into a
+// known person, count for that person through person_overrides; the Writer's squash
+// then writes that person into the events themselves and empties the table.
+func TestIdentityOverridesSquash(t *testing.T) {
+	env := newIdentityEnv(t, warehouse.Config{SquashInterval: time.Hour}) // the first commit's squash finds none
+	env.send(event{Name: "signed up", DistinctID: "user"}, event{Name: "opened", DistinctID: "laptop"},
+		event{Name: "pageview", DistinctID: "visitor", Personless: true})
+	env.send(event{Name: "$identify", DistinctID: "user", AnonDistinctID: "visitor"},
+		event{Name: "$merge_dangerously", DistinctID: "user", Alias: "laptop"})
+	user := env.wantPerson("user", `[laptop user visitor] {} identified`)
+	const (
+		stored = `SELECT count(DISTINCT person_id) FROM events`
+		now    = `SELECT count(DISTINCT coalesce(o.person_id, e.person_id)) FROM events e
+			LEFT JOIN person_overrides o ON o.team_id = e.team_id AND o.old_person_id = e.person_id`
+	)
+	if overrides, persons, counted := env.count(`SELECT count(*) FROM person_overrides`), env.count(stored), env.count(now); overrides != 2 || persons != 3 || counted != 1 {
+		t.Fatalf("before the squash: %d overrides, events of %d persons counting for %d, want 2, 3, 1", overrides, persons, counted)
+	}
+
+	env.cfg.SquashInterval = time.Nanosecond
+	env.restart()
+	env.send(event{Name: "later", DistinctID: "visitor"}) // the squash follows the commit
+	for deadline := time.Now().Add(10 * time.Second); env.count(`SELECT count(*) FROM person_overrides`) > 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the overrides were not squashed within 10 s")
+		}
+	}
+	if persons, counted := env.count(stored), env.count(now); persons != 1 || counted != 1 {
+		t.Fatalf("after the squash: events of %d persons counting for %d, want 1", persons, counted)
+	}
+	if n := env.count(`SELECT count(*) FROM events WHERE person_id = ?::UUID`, user.ID.String()); n != 6 {
+		t.Fatalf("%d events of person %s, want all 6", n, user.ID)
+	}
+}

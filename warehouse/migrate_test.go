@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -165,10 +167,44 @@ func insertOldEvent(t *testing.T, db *sql.DB, team int64, name, properties strin
 	}
 }
 
+// reopen closes db, made by openBefore, and opens its file as a warehouse, which
+// migrates it; the warehouse closes when the test ends.
+func reopen(t *testing.T, db *sql.DB, path string) *Warehouse {
+	t.Helper()
+	db.Close()
+	w, err := Open(context.Background(), Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w
+}
+
+// queryStrings runs a query of one text column and returns its rows.
+func queryStrings(t *testing.T, db *sql.DB, query string) []string {
+	t.Helper()
+	rows, err := db.Query(query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var values []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		values = append(values, v)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return values
+}
+
 // Migration 10 rewrites the lone surrogate escapes of stored documents that DuckDB
 // cannot read, and leaves every readable document as it is.
 func TestMigrateLoneSurrogates(t *testing.T) {
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "hedge.duckdb")
 	db := openBefore(t, path, 10)
 	stored := map[string]string{
@@ -183,13 +219,7 @@ func TestMigrateLoneSurrogates(t *testing.T) {
 		VALUES (uuid(), 1, '{"name":"\udc00"}', now(), true, 0, now())`); err != nil {
 		t.Fatal(err)
 	}
-	db.Close()
-
-	w, err := Open(ctx, Config{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := reopen(t, db, path)
 	want := map[string]string{
 		"lone":    `{"a":"x\ufffdy","b":"\ufffd\ufffd"}`,
 		"pair":    stored["pair"],
@@ -214,7 +244,6 @@ func TestMigrateLoneSurrogates(t *testing.T) {
 // Migration 11 replaces the run errors of earlier hedges, which could hold server
 // paths, with the sentence of an error of hedge itself.
 func TestMigrateRunErrors(t *testing.T) {
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "hedge.duckdb")
 	db := openBefore(t, path, 11)
 	for i, runError := range []any{"cannot write /srv/hedge-data/.staging/x: permission denied", nil} {
@@ -224,23 +253,8 @@ func TestMigrateRunErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	db.Close()
-	w, err := Open(ctx, Config{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	var errs []string
-	rows, err := w.DB().Query(`SELECT coalesce(latest_error, '') FROM meta.batch_export_runs ORDER BY data_interval_start`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var e string
-		rows.Scan(&e)
-		errs = append(errs, e)
-	}
+	w := reopen(t, db, path)
+	errs := queryStrings(t, w.DB(), `SELECT coalesce(latest_error, '') FROM meta.batch_export_runs ORDER BY data_interval_start`)
 	if strings.Join(errs, "|") != "hedge could not export this window: an error of hedge itself, which its log records|" {
 		t.Fatalf("run errors after the migration: %q", errs)
 	}
@@ -249,7 +263,6 @@ func TestMigrateRunErrors(t *testing.T) {
 // Migration 12 records the backfills of earlier hedges, which queued every window at
 // once, as having queued them all, with the length of their export's windows.
 func TestMigrateBackfillQueue(t *testing.T) {
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "hedge.duckdb")
 	db := openBefore(t, path, 12)
 	export := uuid.NewString()
@@ -260,12 +273,7 @@ func TestMigrateBackfillQueue(t *testing.T) {
 	if _, err := db.Exec(`INSERT INTO meta.batch_export_backfills VALUES (uuid(), ?, 1, '2026-01-01', '2026-01-03', now())`, export); err != nil {
 		t.Fatal(err)
 	}
-	db.Close()
-	w, err := Open(ctx, Config{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := reopen(t, db, path)
 	var seconds int64
 	var queued, end, endAt time.Time
 	if err := w.DB().QueryRow(`SELECT window_seconds, queued_through, windows_end, end_at FROM meta.batch_export_backfills`).Scan(
@@ -274,5 +282,56 @@ func TestMigrateBackfillQueue(t *testing.T) {
 	}
 	if seconds != 86400 || !queued.Equal(endAt) || !end.Equal(endAt) {
 		t.Fatalf("after the migration: window_seconds %d, queued_through %v, windows_end %v, want 86400, %v, %v", seconds, queued, end, endAt, endAt)
+	}
+}
+
+// Migration 17 writes the person overrides of the events stored before it: an event
+// whose person is not its distinct id's counts for the latter, one row per old person
+// of a project; events of no person take their distinct id's.
+func TestMigratePersonOverrides(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hedge.duckdb")
+	db := openBefore(t, path, 17)
+	const (
+		kept   = "00000000-0000-0000-0000-00000000000a" // a's person, then and now
+		merged = "00000000-0000-0000-0000-00000000000b" // b's person, merged into kept
+		other  = "00000000-0000-0000-0000-00000000000c" // c's person, and a's of project 2
+		alone  = "00000000-0000-0000-0000-00000000000d" // d's events sent without a person
+	)
+	for _, d := range []struct {
+		team     int64
+		distinct string
+		person   string
+	}{{1, "a", kept}, {1, "b", kept}, {1, "c", other}, {2, "a", other}, {2, "b", other}} {
+		if _, err := db.Exec(`INSERT INTO person_distinct_ids VALUES (?, ?, ?::UUID, 0, now())`, d.team, d.distinct, d.person); err != nil {
+			t.Fatal(err)
+		}
+	}
+	events := []struct {
+		team     int64
+		distinct string
+		person   *string
+		now      string
+	}{
+		{1, "a", new(kept), kept}, {1, "b", new(merged), kept}, {1, "b", new(merged), kept},
+		{1, "c", nil, other}, {1, "d", new(alone), alone}, {2, "a", new(other), other}, {2, "b", new(merged), other},
+	}
+	for i, e := range events {
+		if _, err := db.Exec(`INSERT INTO events (uuid, team_id, event, distinct_id, person_id, "timestamp", inserted_at, properties, lane)
+			VALUES (uuid(), ?, ?, ?, ?::UUID, now(), now(), '{}', 'realtime')`, e.team, strconv.Itoa(i), e.distinct, e.person); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := reopen(t, db, path)
+	overrides := queryStrings(t, w.DB(), `SELECT team_id || ' ' || old_person_id || ' ' || person_id FROM person_overrides ORDER BY ALL`)
+	if want := []string{"1 " + merged + " " + kept, "2 " + merged + " " + other}; !slices.Equal(overrides, want) {
+		t.Fatalf("overrides %q, want %q", overrides, want)
+	}
+	for i, e := range events {
+		var person string
+		if err := w.DB().QueryRow(`SELECT coalesce(o.person_id, e.person_id)::VARCHAR FROM events e
+			LEFT JOIN person_overrides o ON o.team_id = e.team_id AND o.old_person_id = e.person_id
+			WHERE e.event = ?`, strconv.Itoa(i)).Scan(&person); err != nil || person != e.now {
+			t.Errorf("event %d of %q in project %d counts for %s (%v), want %s", i, e.distinct, e.team, person, err, e.now)
+		}
 	}
 }

@@ -441,11 +441,13 @@ func (q *Queries) interrupted(ctx context.Context) error {
 type personJoin uint8
 
 const (
-	// ingestedPersons: person_id is the person the event was ingested for.
+	// ingestedPersons: person_id is the event's own: the person it was ingested for, or
+	// the one it counted for when the Writer last squashed the overrides into the events
+	// (person_overrides.go).
 	ingestedPersons personJoin = iota
 	// currentPersons: person_id is the person its distinct id belongs to now (a merge
-	// moves the distinct ids of one person to another), read through
-	// person_distinct_ids.
+	// moves the distinct ids of one person to another), read through person_overrides
+	// (identity.go's flushOverrides).
 	currentPersons
 	// personProperties: person_id as currentPersons, and person_properties, that
 	// person's properties (HogQL's person.properties).
@@ -502,8 +504,9 @@ func (q *Queries) views(scope Scope, persons personJoin, materialized bool, slot
 	// Each join adds to the one before it (personJoin's order).
 	person, personColumns, joins := "e.person_id", "", ""
 	if persons >= currentPersons {
-		person = "coalesce(d.person_id, e.person_id)"
-		joins = ` LEFT JOIN ` + db + `person_distinct_ids d ON d.team_id = e.team_id AND d.distinct_id = e.distinct_id`
+		person = "coalesce(o.person_id, e.person_id)"
+		joins = ` LEFT JOIN (SELECT old_person_id, person_id FROM ` + db + `person_overrides WHERE team_id = ` + team + `) o
+			ON o.old_person_id = e.person_id`
 	}
 	if persons >= personProperties {
 		personColumns = ", p.properties AS person_properties"

@@ -22,10 +22,10 @@ import (
 // window, and how long they took.
 //
 // A funnel counts persons as they are now: an event counts for the person its distinct
-// id belongs to at query time (the events view that joins person_distinct_ids), not
-// the one it was ingested under. So two distinct ids merged into one person midway
-// through a funnel are one person in it, as in PostHog, whose queries read the person
-// of an event through its overrides of merged persons.
+// id belongs to at query time (the events view reads person_overrides), not the one
+// it was ingested under. So two distinct ids merged into one person midway through a
+// funnel are one person in it, as in PostHog, whose queries read the person of an
+// event through its overrides of merged persons too.
 type FunnelsQuery struct {
 	Series          []FunnelsStep    `json:"series"`
 	DateRange       DateRange        `json:"dateRange"`

@@ -99,6 +99,9 @@ type Config struct {
 	// in the WAL only (default DefaultCheckpointInterval): an idle Writer checkpoints
 	// it then. A restart after a crash replays the WAL.
 	CheckpointInterval time.Duration
+	// SquashInterval is how often at most the Writer folds the person overrides into
+	// the events they are about (default DefaultSquashInterval; person_overrides.go).
+	SquashInterval time.Duration
 	// BackfillRows is the most rows of a chunk of a backfill (default
 	// DefaultBackfillRows; backfill.go): the materialized properties' takes this many,
 	// the move of the properties text at most propertiesMoveRows.
@@ -130,6 +133,7 @@ const (
 	DefaultPropertiesCacheSize = 50000
 	DefaultCheckpointRows      = 2 * RowGroupRows
 	DefaultCheckpointInterval  = 5 * time.Minute
+	DefaultSquashInterval      = 10 * time.Minute
 	DefaultDedupWindow         = 7 * 24 * time.Hour
 	DefaultDedupEvents         = 4_000_000
 )
@@ -164,6 +168,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.CheckpointInterval <= 0 {
 		c.CheckpointInterval = DefaultCheckpointInterval
+	}
+	if c.SquashInterval <= 0 {
+		c.SquashInterval = DefaultSquashInterval
 	}
 	if c.BackfillRows <= 0 {
 		c.BackfillRows = DefaultBackfillRows

@@ -110,6 +110,10 @@ type Writer struct {
 	// order; their arrays are kept for the next commit.
 	fingerprints []uint64
 	duplicates   []bool
+	// lastSquash is when the person overrides were last squashed (person_overrides.go):
+	// zero at start, so that the first commit, or the first idle tick, squashes those
+	// left from before.
+	lastSquash time.Time
 }
 
 // submission is one Batch waiting for its commit.
@@ -269,6 +273,9 @@ func (w *Writer) run() {
 				if w.rowsSinceCheckpoint > 0 {
 					w.checkpoint()
 				}
+				if w.squashDue() {
+					w.squash()
+				}
 				continue
 			}
 		}
@@ -279,6 +286,9 @@ func (w *Writer) run() {
 		w.commitGroup()
 		if w.checkpointDue {
 			w.checkpoint()
+		}
+		if w.squashDue() {
+			w.squash()
 		}
 	}
 }
