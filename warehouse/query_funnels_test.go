@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -217,9 +218,19 @@ func TestFunnelsResults(t *testing.T) {
 //	p8  user-8: clicked 08:00; anon-8: A 10:00 Chrome; then user-8: $identify of
 //	    anon-8 10:05, B 10:10, C 10:20                   two persons merged midway
 //
-// and project 2's stranger does A, B and C, which no funnel of project 1 counts.
+// and project 2's stranger does A, B and C, which no funnel of project 1 counts. The
+// funnels run twice: with p8's merge in person_overrides, and squashed into the events.
 func TestFunnelsQuery(t *testing.T) {
-	w := openTestWarehouse(t, filepath.Join(t.TempDir(), "hedge.duckdb"), Config{})
+	t.Run("overrides", func(t *testing.T) { testFunnelsQuery(t, false) })
+	t.Run("squashed", func(t *testing.T) { testFunnelsQuery(t, true) })
+}
+
+func testFunnelsQuery(t *testing.T, squashed bool) {
+	cfg := Config{}
+	if squashed {
+		cfg.SquashInterval = time.Nanosecond // after every commit
+	}
+	w := openTestWarehouse(t, filepath.Join(t.TempDir(), "hedge.duckdb"), cfg)
 	defer w.Close()
 	e := func(team int64, name, distinctID, ts, props string) Event {
 		return Event{UUID: uuid.Must(uuid.NewV7()), TeamID: team, Name: name, DistinctID: distinctID, Timestamp: at(ts), Properties: props}
@@ -248,11 +259,25 @@ func TestFunnelsQuery(t *testing.T) {
 	identify.AnonDistinctID = "anon-8"
 	submit(identify)
 	submit(e(1, "signed up", "user-8", day("10:10"), `{}`), e(1, "paid", "user-8", day("10:20"), `{}`))
-	// p8's events carry the two persons they were ingested under: a funnel that went
-	// by them would count anon-8 at A, and user-8 nowhere (no A).
-	var ingested int
-	if err := w.db.QueryRow(`SELECT count(DISTINCT person_id) FROM events WHERE distinct_id IN ('anon-8', 'user-8')`).Scan(&ingested); err != nil || ingested != 2 {
-		t.Fatalf("p8's events are of %d persons (%v), want 2", ingested, err)
+	// Unsquashed, p8's events carry the two persons they were ingested under: a funnel
+	// that went by them would count anon-8 at A, and user-8 nowhere (no A). The squash
+	// follows a commit: wait for it.
+	stored, overrides := 2, 1
+	if squashed {
+		stored, overrides = 1, 0
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var persons, rows int
+		if err := w.db.QueryRow(`SELECT (SELECT count(DISTINCT person_id) FROM events WHERE distinct_id IN ('anon-8', 'user-8')),
+			(SELECT count(*) FROM person_overrides)`).Scan(&persons, &rows); err != nil {
+			t.Fatal(err)
+		}
+		if persons == stored && rows == overrides {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("p8's events are of %d persons and %d overrides, want %d and %d", persons, rows, stored, overrides)
+		}
 	}
 
 	now := at("2026-11-20T00:00:00Z")
