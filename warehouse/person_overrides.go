@@ -42,7 +42,9 @@ const insertOverridesSQL = `INSERT INTO person_overrides
 //     second id of a merge of two unknown ones): k's events sent without a person.
 //
 // An old id is never a person's id again (a person's id is personIDFor of a distinct
-// id that had no person, and that id has one now), so the rows never need removing.
+// id that had no person, and that id has one now), and no event written after its row
+// carries it, so a row stays right until the squash folds it into the events. A new
+// distinct id costs a SHA-1 here (personIDFor, 0.3 µs).
 func (x *identity) flushOverrides(exec func(query string, args ...any) error) error {
 	if len(x.delta.merged) == 0 && len(x.delta.distinct) == 0 {
 		return nil
