@@ -122,10 +122,13 @@ func (w *Writer) squash() {
 }
 
 // squashOverrides runs the squash's transaction and returns the overrides it folded.
-// Only the Writer writes the table, so what it counts first on another connection is
-// what the transaction finds.
+// Only the Writer writes the table, so what it reads first on another connection is
+// what the transaction finds. The projects whose events it changed get a new data
+// version: their events' own person_id (which HogQL reads) changed, and a result
+// cached before must not be served as current.
 func (w *Writer) squashOverrides() (n int, err error) {
-	if err := w.identity.db.QueryRow(`SELECT count(*) FROM person_overrides`).Scan(&n); err != nil || n == 0 {
+	teams, err := w.overriddenTeams()
+	if err != nil || len(teams) == 0 {
 		return 0, err
 	}
 	if err := w.exec("BEGIN TRANSACTION"); err != nil {
@@ -145,5 +148,31 @@ func (w *Writer) squashOverrides() (n int, err error) {
 	if err := w.exec(`DELETE FROM person_overrides`); err != nil {
 		return 0, err
 	}
-	return n, w.exec("COMMIT")
+	if err := w.exec("COMMIT"); err != nil {
+		return 0, err
+	}
+	for team, overrides := range teams {
+		w.versions.bump(team)
+		n += overrides
+	}
+	return n, nil
+}
+
+// overriddenTeams are the projects that have person overrides, and how many each.
+func (w *Writer) overriddenTeams() (map[int64]int, error) {
+	rows, err := w.identity.db.Query(`SELECT team_id, count(*) FROM person_overrides GROUP BY team_id`)
+	if err != nil {
+		return nil, fmt.Errorf("cannot count the person overrides: %w", err)
+	}
+	defer rows.Close()
+	teams := map[int64]int{}
+	for rows.Next() {
+		var team int64
+		var n int
+		if err := rows.Scan(&team, &n); err != nil {
+			return nil, fmt.Errorf("cannot count the person overrides: %w", err)
+		}
+		teams[team] = n
+	}
+	return teams, rows.Err()
 }
