@@ -84,6 +84,12 @@ func newDistinctCache(size int) *distinctCache {
 
 func (c *distinctCache) hash(k distinctKey) uint64 { return maphash.Comparable(c.seed, k) }
 
+// overrideKey is an old person id of a project (person_overrides.go).
+type overrideKey struct {
+	team int64
+	old  uuid.UUID
+}
+
 // personMerge is a person merged into another, of its project.
 type personMerge struct {
 	team int64
@@ -96,7 +102,11 @@ type identityDelta struct {
 	deleted  map[uuid.UUID]bool    // stored persons merged away
 	// merged is every person merged away in the commit (stored or new in it), and the
 	// person it was merged into then (which a later merge of the commit may merge on).
-	merged     map[uuid.UUID]personMerge
+	merged map[uuid.UUID]personMerge
+	// adopted is personIDFor of each distinct id that had no person and was given
+	// another one in the commit (give), and that person then: the id its events sent
+	// without a person carry, and the person they count for (person_overrides.go).
+	adopted    map[overrideKey]uuid.UUID
 	groupTypes map[int64]*[maxGroupTypes]string
 	newTypes   []groupTypeRow
 	groups     map[groupKey]*group
@@ -107,6 +117,7 @@ func (d *identityDelta) reset() {
 	clear(d.persons)
 	clear(d.deleted)
 	clear(d.merged)
+	clear(d.adopted)
 	clear(d.groupTypes)
 	clear(d.groups)
 	d.newTypes = d.newTypes[:0]
@@ -134,7 +145,7 @@ func loadIdentity(ctx context.Context, db *sql.DB, personCacheSize, distinctCach
 		groups:     groups,
 		delta: identityDelta{
 			distinct: map[distinctKey]uuid.UUID{}, persons: map[uuid.UUID]*person{}, deleted: map[uuid.UUID]bool{},
-			merged:     map[uuid.UUID]personMerge{},
+			merged: map[uuid.UUID]personMerge{}, adopted: map[overrideKey]uuid.UUID{},
 			groupTypes: map[int64]*[maxGroupTypes]string{}, groups: map[groupKey]*group{},
 		},
 		known: map[distinctKey]uuid.UUID{},
@@ -341,13 +352,13 @@ func (x *identity) merge(ctx context.Context, e *Event, other, into string, dang
 		p := x.newPersonWithID(personIDFor(e.TeamID, other), e.TeamID, e.Timestamp)
 		p.identified = true
 		x.delta.distinct[otherKey] = p.id
-		x.delta.distinct[intoKey] = p.id
+		x.give(intoKey, p.id)
 		return "", nil
 	case otherOK && !intoOK:
-		x.delta.distinct[intoKey] = otherID
+		x.give(intoKey, otherID)
 		return "", x.markIdentified(ctx, otherID)
 	case !otherOK && intoOK:
-		x.delta.distinct[otherKey] = intoID
+		x.give(otherKey, intoID)
 		return "", x.markIdentified(ctx, intoID)
 	case otherID == intoID:
 		return "", x.markIdentified(ctx, intoID)
@@ -382,6 +393,16 @@ func (x *identity) merge(ctx context.Context, e *Event, other, into string, dang
 		x.delta.deleted[otherID] = true
 	}
 	return "", nil
+}
+
+// give gives k, which has no person, the person id, which was not created for it: the
+// events of k sent without a person, which carry personIDFor(k), count for id now.
+// (A person created for a distinct id has that id's personIDFor, personFor's case.)
+func (x *identity) give(k distinctKey, id uuid.UUID) {
+	x.delta.distinct[k] = id
+	if own := personIDFor(k.team, k.id); own != id {
+		x.delta.adopted[overrideKey{k.team, own}] = id
+	}
 }
 
 // moveDistinctIDs points every distinct id of person from at person to: those in the

@@ -447,7 +447,7 @@ const (
 	ingestedPersons personJoin = iota
 	// currentPersons: person_id is the person its distinct id belongs to now (a merge
 	// moves the distinct ids of one person to another), read through person_overrides
-	// (identity.go's flushOverrides).
+	// (person_overrides.go).
 	currentPersons
 	// personProperties: person_id as currentPersons, and person_properties, that
 	// person's properties (HogQL's person.properties).
