@@ -373,6 +373,12 @@ func testFunnelsQuery(t *testing.T, squashed bool) {
 	// step; p7's is, with nothing after. A p1 p3 p6 p7 p8, B and C p1 p6 p8.
 	f("a filtered step", "", `, "series": [{"event": "$pageview", "properties": [{"key": "$browser", "value": "Chrome"}]},
 		{"event": "signed up"}, {"event": "paid"}]`, "5 3/1200/1200 3/1000/600")
+	// Two steps of one event: an event is read once, as both steps when it passes both
+	// (the steps of one name share a scan). Each person has one $pageview, which can be
+	// an attempt's A but not also its B: A 7, B none. Were it read twice, as A and as
+	// A or B, the Chrome ones (p1 p3 p6 p7 p8) would do B too.
+	f("one event, two steps", "", `, "series": [{"event": "$pageview"},
+		{"event": "$pageview", "properties": [{"key": "$browser", "value": "Chrome"}]}, {"event": "paid"}]`, "7 0 0")
 	// The default date range, the last 7 days, holds no event: no steps.
 	if r, err := funnel("", `, "dateRange": {}`); err != nil || fmt.Sprint(r.Results) != "[]" {
 		t.Fatalf("the last 7 days: %v %v", r, err)
