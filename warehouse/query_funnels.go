@@ -608,7 +608,7 @@ func (f *funnelFold) tally() error {
 func (f *funnelFold) foldGroup() {
 	g := f.group
 	f.entered[0].set, f.entered[0].start = true, g[0].at
-	if !slices.ContainsFunc(g, func(e funnelEvent) bool { return e.steps != g[0].steps }) {
+	if len(g) == 1 || !slices.ContainsFunc(g, func(e funnelEvent) bool { return e.steps != g[0].steps }) {
 		for _, e := range g {
 			f.orderedEvent(e, e.steps, true)
 		}
@@ -633,11 +633,11 @@ func (f *funnelFold) orderedEvent(e funnelEvent, steps uint64, alone bool) {
 		if steps&(1<<(s-1)) == 0 {
 			continue
 		}
-		from := f.entered[s-1]
+		from, to := &f.entered[s-1], &f.entered[s]
 		if !from.set || e.at-from.start > f.spec.window {
 			continue
 		}
-		if to := f.entered[s]; to.set && to.start == from.start {
+		if to.set && to.start == from.start {
 			continue // this attempt did step s already
 		}
 		if !alone && slices.Contains(from.events, e.seq) {
@@ -645,7 +645,6 @@ func (f *funnelFold) orderedEvent(e funnelEvent, steps uint64, alone bool) {
 		}
 		// entered[s] and entered[s-1] hold slices of their own, so from's are
 		// copied, not shared.
-		to := &f.entered[s]
 		to.set, to.start = true, from.start
 		to.times, to.events = append(append(to.times[:0], from.times...), e.at), append(append(to.events[:0], from.events...), e.seq)
 		if s > f.best {
