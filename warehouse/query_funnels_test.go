@@ -1,10 +1,12 @@
 package warehouse
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -47,12 +49,18 @@ func foldFunnel(spec funnelSpec, maxBytes int, rows []funnelRow) (string, error)
 	if err := fold.endPerson(); err != nil {
 		return "", err
 	}
+	return talliesText(fold.tallies), nil
+}
+
+// talliesText writes tallies as "value: counts times-into-each-step (s)", one line per
+// value, values sorted; each step's times in the order they were tallied.
+func talliesText(tallies map[string]*funnelTally) string {
 	var lines []string
-	for value, t := range fold.tallies {
+	for value, t := range tallies {
 		lines = append(lines, fmt.Sprintf("%q: %v %v", value, t.counts, t.times))
 	}
 	slices.Sort(lines)
-	return strings.Join(lines, "\n"), nil
+	return strings.Join(lines, "\n")
 }
 
 // The fold without a database: each case is one person (or a few), its answer counted
@@ -425,5 +433,71 @@ func testFunnelsQuery(t *testing.T, squashed bool) {
 	many := `, "series": [` + strings.TrimSuffix(strings.Repeat(`{"event": "a"}, `, 31), ", ") + `]`
 	if _, err := funnel("", many); err == nil || err.Error() != "a funnel has from 2 to 30 steps in series, not 31" {
 		t.Fatalf("31 steps: %v", err)
+	}
+}
+
+// A funnel's reader (DuckDB's Arrow reader in builds with the duckdb_arrow tag, else
+// the driver's rows) hands its rows over a chunk of 2,048 at a time: a funnel of more,
+// whose persons' events straddle chunks, tallies as the fold of the same rows in one
+// piece, ordered as the query orders them (by person, time and steps).
+func TestFunnelReadsChunks(t *testing.T) {
+	w := openTestWarehouse(t, filepath.Join(t.TempDir(), "hedge.duckdb"), Config{})
+	defer w.Close()
+	random := rand.New(rand.NewPCG(17, 2026))
+	names := []string{"A", "B", "C"}
+	start := at("2026-11-01T00:00:00Z")
+	var events []Event
+	var rows []funnelRow
+	for p := range 300 {
+		person := fmt.Sprint("p", p)
+		for range 20 {
+			step, minute := random.IntN(3), int64(random.IntN(14*24*60))
+			events = append(events, Event{UUID: uuid.Must(uuid.NewV7()), TeamID: 1, Name: names[step], DistinctID: person,
+				Timestamp: start.Add(time.Duration(minute) * time.Minute), Properties: `{}`})
+			rows = append(rows, funnelRow{person: person, minute: minute, steps: 1 << step})
+		}
+	}
+	if err := w.Writer().Submit(&Batch{Events: events}); err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(rows, func(a, b funnelRow) int {
+		return cmp.Or(strings.Compare(a.person, b.person), cmp.Compare(a.minute, b.minute), cmp.Compare(a.steps, b.steps))
+	})
+	fq := FunnelsQuery{Series: []FunnelsStep{{Event: &names[0]}, {Event: &names[1]}, {Event: &names[2]}}}
+	spec := funnelSpec{steps: 3, order: funnelOrdered, window: 2 * 86400e6}
+	query, err := funnelsSQL(fq, spec, start, start.AddDate(0, 0, 14))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := w.Queries().funnelTallies(context.Background(), utc, query, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The persons come in another order than their names': each step's times sorted.
+	sortTimes := func(tallies map[string]*funnelTally) {
+		for _, tally := range tallies {
+			for _, times := range tally.times {
+				slices.Sort(times)
+			}
+		}
+	}
+	sortTimes(got)
+	fold := newFunnelFold(spec, 1<<30)
+	for i, r := range rows {
+		if i > 0 && r.person != rows[i-1].person {
+			if err := fold.endPerson(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := fold.add(start.UnixMicro()+r.minute*60e6, r.steps, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fold.endPerson(); err != nil {
+		t.Fatal(err)
+	}
+	sortTimes(fold.tallies)
+	if g, want := talliesText(got), talliesText(fold.tallies); g != want || !strings.Contains(want, "[300 ") {
+		t.Fatalf("the funnel read in chunks tallies\n%.300s\nwant\n%.300s", g, want)
 	}
 }
