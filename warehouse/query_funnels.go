@@ -3,8 +3,6 @@ package warehouse
 import (
 	"cmp"
 	"context"
-	"database/sql"
-	"database/sql/driver"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -214,7 +212,10 @@ func checkFunnel(fq FunnelsQuery) (funnelSpec, error) {
 // funnelQuery is the query of a funnel's events (funnelsSQL), and how its rows hold
 // them.
 type funnelQuery struct {
+	// text selects the rows in no order; order is what orders them as the fold reads
+	// them, when DuckDB sorts them (funnelTallies).
 	text    string
+	order   string
 	args    []any
 	persons personJoin // what of persons it reads
 	// packedBits is how many low bits of the time column hold the steps (0: the steps
@@ -225,10 +226,11 @@ type funnelQuery struct {
 
 // funnelsSQL is the query of the events fq reads over [from, to): a row per event with
 // its person, its time in microseconds (at_us), a mask of the steps it is (bit i: step i)
-// and its breakdown value ("" without one, or without the property), by person, then
-// time, then steps, so that events of one time always come in one order: those of one
-// time and steps are alike to the fold. With a breakdown, events of one time are also
-// ordered by uuid, for the first or last of them gives the person's value.
+// and its breakdown value ("" without one, or without the property). Its order (the
+// query's order, which funnelTallies has DuckDB sort by or sorts itself) is by person,
+// then time, then steps, so that events of one time always come in one order: those of
+// one time and steps are alike to the fold. With a breakdown, events of one time are
+// also ordered by uuid, for the first or last of them gives the person's value.
 //
 // A person is the 64-bit hash of their UUID, and when the range's microseconds and the
 // steps fit 62 bits the time and the steps are one number, (at_us - from) << steps |
@@ -321,8 +323,8 @@ func funnelsSQL(fq FunnelsQuery, spec funnelSpec, from, to time.Time) (funnelQue
 		query.args = append(append(append(append(query.args, scan.maskArgs...), valueArgs...), whereArgs...), scan.whereArgs...)
 	}
 	query.text = `WITH funnel_events AS (` + strings.Join(reads, "\n\t\tUNION ALL ") + `)
-		SELECT ` + columns + ` FROM funnel_events WHERE ` + inFunnel + `
-		ORDER BY ` + order
+		SELECT ` + columns + ` FROM funnel_events WHERE ` + inFunnel
+	query.order = order
 	query.persons = max(personJoinOf(withPersons), currentPersons)
 	return query, nil
 }
@@ -346,80 +348,6 @@ func (s *funnelScan) addStep(i int, conditions []string, args []any) {
 	}
 	s.mask = append(s.mask, "CASE WHEN "+strings.Join(conditions, " AND ")+" THEN "+bit+" ELSE 0 END")
 	s.maskArgs = append(s.maskArgs, args...)
-}
-
-// funnelTallies runs a funnel's query and folds its rows person by person as they
-// come (on the calling thread, which the caller lowers as run does): no row is held
-// (q.maxRows bounds answers held whole; a funnel's is at most 26 funnels), only the
-// fold's state, which q.maxBytes bounds.
-func (q *Queries) funnelTallies(ctx context.Context, scope Scope, query funnelQuery, spec funnelSpec) (map[string]*funnelTally, error) {
-	var fold *funnelFold
-	conn, err := q.session(ctx, scope, query.text, query.persons, len(query.args), func(conn *sql.Conn, text string) (func(), error) {
-		fold = newFunnelFold(spec, q.maxBytes)
-		return nil, conn.Raw(func(driverConn any) error { return q.readFunnel(ctx, driverConn, text, newFunnelRows(query, fold)) })
-	})
-	if err != nil {
-		return nil, err
-	}
-	conn.Close()
-	return fold.tallies, nil
-}
-
-// funnelRows folds a funnel query's rows as a reader hands them over (readFunnel:
-// DuckDB's Arrow reader in builds with the duckdb_arrow tag, else the database/sql
-// driver's rows).
-type funnelRows struct {
-	query funnelQuery
-	fold  *funnelFold
-	// The columns of the steps and of the breakdown value: the time's holds the steps
-	// too when packed; the value has none without a breakdown.
-	stepsColumn, valueColumn int
-	// The person being folded; the first row's needs no case of its own, for
-	// endPerson of no events does nothing.
-	current uint64
-}
-
-func newFunnelRows(query funnelQuery, fold *funnelFold) *funnelRows {
-	r := &funnelRows{query: query, fold: fold, stepsColumn: 2, valueColumn: 3}
-	if query.packedBits > 0 {
-		r.stepsColumn, r.valueColumn = 1, 2
-	}
-	return r
-}
-
-// add folds a row: its person, its time (with the steps, when packed), steps and value.
-func (r *funnelRows) add(person uint64, at, steps int64, value string) error {
-	if r.query.packedBits > 0 {
-		at, steps = r.query.fromUs+at>>r.query.packedBits, int64(uint64(at)&(1<<r.query.packedBits-1))
-	}
-	if person != r.current {
-		if err := r.fold.endPerson(); err != nil {
-			return err
-		}
-		r.current = person
-	}
-	return r.fold.add(at, uint64(steps), value)
-}
-
-// end folds the last person, after the last row.
-func (r *funnelRows) end() error { return r.fold.endPerson() }
-
-// funnelArgs are query's arguments as the driver binds them.
-func funnelArgs(driverConn any, query funnelQuery) ([]driver.NamedValue, error) {
-	checker, _ := driverConn.(driver.NamedValueChecker)
-	named := make([]driver.NamedValue, len(query.args))
-	for i, arg := range query.args {
-		named[i] = driver.NamedValue{Ordinal: i + 1, Value: arg}
-		if checker != nil && checker.CheckNamedValue(&named[i]) == nil {
-			continue
-		}
-		value, err := driver.DefaultParameterConverter.ConvertValue(arg)
-		if err != nil {
-			return nil, fmt.Errorf("cannot bind the funnel's parameter %d: %w", i+1, err)
-		}
-		named[i].Value = value
-	}
-	return named, nil
 }
 
 // funnelTally is what a funnel, or one breakdown value's, counts.
@@ -791,12 +719,14 @@ func funnelSteps(t *funnelTally, fq FunnelsQuery, spec funnelSpec, breakdown *st
 			r.ActionID, r.Name, r.CustomName = step.Event, step.Event, step.CustomName
 		}
 		if times := t.times[i]; len(times) > 0 {
+			// Sorted first, so that the sum does not depend on the order the persons
+			// were folded in, which differs as funnelTallies reads them.
+			slices.Sort(times)
 			var sum float64
 			for _, d := range times {
 				sum += d
 			}
 			mean := sum / float64(len(times))
-			slices.Sort(times)
 			median := times[len(times)/2]
 			if len(times)%2 == 0 {
 				median = (times[len(times)/2-1] + median) / 2

@@ -30,26 +30,34 @@ const (
 	noStep              = 0
 )
 
-// foldFunnel folds rows as funnelTallies does, and writes the tallies as
-// "value: counts times-into-each-step (s)", one line per value, values sorted.
+// foldFunnel folds rows as funnelTallies does, and writes the tallies as talliesText.
 func foldFunnel(spec funnelSpec, maxBytes int, rows []funnelRow) (string, error) {
+	tallies, err := foldTallies(spec, maxBytes, rows)
+	if err != nil {
+		return "", err
+	}
+	return talliesText(tallies), nil
+}
+
+// foldTallies folds rows as funnelTallies does.
+func foldTallies(spec funnelSpec, maxBytes int, rows []funnelRow) (map[string]*funnelTally, error) {
 	fold := newFunnelFold(spec, maxBytes)
 	current := ""
 	for _, r := range rows {
 		if r.person != current {
 			if err := fold.endPerson(); err != nil {
-				return "", err
+				return nil, err
 			}
 			current = r.person
 		}
 		if err := fold.add(r.minute*60e6, r.steps, r.value); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
 	if err := fold.endPerson(); err != nil {
-		return "", err
+		return nil, err
 	}
-	return talliesText(fold.tallies), nil
+	return fold.tallies, nil
 }
 
 // talliesText writes tallies as "value: counts times-into-each-step (s)", one line per
@@ -436,13 +444,11 @@ func testFunnelsQuery(t *testing.T, squashed bool) {
 	}
 }
 
-// A funnel's reader (DuckDB's Arrow reader in builds with the duckdb_arrow tag, else
-// the driver's rows) hands its rows over a chunk of 2,048 at a time: a funnel of more,
-// whose persons' events straddle chunks, tallies as the fold of the same rows in one
-// piece, ordered as the query orders them (by person, time and steps).
-func TestFunnelReadsChunks(t *testing.T) {
-	w := openTestWarehouse(t, filepath.Join(t.TempDir(), "hedge.duckdb"), Config{})
-	defer w.Close()
+// submitFunnelEvents stores 6,000 events of 300 persons in w, each an A, B or C at
+// random over 14 days, and returns the funnel query of A, B and C over them (a window
+// of 2 days) and its rows as funnelsSQL's query orders them (by person, time, steps).
+func submitFunnelEvents(t *testing.T, w *Warehouse) (funnelQuery, funnelSpec, []funnelRow) {
+	t.Helper()
 	random := rand.New(rand.NewPCG(17, 2026))
 	names := []string{"A", "B", "C"}
 	start := at("2026-11-01T00:00:00Z")
@@ -454,7 +460,7 @@ func TestFunnelReadsChunks(t *testing.T) {
 			step, minute := random.IntN(3), int64(random.IntN(14*24*60))
 			events = append(events, Event{UUID: uuid.Must(uuid.NewV7()), TeamID: 1, Name: names[step], DistinctID: person,
 				Timestamp: start.Add(time.Duration(minute) * time.Minute), Properties: `{}`})
-			rows = append(rows, funnelRow{person: person, minute: minute, steps: 1 << step})
+			rows = append(rows, funnelRow{person: person, minute: start.Unix()/60 + minute, steps: 1 << step})
 		}
 	}
 	if err := w.Writer().Submit(&Batch{Events: events}); err != nil {
@@ -469,35 +475,44 @@ func TestFunnelReadsChunks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := w.Queries().funnelTallies(context.Background(), utc, query, spec)
+	return query, spec, rows
+}
+
+// sortedTimes sorts each step's conversion times of tallies, which are in the order
+// the persons were folded in, and returns them.
+func sortedTimes(tallies map[string]*funnelTally) map[string]*funnelTally {
+	for _, tally := range tallies {
+		for _, times := range tally.times {
+			slices.Sort(times)
+		}
+	}
+	return tallies
+}
+
+// A funnel's reader (DuckDB's Arrow reader in builds with the duckdb_arrow tag, else
+// the driver's rows) hands its rows over a chunk of 2,048 at a time: a funnel of more,
+// whose persons' events straddle chunks, tallies as the fold of the same rows in one
+// piece, ordered as the query orders them; so do its rows read unsorted and grouped.
+func TestFunnelReadsChunks(t *testing.T) {
+	w := openTestWarehouse(t, filepath.Join(t.TempDir(), "hedge.duckdb"), Config{})
+	defer w.Close()
+	query, spec, rows := submitFunnelEvents(t, w)
+	tallies, err := foldTallies(spec, 1<<30, rows)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The persons come in another order than their names': each step's times sorted.
-	sortTimes := func(tallies map[string]*funnelTally) {
-		for _, tally := range tallies {
-			for _, times := range tally.times {
-				slices.Sort(times)
-			}
+	want := talliesText(sortedTimes(tallies))
+	for _, grouped := range []bool{false, true} {
+		text := query.text
+		if !grouped {
+			text += " ORDER BY " + query.order
 		}
-	}
-	sortTimes(got)
-	fold := newFunnelFold(spec, 1<<30)
-	for i, r := range rows {
-		if i > 0 && r.person != rows[i-1].person {
-			if err := fold.endPerson(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := fold.add(start.UnixMicro()+r.minute*60e6, r.steps, ""); err != nil {
+		got, err := w.Queries().readFunnelTallies(context.Background(), utc, text, query, spec, grouped)
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := fold.endPerson(); err != nil {
-		t.Fatal(err)
-	}
-	sortTimes(fold.tallies)
-	if g, want := talliesText(got), talliesText(fold.tallies); g != want || !strings.Contains(want, "[300 ") {
-		t.Fatalf("the funnel read in chunks tallies\n%.300s\nwant\n%.300s", g, want)
+		if got := talliesText(sortedTimes(got)); got != want || !strings.Contains(want, "[300 ") {
+			t.Fatalf("the funnel read in chunks (grouped %t) tallies\n%.300s\nwant\n%.300s", grouped, got, want)
+		}
 	}
 }
