@@ -75,7 +75,7 @@ func serveCommand(args []string, stderr io.Writer) int {
 	fs.DurationVar(&cfg.insightCacheTTL, "insight-cache-ttl", admin.DefaultInsightCacheTTL, "how long an insight's computed result is served while its project has no new events")
 	fs.DurationVar(&cfg.warehouse.Query.Timeout, "query-timeout", warehouse.DefaultQueryTimeout, "how long a query of the query API may run")
 	fs.IntVar(&cfg.warehouse.Query.MaxRows, "query-max-rows", warehouse.DefaultQueryMaxRows, "how many rows a HogQL query may return")
-	fs.IntVar(&cfg.warehouse.Query.MaxBytes, "query-max-bytes", warehouse.DefaultQueryMaxBytes, "about how many bytes of values a query's answer may hold; past it the answer is 400")
+	fs.IntVar(&cfg.warehouse.Query.MaxBytes, "query-max-bytes", warehouse.DefaultQueryMaxBytes, "about how many bytes of values a query's answer may hold, and a funnel's state; past it the answer is 400 (a funnel's rows past it are read sorted by DuckDB rather than grouped)")
 	fs.IntVar(&cfg.warehouse.DistinctIDCacheSize, "distinct-id-cache-size", warehouse.DefaultDistinctIDCacheSize, "distinct ids whose person is kept in memory (about 230 bytes each); the others are read from the database as events and flag requests name them")
 	fs.StringVar(&cfg.warehouse.MemoryLimit, "duckdb-memory-limit", warehouse.DefaultMemoryLimit, "DuckDB's memory_limit; its resident memory runs about 450 MB above it under full ingest load, and large queries run faster with more")
 	fs.Int64Var(&cfg.edge.MaxInflightBytes, "max-inflight-bytes", edge.DefaultMaxInflightBytes, "bytes of request bodies and decompressed payloads held at once, at most; past it capture answers 503")
