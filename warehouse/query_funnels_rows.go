@@ -100,10 +100,9 @@ type funnelRows struct {
 }
 
 func (r *funnelRows) add(person uint64, at, steps int64, value string) error {
+	mask := uint64(steps)
 	if r.query.packedBits > 0 {
-		var unpacked uint64
-		at, unpacked = r.query.unpack(at)
-		steps = int64(unpacked)
+		at, mask = r.query.unpack(at)
 	}
 	if person != r.current {
 		if err := r.fold.endPerson(); err != nil {
@@ -111,7 +110,7 @@ func (r *funnelRows) add(person uint64, at, steps int64, value string) error {
 		}
 		r.current = person
 	}
-	return r.fold.add(at, uint64(steps), value)
+	return r.fold.add(at, mask, value)
 }
 
 func (r *funnelRows) end() error { return r.fold.endPerson() }
@@ -159,10 +158,12 @@ type funnelBlock struct {
 }
 
 // The bytes funnelGroups counts for a row, a block and a person (their slot, with the
-// table's free ones); the rows a block holds, and the blocks a slab holds.
+// table's free ones); the rows a block holds, and the blocks a slab holds. A person of
+// one row takes a block: 16 rows make one of 136 bytes, as fast to fill as 32 and half
+// the size; 8 were slower.
 const (
 	funnelRowBytes    = 8
-	funnelBlockRows   = 32
+	funnelBlockRows   = 16
 	funnelSlabBlocks  = 4096
 	funnelBlockBytes  = funnelBlockRows*funnelRowBytes + 8
 	funnelPersonBytes = 32

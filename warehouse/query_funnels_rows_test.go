@@ -92,10 +92,10 @@ func TestFunnelGroups(t *testing.T) {
 	if !errors.Is(err, errFunnelGroupsFull) {
 		t.Fatalf("rows past the budget: %v", err)
 	}
-	// 64 rows of a person fill two blocks, within the budget; their copy and the sort's
-	// are not.
+	// A person's rows that fill two blocks are within the budget; their copy and the
+	// sort's are not.
 	blocks := newFunnelGroups(query, newFunnelFold(spec, 1<<30), 2*funnelBlockBytes+funnelPersonBytes+100)
-	for i := range int64(64) {
+	for i := range int64(2 * funnelBlockRows) {
 		if err := blocks.add(1, (64-i)<<3|1, 0, ""); err != nil {
 			t.Fatal(err)
 		}
