@@ -99,3 +99,15 @@ func (p *loweredPool) thread() {
 		f()
 	}
 }
+
+// runAlongside runs f on a thread of nice's pool as soon as one is idle, without its
+// caller waiting for one (a goroutine waits); with nice <= 0, on a goroutine of its own.
+// A caller that needs f's work done must not wait for f to start: the threads may all
+// be running callers like it.
+func runAlongside(nice int, f func()) {
+	if nice <= 0 {
+		go f()
+		return
+	}
+	go loweredPoolOf(nice).run(f)
+}

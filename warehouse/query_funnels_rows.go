@@ -1,12 +1,14 @@
 package warehouse
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 )
 
 // funnelTallies runs a funnel's query and folds its rows, each person's in time order,
@@ -39,7 +41,7 @@ func (q *Queries) readFunnelTallies(ctx context.Context, scope Scope, text strin
 		fold = newFunnelFold(spec, q.maxBytes)
 		var sink funnelSink = &funnelRows{query: query, fold: fold}
 		if grouped {
-			sink = newFunnelGroups(query, fold, q.maxBytes)
+			sink = newFunnelGroups(query, fold, q.maxBytes, func(f func()) { runAlongside(q.nice, f) })
 		}
 		return nil, conn.Raw(func(driverConn any) error { return q.readFunnel(ctx, driverConn, text, query, sink) })
 	})
@@ -133,6 +135,9 @@ type funnelGroups struct {
 	query  funnelQuery
 	fold   *funnelFold
 	budget int
+	// alongside runs a function on another thread of the query's priority as soon as
+	// one is free, without waiting for it (runAlongside).
+	alongside func(func())
 	// A person is at the first slot from hash & mask on that holds them or is free.
 	// At most half the slots are taken. A slot holds the person's blocks itself: a
 	// row then reads two places of memory, its slot and its block.
@@ -169,9 +174,9 @@ const (
 	funnelPersonBytes = 32
 )
 
-func newFunnelGroups(query funnelQuery, fold *funnelFold, budget int) *funnelGroups {
+func newFunnelGroups(query funnelQuery, fold *funnelFold, budget int, alongside func(func())) *funnelGroups {
 	const slots = 1 << 12
-	return &funnelGroups{query: query, fold: fold, budget: budget, slots: make([]funnelSlot, slots), mask: slots - 1}
+	return &funnelGroups{query: query, fold: fold, budget: budget, alongside: alongside, slots: make([]funnelSlot, slots), mask: slots - 1}
 }
 
 func (g *funnelGroups) charge(n int) error {
@@ -259,13 +264,61 @@ func (g *funnelGroups) block(i int32) *funnelBlock {
 	return &g.slabs[(i-1)/funnelSlabBlocks][(i-1)%funnelSlabBlocks]
 }
 
-// end sorts each person's rows and folds them, person after person (in the table's
-// order: the tallies do not depend on it).
+// end sorts each person's rows and folds them: the table's two halves at once, the
+// second on another thread when one is free (alongside: 2.6M rows, 80 ms on one thread),
+// into a fold of its own whose tallies it then adds to the fold's. The tallies do not
+// depend on the order the persons are folded in. Each half may hold half the budget
+// left for its copies of a person's rows, and the second fold as much as the first.
 func (g *funnelGroups) end() error {
+	half := len(g.slots) / 2
+	budgets := [2]int{g.budget / 2, g.budget / 2}
+	second := newFunnelFold(g.fold.spec, g.fold.limit)
+	var claimed atomic.Bool // by the thread that folds the second half
+	done := make(chan error, 1)
+	g.alongside(func() {
+		if !claimed.CompareAndSwap(false, true) {
+			return
+		}
+		// A panic here, on a thread of its own, would end the process.
+		defer func() {
+			if p := recover(); p != nil {
+				done <- fmt.Errorf("the funnel's fold panicked: %v", p)
+			}
+		}()
+		done <- g.foldSlots(g.slots[half:], second, &budgets[1])
+	})
+	err := g.foldSlots(g.slots[:half], g.fold, &budgets[0])
+	// The second half not begun yet (no thread was free) is folded here.
+	var secondErr error
+	if claimed.CompareAndSwap(false, true) {
+		secondErr = g.foldSlots(g.slots[half:], second, &budgets[1])
+	} else {
+		secondErr = <-done
+	}
+	if err := cmp.Or(err, secondErr); err != nil {
+		return err
+	}
+	for value, t := range second.tallies {
+		into := g.fold.tallies[value]
+		if into == nil {
+			g.fold.tallies[value] = t
+			continue
+		}
+		for s := range t.counts {
+			into.counts[s] += t.counts[s]
+			into.times[s] = append(into.times[s], t.times[s]...)
+		}
+	}
+	return nil
+}
+
+// foldSlots sorts the rows of each person of slots and folds them into fold, charging
+// its copies of them to budget.
+func (g *funnelGroups) foldSlots(slots []funnelSlot, fold *funnelFold, budget *int) error {
 	var sorter runSorter
 	var rows []int64
 	held := 0 // the bytes of rows and of the sorter's scratch, charged as they grow
-	for _, slot := range g.slots {
+	for _, slot := range slots {
 		if slot.first == 0 {
 			continue
 		}
@@ -279,18 +332,18 @@ func (g *funnelGroups) end() error {
 		}
 		sorter.sort(rows)
 		if grown := (cap(rows) + cap(sorter.scratch)) * funnelRowBytes; grown > held {
-			if err := g.charge(grown - held); err != nil {
-				return err
+			if *budget -= grown - held; *budget < 0 {
+				return errFunnelGroupsFull
 			}
 			held = grown
 		}
 		for _, atSteps := range rows {
 			at, steps := g.query.unpack(atSteps)
-			if err := g.fold.add(at, steps, ""); err != nil {
+			if err := fold.add(at, steps, ""); err != nil {
 				return err
 			}
 		}
-		if err := g.fold.endPerson(); err != nil {
+		if err := fold.endPerson(); err != nil {
 			return err
 		}
 	}

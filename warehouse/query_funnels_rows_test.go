@@ -57,16 +57,24 @@ func TestFunnelGroups(t *testing.T) {
 	}
 	random.Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
 
-	grouped := newFunnelFold(spec, 1<<30)
-	groups := newFunnelGroups(query, grouped, 1<<30)
-	for _, r := range rows {
-		if err := groups.add(r.person, r.atSteps, r.atSteps, ""); err != nil {
+	group := func(alongside func(func())) (map[string]*funnelTally, int) {
+		t.Helper()
+		fold := newFunnelFold(spec, 1<<30)
+		groups := newFunnelGroups(query, fold, 1<<30, alongside)
+		for _, r := range rows {
+			if err := groups.add(r.person, r.atSteps, r.atSteps, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := groups.end(); err != nil {
 			t.Fatal(err)
 		}
+		return sortedTimes(fold.tallies), len(groups.slots)
 	}
-	if err := groups.end(); err != nil {
-		t.Fatal(err)
-	}
+	// The second half folded on a thread of its own, or by end itself when no thread
+	// takes it.
+	alongside, slots := group(func(f func()) { go f() })
+	inlined, _ := group(func(func()) {})
 	slices.SortFunc(rows, func(a, b row) int { return cmp.Or(cmp.Compare(a.person, b.person), cmp.Compare(a.atSteps, b.atSteps)) })
 	sorted := newFunnelFold(spec, 1<<30)
 	folded := &funnelRows{query: query, fold: sorted}
@@ -78,11 +86,15 @@ func TestFunnelGroups(t *testing.T) {
 	if err := folded.end(); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := talliesText(sortedTimes(grouped.tallies)), talliesText(sortedTimes(sorted.tallies)); got != want || len(groups.slots) <= 4096 {
-		t.Fatalf("grouped (%d slots):\n%.300s\nsorted:\n%.300s", len(groups.slots), got, want)
+	want := talliesText(sortedTimes(sorted.tallies))
+	if got := talliesText(alongside); got != want || slots <= 4096 {
+		t.Fatalf("grouped (%d slots):\n%.300s\nsorted:\n%.300s", slots, got, want)
+	}
+	if got := talliesText(inlined); got != want {
+		t.Fatalf("grouped, folded on one thread:\n%.300s\nsorted:\n%.300s", got, want)
 	}
 
-	small := newFunnelGroups(query, newFunnelFold(spec, 1<<30), 4*funnelBlockBytes)
+	small := newFunnelGroups(query, newFunnelFold(spec, 1<<30), 4*funnelBlockBytes, func(f func()) { go f() })
 	var err error
 	for _, r := range rows {
 		if err = small.add(r.person, r.atSteps, r.atSteps, ""); err != nil {
@@ -94,7 +106,7 @@ func TestFunnelGroups(t *testing.T) {
 	}
 	// A person's rows that fill two blocks are within the budget; their copy and the
 	// sort's are not.
-	blocks := newFunnelGroups(query, newFunnelFold(spec, 1<<30), 2*funnelBlockBytes+funnelPersonBytes+100)
+	blocks := newFunnelGroups(query, newFunnelFold(spec, 1<<30), 2*funnelBlockBytes+funnelPersonBytes+100, func(func()) {})
 	for i := range int64(2 * funnelBlockRows) {
 		if err := blocks.add(1, (64-i)<<3|1, 0, ""); err != nil {
 			t.Fatal(err)
