@@ -246,7 +246,9 @@ func (g *funnelGroups) grow() {
 	}
 }
 
-// newBlock takes an empty block and returns 1 + its index.
+// newBlock takes an empty block and returns 1 + its index. A slab is made with room
+// for all its blocks and never grows past it, so a pointer to a block (add holds one
+// while it takes the next) stays valid.
 func (g *funnelGroups) newBlock() (int32, error) {
 	if err := g.charge(funnelBlockBytes); err != nil {
 		return 0, err
