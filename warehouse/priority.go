@@ -75,39 +75,49 @@ func loweredPoolOf(nice int) *loweredPool {
 	return p.(*loweredPool)
 }
 
-// run hands f to an idle thread of the pool, starts one when none is idle and the pool
-// has room, and else waits for one to be idle.
+// run hands f to an idle thread of the pool, starts one for it when none is idle and
+// the pool has room, and else waits for one to be idle.
 func (p *loweredPool) run(f func()) {
+	if !p.tryRun(f) {
+		p.work <- f
+	}
+}
+
+// tryRun hands f to an idle thread of the pool, or starts one for it when the pool has
+// room, and reports whether it did; it never waits for a thread.
+func (p *loweredPool) tryRun(f func()) bool {
 	select {
 	case p.work <- f:
-		return
+		return true
 	default:
 	}
 	p.mu.Lock()
-	if p.threads < loweredThreadsPerPool {
-		p.threads++
-		go p.thread()
+	defer p.mu.Unlock()
+	if p.threads >= loweredThreadsPerPool {
+		return false
 	}
-	p.mu.Unlock()
-	p.work <- f
+	p.threads++
+	go p.thread(f)
+	return true
 }
 
-func (p *loweredPool) thread() {
+// thread runs first, then the functions sent to the pool's work.
+func (p *loweredPool) thread(first func()) {
 	runtime.LockOSThread() // for the life of the process: see loweredPool
 	lowerThreadPriority(p.nice)
+	first()
 	for f := range p.work {
 		f()
 	}
 }
 
-// runAlongside runs f on a thread of nice's pool as soon as one is idle, without its
-// caller waiting for one (a goroutine waits); with nice <= 0, on a goroutine of its own.
-// A caller that needs f's work done must not wait for f to start: the threads may all
-// be running callers like it.
-func runAlongside(nice int, f func()) {
+// tryAlongside starts f on a thread of nice's pool, idle or new, and reports whether
+// it did: when every thread of the pool is busy it does not wait, and the caller does
+// f's work itself. With nice <= 0 f runs on a goroutine of its own.
+func tryAlongside(nice int, f func()) bool {
 	if nice <= 0 {
 		go f()
-		return
+		return true
 	}
-	go loweredPoolOf(nice).run(f)
+	return loweredPoolOf(nice).tryRun(f)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -90,4 +91,33 @@ func TestDuckDBWorkersLowered(t *testing.T) {
 	if after-before < 3 || normal == 0 {
 		t.Fatalf("%d more threads at nice %d (%d at %d): want DuckDB's 3 workers lowered", after-before, DefaultQueryNice, normal, base)
 	}
+}
+
+// tryAlongside starts its function on a thread of the pool at the pool's nice while the
+// pool has a thread idle or room for one, and else answers false at once, never
+// waiting; a thread that is done takes the next function.
+func TestTryAlongside(t *testing.T) {
+	const nice = 17 // a pool of its own
+	if base := niceOf(t, unix.Gettid()); base >= nice {
+		t.Skipf("the test runs at nice %d already", base)
+	}
+	release := make(chan struct{})
+	started := make(chan int)
+	for i := range loweredThreadsPerPool {
+		if !tryAlongside(nice, func() { started <- niceOf(t, unix.Gettid()); <-release }) {
+			t.Fatalf("function %d not started with the pool not full", i)
+		}
+		if got := <-started; got != nice {
+			t.Fatalf("function %d ran at nice %d", i, got)
+		}
+	}
+	if tryAlongside(nice, func() { t.Error("a function ran with every thread busy") }) {
+		t.Fatal("started with every thread busy")
+	}
+	close(release)
+	ran := make(chan struct{})
+	for !tryAlongside(nice, func() { close(ran) }) {
+		runtime.Gosched() // until a released thread is idle
+	}
+	<-ran
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync/atomic"
 )
 
 // funnelTallies runs a funnel's query and folds its rows, each person's in time order,
@@ -41,7 +40,7 @@ func (q *Queries) readFunnelTallies(ctx context.Context, scope Scope, text strin
 		fold = newFunnelFold(spec, q.maxBytes)
 		var sink funnelSink = &funnelRows{query: query, fold: fold}
 		if grouped {
-			sink = newFunnelGroups(query, fold, q.maxBytes, func(f func()) { runAlongside(q.nice, f) })
+			sink = newFunnelGroups(query, fold, q.maxBytes, func(f func()) bool { return tryAlongside(q.nice, f) })
 		}
 		return nil, conn.Raw(func(driverConn any) error { return q.readFunnel(ctx, driverConn, text, query, sink) })
 	})
@@ -135,9 +134,9 @@ type funnelGroups struct {
 	query  funnelQuery
 	fold   *funnelFold
 	budget int
-	// alongside runs a function on another thread of the query's priority as soon as
-	// one is free, without waiting for it (runAlongside).
-	alongside func(func())
+	// alongside starts a function on another thread of the query's priority and
+	// reports whether it did, never waiting for one (tryAlongside).
+	alongside func(func()) bool
 	// A person is at the first slot from hash & mask on that holds them or is free.
 	// At most half the slots are taken. A slot holds the person's blocks itself: a
 	// row then reads two places of memory, its slot and its block.
@@ -174,7 +173,7 @@ const (
 	funnelPersonBytes = 32
 )
 
-func newFunnelGroups(query funnelQuery, fold *funnelFold, budget int, alongside func(func())) *funnelGroups {
+func newFunnelGroups(query funnelQuery, fold *funnelFold, budget int, alongside func(func()) bool) *funnelGroups {
 	const slots = 1 << 12
 	return &funnelGroups{query: query, fold: fold, budget: budget, alongside: alongside, slots: make([]funnelSlot, slots), mask: slots - 1}
 }
@@ -267,7 +266,8 @@ func (g *funnelGroups) block(i int32) *funnelBlock {
 }
 
 // end sorts each person's rows and folds them: the table's two halves at once, the
-// second on another thread when one is free (alongside: 2.6M rows, 80 ms on one thread),
+// second on another thread when one is free, else after the first (alongside: 2.6M
+// rows, 80 ms on one thread),
 // into a fold of its own whose tallies it then adds to the fold's. The tallies do not
 // depend on the order the persons are folded in. Each half may hold half the budget
 // left for its copies of a person's rows, and the second fold as much as the first.
@@ -275,27 +275,23 @@ func (g *funnelGroups) end() error {
 	half := len(g.slots) / 2
 	budgets := [2]int{g.budget / 2, g.budget / 2}
 	second := newFunnelFold(g.fold.spec, g.fold.limit)
-	var claimed atomic.Bool // by the thread that folds the second half
+	foldSecond := func() error { return g.foldSlots(g.slots[half:], second, &budgets[1]) }
 	done := make(chan error, 1)
-	g.alongside(func() {
-		if !claimed.CompareAndSwap(false, true) {
-			return
-		}
+	alongside := g.alongside(func() {
 		// A panic here, on a thread of its own, would end the process.
 		defer func() {
 			if p := recover(); p != nil {
 				done <- fmt.Errorf("the funnel's fold panicked: %v", p)
 			}
 		}()
-		done <- g.foldSlots(g.slots[half:], second, &budgets[1])
+		done <- foldSecond()
 	})
 	err := g.foldSlots(g.slots[:half], g.fold, &budgets[0])
-	// The second half not begun yet (no thread was free) is folded here.
 	var secondErr error
-	if claimed.CompareAndSwap(false, true) {
-		secondErr = g.foldSlots(g.slots[half:], second, &budgets[1])
-	} else {
+	if alongside {
 		secondErr = <-done
+	} else { // no thread was free
+		secondErr = foldSecond()
 	}
 	if err := cmp.Or(err, secondErr); err != nil {
 		return err

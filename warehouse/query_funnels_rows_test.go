@@ -57,7 +57,7 @@ func TestFunnelGroups(t *testing.T) {
 	}
 	random.Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
 
-	group := func(alongside func(func())) (map[string]*funnelTally, int) {
+	group := func(alongside func(func()) bool) (map[string]*funnelTally, int) {
 		t.Helper()
 		fold := newFunnelFold(spec, 1<<30)
 		groups := newFunnelGroups(query, fold, 1<<30, alongside)
@@ -73,8 +73,8 @@ func TestFunnelGroups(t *testing.T) {
 	}
 	// The second half folded on a thread of its own, or by end itself when no thread
 	// takes it.
-	alongside, slots := group(func(f func()) { go f() })
-	inlined, _ := group(func(func()) {})
+	alongside, slots := group(func(f func()) bool { go f(); return true })
+	inlined, _ := group(func(func()) bool { return false })
 	slices.SortFunc(rows, func(a, b row) int { return cmp.Or(cmp.Compare(a.person, b.person), cmp.Compare(a.atSteps, b.atSteps)) })
 	sorted := newFunnelFold(spec, 1<<30)
 	folded := &funnelRows{query: query, fold: sorted}
@@ -94,7 +94,7 @@ func TestFunnelGroups(t *testing.T) {
 		t.Fatalf("grouped, folded on one thread:\n%.300s\nsorted:\n%.300s", got, want)
 	}
 
-	small := newFunnelGroups(query, newFunnelFold(spec, 1<<30), 4*funnelBlockBytes, func(f func()) { go f() })
+	small := newFunnelGroups(query, newFunnelFold(spec, 1<<30), 4*funnelBlockBytes, func(f func()) bool { go f(); return true })
 	var err error
 	for _, r := range rows {
 		if err = small.add(r.person, r.atSteps, r.atSteps, ""); err != nil {
@@ -106,7 +106,7 @@ func TestFunnelGroups(t *testing.T) {
 	}
 	// A person's rows that fill two blocks are within the budget; their copy and the
 	// sort's are not.
-	blocks := newFunnelGroups(query, newFunnelFold(spec, 1<<30), 2*funnelBlockBytes+funnelPersonBytes+100, func(func()) {})
+	blocks := newFunnelGroups(query, newFunnelFold(spec, 1<<30), 2*funnelBlockBytes+funnelPersonBytes+100, func(func()) bool { return false })
 	for i := range int64(2 * funnelBlockRows) {
 		if err := blocks.add(1, (64-i)<<3|1, 0, ""); err != nil {
 			t.Fatal(err)
