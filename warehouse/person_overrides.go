@@ -29,6 +29,13 @@ const insertOverridesSQL = `INSERT INTO person_overrides
 	SELECT unnest($1::BIGINT[]), unnest($2::VARCHAR[])::UUID, unnest($3::VARCHAR[])::UUID
 	ON CONFLICT (team_id, old_person_id) DO UPDATE SET person_id = excluded.person_id`
 
+// repointOverridesSQL points the overrides of merged persons at the persons they were
+// merged into, given as parallel lists of projects ($1), merged persons ($2, each once)
+// and persons ($3).
+const repointOverridesSQL = `UPDATE person_overrides SET person_id = m.person_id
+	FROM (SELECT unnest($1::BIGINT[]) AS team_id, unnest($2::VARCHAR[])::UUID AS merged_id, unnest($3::VARCHAR[])::UUID AS person_id) m
+	WHERE person_overrides.team_id = m.team_id AND person_overrides.person_id = m.merged_id`
+
 // flushOverrides writes the person overrides of the commit: the events that carry a
 // person id other than their distinct id's person now are counted for the latter
 // through person_overrides (queries read nothing else of the mapping). Events carry
@@ -58,24 +65,34 @@ func (x *identity) flushOverrides(exec func(query string, args ...any) error) er
 	}
 	overrides := make(map[overrideKey]uuid.UUID, len(x.delta.merged)+len(x.delta.adopted))
 	for from, m := range x.delta.merged {
-		to := final(m.into)
-		overrides[overrideKey{m.team, from}] = to
-		if err := exec(`UPDATE person_overrides SET person_id = ?::UUID WHERE team_id = ? AND person_id = ?::UUID`,
-			to.String(), m.team, from.String()); err != nil {
-			return fmt.Errorf("cannot point the overrides of merged person %s at %s: %w", from, to, err)
+		overrides[overrideKey{m.team, from}] = final(m.into)
+	}
+	if len(overrides) > 0 {
+		// The rows that pointed at a person merged away point at its survivor: the
+		// merged persons are the overrides so far.
+		teams, merged, persons := overrideLists(overrides)
+		if err := exec(repointOverridesSQL, teams, merged, persons); err != nil {
+			return fmt.Errorf("cannot point the overrides of %d merged persons at their survivors: %w", len(overrides), err)
 		}
 	}
 	for k, id := range x.delta.adopted {
 		overrides[k] = final(id)
 	}
-	teams, olds, persons := make([]int64, 0, len(overrides)), make([]string, 0, len(overrides)), make([]string, 0, len(overrides))
-	for k, id := range overrides {
-		teams, olds, persons = append(teams, k.team), append(olds, k.old.String()), append(persons, id.String())
-	}
+	teams, olds, persons := overrideLists(overrides)
 	if err := exec(insertOverridesSQL, teams, olds, persons); err != nil {
 		return fmt.Errorf("cannot write %d person overrides: %w", len(overrides), err)
 	}
 	return nil
+}
+
+// overrideLists are overrides as parallel lists of projects, old person ids and person
+// ids, as the statements above take them.
+func overrideLists(overrides map[overrideKey]uuid.UUID) (teams []int64, olds, persons []string) {
+	teams, olds, persons = make([]int64, 0, len(overrides)), make([]string, 0, len(overrides)), make([]string, 0, len(overrides))
+	for k, id := range overrides {
+		teams, olds, persons = append(teams, k.team), append(olds, k.old.String()), append(persons, id.String())
+	}
+	return teams, olds, persons
 }
 
 // squashDue reports whether the Writer should squash the person overrides now: at most
