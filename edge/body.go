@@ -320,19 +320,18 @@ var gzipReaders sync.Pool
 
 // gunzip appends the decompression of src to dst, at most maxPayload bytes.
 //
-// A gzip member ends with the size of its data (modulo 4 GB), which the decompressor
-// checks at the end. A payload that says it is larger than maxPayload is refused
-// before it is decompressed: it is either too large or corrupt. Otherwise the size is
-// where decompression starts, in one array when it is true: the bytes come as fast as
-// the CPU makes them, so no client can hold that room by stalling, and a size that
-// lies ends the payload as corrupt, or costs the growth any unknown size does.
+// The header is read first: a body that is not gzip is corrupt, whatever its last
+// bytes say. A gzip member ends with the size of its data (modulo 4 GB), which the
+// decompressor checks at the end. The size is where decompression starts, in one
+// array when it is true: the bytes come as fast as the CPU makes them, so no client
+// can hold that room by stalling, and a size that lies ends the payload as corrupt, or
+// costs the growth any unknown size does. A payload that says it is larger than
+// maxPayload is either that large or corrupt, and only decompressing it tells which
+// (oversized): an SDK told "too large" splits its batch and sends it again, forever if
+// the truth was "corrupt".
 func gunzip(src, dst []byte, res *reservation) ([]byte, error) {
 	if len(src) < 18 { // a header and a trailer
 		return dst, errBadGzip
-	}
-	size := int(binary.LittleEndian.Uint32(src[len(src)-4:]))
-	if size >= maxPayload {
-		return dst, errPayloadTooLarge
 	}
 	zr, _ := gzipReaders.Get().(*gzip.Reader)
 	var err error
@@ -345,6 +344,10 @@ func gunzip(src, dst []byte, res *reservation) ([]byte, error) {
 		return dst, errBadGzip
 	}
 	defer gzipReaders.Put(zr)
+	size := int(binary.LittleEndian.Uint32(src[len(src)-4:]))
+	if size >= maxPayload {
+		return dst, oversized(zr)
+	}
 	dst, err = readAll(zr, dst, maxPayload, res, size, size+1) // +1 to see EOF without another round
 	switch {
 	case errors.Is(err, errBodyTooLarge):
@@ -355,6 +358,18 @@ func gunzip(src, dst []byte, res *reservation) ([]byte, error) {
 		return dst, errBadGzip
 	}
 	return dst, nil
+}
+
+// oversized tells a payload whose trailer says maxPayload or more apart: too large
+// when it decompresses past maxPayload, else corrupt (a member that decompresses
+// whole within the limit cannot match such a trailer, which the reader checks). It
+// holds no more than io.Discard's pooled buffer, so it charges nothing to the budget;
+// its CPU is what a payload with a forged small size costs before readAll stops it.
+func oversized(zr *gzip.Reader) error {
+	if n, _ := io.Copy(io.Discard, io.LimitReader(zr, maxPayload+1)); n > maxPayload {
+		return errPayloadTooLarge
+	}
+	return errBadGzip // ended or failed within the limit: the trailer's size was false
 }
 
 // decodeBase64 appends the decoding of src to dst. It takes standard or URL-safe

@@ -182,7 +182,11 @@ func TestGunzip(t *testing.T) {
 	f(zeros(3*mb, 0), nil, 3*mb+1)                               // honest: one array
 	f(zeros(200*mb, 0), errPayloadTooLarge, 0)                   // honest and too large: refused at once
 	f(zeros(200*mb, 1000), errPayloadTooLarge, 4*maxPayload)     // forged small: stopped at the limit
-	f(zeros(1*mb, maxPayload), errPayloadTooLarge, 0)            // forged large: refused at once
+	f(zeros(1*mb, maxPayload), errBadGzip, 0)                    // forged large: decompressed holding nothing, corrupt
 	f(zeros(1*mb, 4*kb), errBadGzip, 4*mb)                       // forged small, within the limit: the decompressor checks it
 	f([]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0}, errBadGzip, 0) // no trailer
+	// Not gzip, or a gzip header and garbage: corrupt, whatever the last four bytes
+	// read as a size (here far more than maxPayload).
+	f([]byte("this is not gzip at all"), errBadGzip, 0)
+	f(append([]byte{0x1f, 0x8b, 8, 0}, bytes.Repeat([]byte{0xff}, 64)...), errBadGzip, 0)
 }

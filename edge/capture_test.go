@@ -424,6 +424,15 @@ func TestCaptureAnswers(t *testing.T) {
 	if a := env.send(t, "POST", "/batch/", nil, map[string]string{"Content-Encoding": "gzip"}); a.status != 400 || !strings.Contains(a.body, `"code":"no_data"`) {
 		t.Fatalf("an empty body announced as gzip: %d %s", a.status, a.body)
 	}
+	// A body announced as gzip that is not, or is garbage after a gzip header, is
+	// corrupt (400), not too large (413), whatever its last four bytes read as a size:
+	// an SDK told "too large" splits the batch and sends it again.
+	for _, body := range []string{"this is not gzip at all", "\x1f\x8b\x08\x00" + strings.Repeat("\xff", 64)} {
+		a := env.send(t, "POST", "/batch/", []byte(body), map[string]string{"Content-Encoding": "gzip"})
+		if a.status != 400 || !strings.Contains(a.body, `"code":"invalid_payload"`) || !strings.Contains(a.body, "not valid gzip") {
+			t.Fatalf("a corrupt body announced as gzip (%q): %d %s", body[:8], a.status, a.body)
+		}
+	}
 	if n := env.count(t, `SELECT count(*) FROM events`); n != 0 {
 		t.Fatalf("refused requests stored %d events", n)
 	}
