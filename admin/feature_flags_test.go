@@ -258,6 +258,39 @@ func TestFeatureFlagValidation(t *testing.T) {
 	})
 }
 
+// TestFeatureFlagLimits: what a flag and a project's flags may weigh, refused in DRF's
+// shape; a project at its limits still lists and deletes its flags, and has room again
+// once it has.
+func TestFeatureFlagLimits(t *testing.T) {
+	env := newTestEnv(t, "")
+	withPayload := func(key string, n int) string { // n bytes of payload: a JSON string
+		return fmt.Sprintf(`{"key":%q,"filters":{"groups":[{"properties":[]}],"payloads":{"true":"\"%s\""}}}`, key, strings.Repeat("p", n-2))
+	}
+	// Payloads of 4 × 524,000 bytes: 2,096,000, just under the project's 2 MB.
+	var ids []int64
+	for i := range 4 {
+		ids = append(ids, env.flag(t, withPayload(fmt.Sprintf("big-%d", i), 524_000)))
+	}
+	env.run(t, []scenario{
+		// The red team's payload, 3.5 MB: a flag's filters are 512 KB at most.
+		env.refused("a payload of 3.5 MB", "POST", env.flagPath(), withPayload("huge", 3_500_000), "filters", "invalid_input",
+			"Feature flag filters exceed maximum size of 512.0 KB. Current size: 3.3 MB. Please simplify conditions or reduce payload sizes."),
+		env.refused("past the project's payloads", "POST", env.flagPath(), withPayload("more", 2_000), "filters", "invalid_input",
+			"The payloads of this project's feature flags would exceed the maximum total size of 2.0 MB. Total size: 2.0 MB. "+
+				"Please reduce payload sizes or delete unused flags."),
+		{name: "listed", method: "GET", path: env.flagPath(), key: env.owner, status: 200, want: []string{`"count":4`}},
+		{name: "deleted", method: "PATCH", path: env.flagPath(ids[0]), key: env.owner, body: `{"deleted":true}`, status: 200,
+			want: []string{`"deleted":true`}},
+		{name: "room again", method: "POST", path: env.flagPath(), key: env.owner, body: withPayload("more", 2_000), status: 201},
+		env.refused("restored past the project's payloads", "PATCH", env.flagPath(ids[0]), `{"deleted":false}`, "filters", "invalid_input",
+			"The payloads of this project's feature flags would exceed the maximum total size of 2.0 MB. Total size: 2.0 MB. "+
+				"Please reduce payload sizes or delete unused flags."),
+		env.refused("too many condition sets", "POST", env.flagPath(),
+			`{"key":"many","filters":{"groups":[`+strings.TrimSuffix(strings.Repeat(`{"properties":[]},`, 101), ",")+`]}}`,
+			"filters", "invalid_input", "Feature flags cannot have more than 100 condition sets."),
+	})
+}
+
 // The routes of flags, cohorts and definitions take other tenants' keys as every
 // project route does, and a key scoped to other projects gets PostHog's 403.
 func TestFeatureFlagsTenants(t *testing.T) {

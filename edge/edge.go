@@ -73,6 +73,10 @@ type Config struct {
 	// Locations gives a project's time zone, in which flags read dates written without
 	// one; nil, or a nil answer, is UTC.
 	Locations func(team int64) *time.Location
+	// FlagEvaluations is how many /flags/ evaluations of one project run at once
+	// (default: half the cores, at least one); a request that finds none free within
+	// 100 ms is answered 429.
+	FlagEvaluations int
 	// SDKAPI answers the management API's routes that server SDKs call on the host
 	// they send events to: flag definitions for local evaluation and remote config
 	// payloads, which personal API keys authenticate. nil: those routes are 404.
@@ -89,6 +93,7 @@ type Server struct {
 	bodyIdle time.Duration
 	overflow *overflowLimiter
 	flags    *flags.Store
+	slots    *flagSlots
 	people   *warehouse.Warehouse
 	location func(team int64) *time.Location
 	sdkAPI   fasthttp.RequestHandler
@@ -116,6 +121,7 @@ func New(cfg Config) *Server {
 		bodyIdle: cfg.BodyIdleTimeout,
 		overflow: newOverflowLimiter(cfg.OverflowRate, cfg.OverflowBurst),
 		flags:    cfg.Flags,
+		slots:    newFlagSlots(cfg.FlagEvaluations),
 		people:   cfg.People,
 		location: cfg.Locations,
 		sdkAPI:   cfg.SDKAPI,

@@ -31,6 +31,15 @@ import (
 // cache miss, the person, the groups, continuity overrides).
 const flagLookupTimeout = 2 * time.Second
 
+// flagEvaluationTimeout bounds the evaluation of one flags request, once it has its
+// project's slot (flagSlots): the flags not decided by then answer failed with the
+// reason timeout, and errorsWhileComputingFlags. Ordinary flags take microseconds; what
+// takes longer is flags made to be slow (thousands of backtracking patterns), which no
+// SDK waits for: with the reads and the wait for a slot, an answer comes within 3 s,
+// the SDKs' timeout. fasthttp does not tell a handler that its client has gone, so an
+// evaluation stops at this deadline, not before.
+const flagEvaluationTimeout = 500 * time.Millisecond
+
 // maxFlagsBody is the largest /flags/ body read: the size of a capture body.
 const maxFlagsBody = maxEventBody
 
@@ -125,6 +134,9 @@ var (
 		"The provided API key is invalid or has expired. Please check your API key and try again.")
 	errFlagsNoDistinctID = &captureError{status: http.StatusBadRequest,
 		body: []byte("The distinct_id field is missing from the request. Please include a valid identifier.")}
+	// errFlagsBusy: the project's evaluations are all running (flagSlots), in
+	// PostHog's words for a rate-limited flags request.
+	errFlagsBusy = newCaptureError(http.StatusTooManyRequests, "validation_error", "rate_limit_exceeded", "Rate limit exceeded")
 )
 
 func errFlagsUndecodable(reason string) *captureError {
@@ -276,24 +288,28 @@ func (s *Server) flagsRequest(ctx *fasthttp.RequestCtx, endpoint flagsEndpoint) 
 		s.writeFlags(ctx, endpoint, nil, false, &team)
 		return
 	}
-	results, failed := s.evaluate(team, r)
+	results, failed, busy := s.evaluate(team, r)
+	if busy {
+		s.answerFlags(ctx, errFlagsBusy)
+		return
+	}
 	s.writeFlags(ctx, endpoint, results, failed, &team)
 }
 
 // evaluate reads what r's flags depend on (the definitions, the person's and groups'
-// stored properties, continuity overrides) and evaluates them. A read that fails
-// leaves what it would have given out and reports errorsWhileComputingFlags.
-func (s *Server) evaluate(team int64, r *flags.Request) ([]flags.Result, bool) {
+// stored properties, continuity overrides) and evaluates them, within one of the
+// project's slots and flagEvaluationTimeout. A read that fails leaves what it would
+// have given out and reports errorsWhileComputingFlags; busy: no slot freed in time.
+func (s *Server) evaluate(team int64, r *flags.Request) (results []flags.Result, failed, busy bool) {
 	c, cancel := context.WithTimeout(context.Background(), flagLookupTimeout)
 	defer cancel()
 	defs, err := s.flags.Definitions(c, team)
 	if err != nil {
 		s.log.Warn("cannot read flag definitions", "team", team, "err", err)
-		return nil, true
+		return nil, true, false
 	}
-	failed := false
 	if !anyActive(defs) {
-		return nil, false
+		return nil, false, false
 	}
 	r.GroupTypes = s.people.GroupTypeNames(team)
 	if s.location != nil {
@@ -338,8 +354,14 @@ func (s *Server) evaluate(team int64, r *flags.Request) ([]flags.Result, bool) {
 		}
 		r.HashKeyOverrides = overrides
 	}
+	slot, ok := s.slots.acquire(team)
+	if !ok {
+		return nil, false, true
+	}
+	defer releaseSlot(slot)
+	r.Deadline = time.Now().Add(flagEvaluationTimeout)
 	results, errs := flags.Evaluate(defs, r)
-	return results, failed || errs
+	return results, failed || errs, false
 }
 
 func anyActive(d *flags.Definitions) bool {
@@ -547,6 +569,10 @@ func (s *Server) writeFlags(ctx *fasthttp.RequestCtx, endpoint flagsEndpoint, re
 	} else if len(args.Peek("v")) == 0 && len(args.Peek("config")) == 0 {
 		version, config = 2, true
 	}
+	if dropped := boundPayloads(results); dropped > 0 && team != nil {
+		s.log.Warn("a flags answer leaves out payloads past its limit", "team", *team, "payloads", dropped)
+		failed = true
+	}
 	answer := flagsAnswer{
 		ErrorsWhileComputingFlag: failed,
 		RequestID:                uuid.NewString(),
@@ -600,6 +626,25 @@ func (s *Server) writeFlags(ctx *fasthttp.RequestCtx, endpoint flagsEndpoint, re
 	ctx.SetContentType("application/json")
 	ctx.SetBody(body)
 	countFlagsRequest(fasthttp.StatusOK)
+}
+
+// boundPayloads leaves out (as null) the payloads of results past the first
+// flags.MaxProjectPayloadBytes of them, in the order of results, and says how many it
+// left out. The flags API keeps a project's payloads within that bound, so this only
+// holds back flags stored before it: their answer would be as large as their payloads.
+func boundPayloads(results []flags.Result) (dropped int) {
+	room := flags.MaxProjectPayloadBytes
+	for i := range results {
+		if p := results[i].Payload; p != nil {
+			if len(*p) > room {
+				results[i].Payload = nil
+				dropped++
+				continue
+			}
+			room -= len(*p)
+		}
+	}
+	return dropped
 }
 
 func detailsOf(r flags.Result) flagDetails {
@@ -725,7 +770,7 @@ func (s *Server) answerFlags(ctx *fasthttp.RequestCtx, err *captureError) {
 // Counters of the flag routes, beside capture's at /metrics.
 var flagsRequestsTotal = func() map[int]*metrics.Counter {
 	m := map[int]*metrics.Counter{}
-	for _, status := range []int{200, 204, 400, 401, 404, 405, 413, 503} {
+	for _, status := range []int{200, 204, 400, 401, 404, 405, 413, 429, 503} {
 		m[status] = metrics.NewCounter(fmt.Sprintf(`hedge_flags_requests_total{status="%d"}`, status))
 	}
 	return m

@@ -231,6 +231,9 @@ func (e *evaluator) evalCohort(j int) *evalError {
 	member := false
 	if !c.empty {
 		m, err := e.evalCohortNode(&c.root)
+		if err == errTimeout {
+			return err // undecided, not failed
+		}
 		if err != nil {
 			e.cohortMemo[j] = cohortFailed
 			return err
@@ -254,8 +257,10 @@ func (e *evaluator) evalCohortNode(n *cohortNode) (bool, *evalError) {
 		if f.typ == filterCohort {
 			m = e.cohortFilterMatch(f, e.cohortMemo[e.plan.cohortByID[f.cohort]] == cohortIn)
 		} else {
-			pr := &e.personBag()[f.key]
-			m = matchValue(f.op, &f.val, &pr.v, pr.set, &e.mc)
+			m = matchValue(f.op, &f.val, &e.personBag()[f.key], &e.mc)
+			if e.mc.meter.expired {
+				return false, errTimeout
+			}
 		}
 		return m != f.negation, nil
 	}

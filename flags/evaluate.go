@@ -53,6 +53,11 @@ type Request struct {
 	Now time.Time
 	// Location is the project's time zone for dates without one; nil: UTC.
 	Location *time.Location
+	// Deadline, when not zero, bounds the evaluation: the flags not decided by then
+	// answer failed, with the reason timeout. The work is weighed against it about every
+	// millisecond (see meter); a regex match under way, which cannot be stopped,
+	// finishes first.
+	Deadline time.Time
 }
 
 // Result is one flag's answer.
@@ -110,6 +115,7 @@ var (
 	errCohortCycle     = &evalError{"dependency_cycle_cohort", "Cohort dependency cycle detected"}
 	errCohortFilters   = &evalError{"cohort_filters_parsing_error", "Failed to parse cohort filters"}
 	errHashKeyOverride = &evalError{"hash_key_override_error", "Failed to fetch hash key override for experience continuity"}
+	errTimeout         = &evalError{"timeout", "Flag evaluation timed out"}
 )
 
 // reasonRank is a reason for not matching a condition, or a match, by rank: when no
@@ -136,7 +142,9 @@ const (
 // The order of one flag: early access decides first, then a holdout, then the
 // conditions in order (see evalFlag). A flag that depends on a flag that does not exist,
 // or in a cycle, answers disabled with missing_dependency. A flag that cannot be
-// evaluated (a missing cohort) answers failed; evaluation itself never fails.
+// evaluated (a missing cohort) answers failed; evaluation itself never fails. Past
+// r.Deadline the flags not yet decided answer failed with the reason timeout: the
+// answer holds the flags decided so far, and errorsWhileComputing.
 func Evaluate(d *Definitions, r *Request) (results []Result, errorsWhileComputing bool) {
 	if d == nil || r == nil || len(d.Flags) == 0 {
 		return nil, r != nil && r.HashKeyOverrideError
@@ -188,6 +196,7 @@ func newEvaluator(p *plan, r *Request) *evaluator {
 	if e.mc.loc == nil {
 		e.mc.loc = time.UTC
 	}
+	e.mc.meter.start(r.Deadline)
 	e.person = resize(e.person, len(p.personKeys))
 	e.personReady = false
 	e.groupReady = [5]bool{}
@@ -263,9 +272,12 @@ func (e *evaluator) run() ([]Result, bool) {
 			continue
 		}
 		var res Result
-		if e.broken[i] {
+		switch {
+		case e.broken[i]:
 			res = e.missingDependency(i)
-		} else {
+		case e.mc.meter.spend(flagUnits):
+			res = e.failure(i, errTimeout)
+		default:
 			res = e.evalFlag(i)
 		}
 		if res.Failed {
@@ -466,6 +478,8 @@ func (e *evaluator) evalFlag(i int) Result {
 			rank = rankOutOfRollout
 		case c.agg >= 0 && !e.hasGroup(c.agg):
 			skippedGroups = true
+		case e.mc.meter.spend(conditionUnits):
+			return e.failure(i, errTimeout)
 		default:
 			matched, got, err := e.condMatch(fp, c)
 			if err != nil {
@@ -526,8 +540,7 @@ func (e *evaluator) condMatch(fp *flagPlan, c *condPlan) (bool, reasonRank, *eva
 		var ok bool
 		switch f.typ {
 		case filterPerson:
-			pr := &e.personBag()[f.key]
-			ok = matchValue(f.op, &f.val, &pr.v, pr.set, &e.mc)
+			ok = matchValue(f.op, &f.val, &e.personBag()[f.key], &e.mc)
 		case filterGroup:
 			pr := &unset
 			if !c.noGroups {
@@ -535,9 +548,12 @@ func (e *evaluator) condMatch(fp *flagPlan, c *condPlan) (bool, reasonRank, *eva
 					pr = &b[f.key]
 				}
 			}
-			ok = matchValue(f.op, &f.val, &pr.v, pr.set, &e.mc)
+			ok = matchValue(f.op, &f.val, pr, &e.mc)
 		case filterFlag:
 			ok = e.flagFilterMatch(f)
+		}
+		if e.mc.meter.expired {
+			return false, 0, errTimeout
 		}
 		if !ok {
 			return false, rankNoConditionMatch, nil

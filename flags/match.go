@@ -3,6 +3,7 @@ package flags
 import (
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -183,44 +184,118 @@ func compileValue(op operator, raw []byte) filterValue {
 }
 
 // matchContext is what the operators read besides the filter and the property: the
-// instant "now" and the project's time zone, for dates.
+// instant "now" and the project's time zone, for dates; and the meter of the
+// evaluation's work.
 type matchContext struct {
-	now time.Time
-	loc *time.Location
+	now   time.Time
+	loc   *time.Location
+	meter meter
 }
 
-// matchValue reports whether a property matches a filter: op and fv, against the
-// property's value v when present says it is set. An error (a value that is not a
-// number, a date or a version where one is needed, an invalid pattern or bounds) is a
-// non-match, for the "not" operators too; only an absent property makes them match.
-func matchValue(op operator, fv *filterValue, v *value, present bool, mc *matchContext) bool {
+// meter bounds the time of one evaluation without reading the clock for every filter.
+// Each flag, condition and filter spends units before its work, about a nanosecond's
+// worth each (a byte of text read or compared counts one), and the clock is read once
+// clockEvery units were spent since it last was: a request of ordinary flags reads it
+// only when it starts. Once the deadline has passed the meter stays expired, and the
+// evaluation answers the flags it has not decided with a timeout.
+type meter struct {
+	deadline time.Time // the zero time: none
+	spent    int
+	expired  bool
+}
+
+// Units of the meter: clockEvery (about a millisecond of work) between two readings of
+// the clock; what a flag or a condition (a hash) and what a filter cost besides the
+// text it reads; what each value of an exact list costs.
+const (
+	clockEvery     = 1 << 20
+	flagUnits      = 256
+	conditionUnits = 256
+	filterUnits    = 64
+	itemUnits      = 8
+)
+
+// start starts the meter of an evaluation that must end by deadline (zero: none).
+func (m *meter) start(deadline time.Time) {
+	m.deadline, m.spent = deadline, 0
+	m.expired = !deadline.IsZero() && !time.Now().Before(deadline)
+}
+
+// spend records work about to be done and reports whether the deadline has passed,
+// in which case the work is not to be done.
+func (m *meter) spend(units int) bool {
+	if m.expired {
+		return true
+	}
+	if m.spent += units; m.spent < clockEvery {
+		return false
+	}
+	m.spent = 0
+	m.expired = !m.deadline.IsZero() && !time.Now().Before(m.deadline)
+	return m.expired
+}
+
+// matchUnits is the meter's estimate of matching the text of v against fv with op.
+func matchUnits(op operator, fv *filterValue, v *value) int {
+	n := len(v.text())
+	switch op {
+	case opIcontains, opNotIcontains, opIcontainsMulti, opNotIcontainsMulti:
+		// icontains_multi spends for each value as it searches.
+		return filterUnits + min(n, maxSearchText)
+	case opRegex, opNotRegex:
+		if fv.re != nil {
+			return filterUnits + fv.re.units(min(n, maxSearchText))
+		}
+	case opExact, opIsNot:
+		return filterUnits + n + len(fv.itemsLower)*itemUnits
+	}
+	return filterUnits + n
+}
+
+// matchValue reports whether a property pr (set or not) matches a filter: op and fv.
+// An error (a value that is not a number, a date or a version where one is needed, an
+// invalid pattern or bounds) is a non-match, for the "not" operators too; only an absent
+// property makes them match. The search operators (icontains, icontains_multi, regex
+// and their negations) read the first maxSearchText bytes of the property's text. The
+// work is spent on mc's meter first: when it has expired, matchValue answers false and
+// the caller, which checks the meter, fails the flag.
+func matchValue(op operator, fv *filterValue, pr *property, mc *matchContext) bool {
 	switch op {
 	case opIsSet:
-		return present // a property set to null is set
+		return pr.set // a property set to null is set
 	case opIsNotSet:
-		return !present
+		return !pr.set
 	}
 	if fv.null {
 		return false
 	}
-	if !present {
+	if !pr.set {
 		// Absent: the "not" operators match, the others do not.
 		return op.negated()
 	}
+	v := &pr.v
+	if mc.meter.spend(matchUnits(op, fv, v)) {
+		return false
+	}
 	switch op {
 	case opExact, opIsNot:
-		return exactMatch(fv, v) == (op == opExact)
+		return exactMatch(fv, pr) == (op == opExact)
 	case opIcontains, opNotIcontains:
-		return containsFoldASCII(v.text(), fv.asciiLower) == (op == opIcontains)
+		return strings.Contains(pr.searchLowerText(), fv.asciiLower) == (op == opIcontains)
 	case opStartsWith, opNotStartsWith:
 		return hasPrefixFoldASCII(v.text(), fv.asciiLower) == (op == opStartsWith)
 	case opEndsWith, opNotEndsWith:
 		return hasSuffixFoldASCII(v.text(), fv.asciiLower) == (op == opEndsWith)
 	case opIcontainsMulti, opNotIcontainsMulti:
-		text := v.text()
+		// One pass of strings.Contains (linear in the text) per value, over the text
+		// lowercased once.
+		text := pr.searchLowerText()
 		any := false
 		for _, s := range fv.multiLower {
-			if containsFoldASCII(text, s) {
+			if mc.meter.spend(len(text) + len(s)) {
+				return false
+			}
+			if strings.Contains(text, s) {
 				any = true
 				break
 			}
@@ -230,7 +305,7 @@ func matchValue(op operator, fv *filterValue, v *value, present bool, mc *matchC
 		if fv.re == nil {
 			return false // an invalid pattern matches nothing, negated or not
 		}
-		m, ok := fv.re.match(v.text())
+		m, ok := fv.re.match(searchText(v.text()))
 		if !ok {
 			return false // the match ran out of time
 		}
@@ -310,20 +385,19 @@ func matchValue(op operator, fv *filterValue, v *value, present bool, mc *matchC
 // case, or a list of only such, against everything else); when it is a list, whether
 // the property's text equals one element's, ignoring case; else whether the texts are
 // equal, ignoring case.
-func exactMatch(fv *filterValue, v *value) bool {
+func exactMatch(fv *filterValue, pr *property) bool {
 	if fv.truthyOrFalsy {
-		return truthy(v) == fv.truthy
+		return truthy(&pr.v) == fv.truthy
 	}
 	if fv.v.kind == kindArray {
-		text := v.text()
 		for _, item := range fv.itemsLower {
-			if equalLower(text, item) {
+			if pr.equalLower(item) {
 				return true
 			}
 		}
 		return false
 	}
-	return equalLower(v.text(), fv.lower)
+	return pr.equalLower(fv.lower)
 }
 
 // truthyOrFalsy reports whether v is a boolean, "true" or "false" in any case, or a

@@ -56,7 +56,7 @@ func TestOperatorCasesOnStoredProperties(t *testing.T) {
 		if c.Timezone != "" {
 			mc.loc = c.Location()
 		}
-		if got := matchValue(op, &fv, &v, true, &mc); got != c.Want {
+		if got := matchValue(op, &fv, &property{v: v, set: true}, &mc); got != c.Want {
 			t.Errorf("%s: %s %s against stored %s = %v, want %v", c.Name, c.Operator, c.Value, c.Property, got, c.Want)
 		}
 	}
@@ -134,7 +134,7 @@ func TestLowerUnicode(t *testing.T) {
 		if got := lowerUnicode(s); got != want {
 			t.Fatalf("lowerUnicode(%q) = %q, want %q", s, got, want)
 		}
-		if !equalLower(s, want) {
+		if pr := (&property{v: stringValue(s), set: true}); !pr.equalLower(want) {
 			t.Fatalf("equalLower(%q, %q) = false", s, want)
 		}
 	}
@@ -179,7 +179,7 @@ func TestRegexTimeout(t *testing.T) {
 			t.Fatal("a look-ahead is not on the backtracking engine")
 		}
 		start := time.Now()
-		if matchValue(op, &fv, &v, true, &mc) {
+		if matchValue(op, &fv, &property{v: v, set: true}, &mc) {
 			t.Fatalf("operator %d matched a pattern that timed out", op)
 		}
 		if elapsed := time.Since(start); elapsed > 500*time.Millisecond {

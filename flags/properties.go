@@ -1,6 +1,8 @@
 package flags
 
 import (
+	"unicode/utf8"
+
 	"github.com/hedge-analytics/hedge/internal/jsontext"
 )
 
@@ -52,10 +54,63 @@ var initialProperties = map[string]string{
 	"_kx":               "$initial__kx",
 }
 
-// property is one property of a bag: its value, if the person or group has it.
+// property is one property of a bag: its value, if the person or group has it, and
+// what the operators derive from its text, computed on first use: once per evaluation
+// however many filters read the property, so that a long text is lowercased or scanned
+// for non-ASCII once, not once per filter or per value of a list.
 type property struct {
 	v   value
 	set bool
+	// searchLower is searchText of the text with its ASCII letters lowercased.
+	searchLower    string
+	hasSearchLower bool
+	// ascii: the text is all ASCII (known once asciiKnown); lower is the text
+	// lowercased by lowerUnicode, for a text that is not.
+	asciiKnown, ascii bool
+	lower             string
+	hasLower          bool
+}
+
+// maxSearchText is how much of a property's text the search operators (icontains,
+// icontains_multi, regex and their negations) read: its first 8 KiB. Their cost grows
+// with the text times the filter (the values of icontains_multi, the size of a pattern),
+// and the text comes from the caller: a longer text is searched in its first 8 KiB only.
+const maxSearchText = 8 << 10
+
+// searchText is what the search operators read of s: all of it up to maxSearchText
+// bytes, else its first maxSearchText bytes less an incomplete last character.
+func searchText(s string) string {
+	if len(s) <= maxSearchText {
+		return s
+	}
+	cut := maxSearchText
+	for cut > maxSearchText-utf8.UTFMax && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}
+
+// searchLowerText is searchText of the property's text, ASCII letters lowercased.
+func (pr *property) searchLowerText() string {
+	if !pr.hasSearchLower {
+		pr.searchLower, pr.hasSearchLower = lowerASCII(searchText(pr.v.text())), true
+	}
+	return pr.searchLower
+}
+
+// equalLower reports whether the property's text, lowercased by lowerUnicode, is lower.
+func (pr *property) equalLower(lower string) bool {
+	s := pr.v.text()
+	if !pr.asciiKnown {
+		pr.ascii, pr.asciiKnown = isASCII(s), true
+	}
+	if pr.ascii {
+		return equalLowerASCII(s, lower)
+	}
+	if !pr.hasLower {
+		pr.lower, pr.hasLower = lowerUnicode(s), true
+	}
+	return pr.lower == lower
 }
 
 // unset is a property that is not set, read by the filters of groups that have no

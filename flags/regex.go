@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dlclark/regexp2"
 )
@@ -32,6 +33,31 @@ func init() {
 type pattern struct {
 	linear       *regexp.Regexp
 	backtracking *regexp2.Regexp
+	// size is the length of the pattern in bytes.
+	size int
+}
+
+// maxPatternLength is the longest pattern a regex filter may have, in characters. The
+// linear engine's time grows with the pattern times the text (some 150 ms for 1,000
+// characters against maxSearchText of text, at worst), and one match cannot be
+// stopped: the flags API refuses longer patterns, and a longer one stored before that
+// rule is invalid (it matches nothing, negated or not).
+const maxPatternLength = 1000
+
+// regexStepUnits is what the meter counts for the linear engine's step over one byte of
+// text for one byte of pattern (its worst case, all of the pattern's states live at
+// once).
+const regexStepUnits = 16
+
+// units is the meter's estimate of one match against n bytes of text: at most
+// pattern × text steps on the linear engine; a whole clock period for the
+// backtracking engine, so that the clock is read before each of its matches, which may
+// each run regexTimeout.
+func (p *pattern) units(n int) int {
+	if p.linear != nil {
+		return (n + 1) * (p.size + 1) * regexStepUnits
+	}
+	return clockEvery
 }
 
 // match reports whether the pattern matches s anywhere; ok is false when the match ran
@@ -45,15 +71,18 @@ func (p *pattern) match(s string) (matched, ok bool) {
 }
 
 // compileRegex compiles a regex filter's pattern, or returns nil when the pattern is
-// invalid. It searches anywhere in the text, and is read as PostHog reads it (Python's
+// invalid or longer than maxPatternLength. It searches anywhere in the text, and is read as PostHog reads it (Python's
 // syntax): (?P<name>...) names a group, $ outside a character class matches only at
 // the very end of the text (unless the pattern sets the m flag), and \d, \w and \s are
 // Unicode classes.
 func compileRegex(source string) *pattern {
+	if utf8.RuneCountInString(source) > maxPatternLength {
+		return nil
+	}
 	translated := translatePattern(source)
 	if linear, ok := linearPattern(translated); ok {
 		if re, err := regexp.Compile(linear); err == nil {
-			return &pattern{linear: re}
+			return &pattern{linear: re, size: len(source)}
 		}
 	}
 	re, err := regexp2.Compile(translated, regexp2.None)
@@ -61,7 +90,7 @@ func compileRegex(source string) *pattern {
 		return nil
 	}
 	re.MatchTimeout = regexTimeout
-	return &pattern{backtracking: re}
+	return &pattern{backtracking: re, size: len(source)}
 }
 
 // Python's (and the backtracking engine's) shorthand classes are Unicode; Go's are

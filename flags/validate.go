@@ -57,6 +57,31 @@ const (
 	maxDescription    = 1000 // a cohort's description
 	maxPropertyValues = 1000 // values of one property filter
 	maxDependentsSaid = 5    // flags a refusal names before "and N more"
+	// maxConditions and maxConditionFilters bound the work of one flag's evaluation:
+	// the condition sets of a flag and the property filters of one condition set, the
+	// limits of PostHog's flags service for the rules of a flag and the predicates of
+	// one rule.
+	maxConditions       = 100
+	maxConditionFilters = 100
+	// maxFilterBytes bounds a flag's filters, payloads included, as stored (compact
+	// JSON): PostHog's default (MAX_FEATURE_FLAG_FILTER_SIZE_BYTES).
+	maxFilterBytes = 512 << 10
+)
+
+// Limits of a project's flags that are not deleted: what every /flags/ answer and the
+// local evaluation definitions are made of, and what evaluation holds in memory. The
+// count is PostHog's; the totals are hedge's, as 2,000 flags of 512 KB would be a
+// gigabyte: the payloads (an answer carries one per flag at most) bound what an
+// anonymous /flags/ request is answered, the filters what the project holds in memory
+// and what its definitions weigh. A change that grows a project past them is refused;
+// one that does not (a flag disabled or deleted, smaller filters) goes through, so that
+// a project stored past them before they existed can shrink.
+const (
+	maxProjectFlags       = 2000
+	maxProjectFilterBytes = 8 << 20
+	// MaxProjectPayloadBytes bounds the payloads of a project's flags: the sum of
+	// their stored JSON texts.
+	MaxProjectPayloadBytes = 2 << 20
 )
 
 var keyPattern = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
@@ -192,7 +217,77 @@ func (ch *FlagChange) apply(current *Flag, p *projectView) (*Flag, error) {
 			return nil, err
 		}
 	}
+	if !next.Deleted {
+		if err := checkProjectLimits(current, &next, p); err != nil {
+			return nil, err
+		}
+	}
 	return &next, nil
+}
+
+// flagBytes are the bytes of f's filters as stored and of its payloads (their JSON
+// texts).
+func flagBytes(f *Flag) (filters, payloads int) {
+	for _, text := range f.Filters.Payloads {
+		payloads += len(text)
+	}
+	return len(mustJSON(f.Filters)), payloads
+}
+
+// checkProjectLimits checks a change that leaves next not deleted against the limits
+// of the project's flags: a new flag (or a deleted one restored) may not make more than
+// maxProjectFlags, and a change may not take the project's filters or payloads past
+// their totals when it grows them.
+func checkProjectLimits(current, next *Flag, p *projectView) error {
+	live := current != nil && !current.Deleted // and so among p.flags
+	if !live && len(p.flags) >= maxProjectFlags {
+		return invalid("", "invalid_input", fmt.Sprintf("Maximum of %s feature flags allowed per team. Please delete unused flags.",
+			thousands(maxProjectFlags)))
+	}
+	filters, payloads := flagBytes(next)
+	var wereFilters, werePayloads int
+	if live {
+		wereFilters, werePayloads = flagBytes(current)
+	}
+	if filters <= wereFilters && payloads <= werePayloads {
+		return nil
+	}
+	totalFilters, totalPayloads := filters, payloads
+	for _, f := range p.flags {
+		if !live || f.ID != current.ID {
+			fb, pb := flagBytes(f)
+			totalFilters, totalPayloads = totalFilters+fb, totalPayloads+pb
+		}
+	}
+	switch {
+	case filters > wereFilters && totalFilters > maxProjectFilterBytes:
+		return invalidFilters("The feature flags of this project would exceed the maximum total size of %s. Total size: %s. "+
+			"Please simplify conditions, reduce payload sizes or delete unused flags.", formatBytes(maxProjectFilterBytes), formatBytes(totalFilters))
+	case payloads > werePayloads && totalPayloads > MaxProjectPayloadBytes:
+		return invalidFilters("The payloads of this project's feature flags would exceed the maximum total size of %s. Total size: %s. "+
+			"Please reduce payload sizes or delete unused flags.", formatBytes(MaxProjectPayloadBytes), formatBytes(totalPayloads))
+	}
+	return nil
+}
+
+// formatBytes writes a size in B, KB or MB (of 1024), with one decimal past bytes.
+func formatBytes(n int) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d B", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+}
+
+// thousands writes n with commas between groups of three digits, as Python's "{:,}".
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 func setBool(dst *bool, v *bool) {
@@ -354,6 +449,9 @@ func checkFilters(raw []byte, creating bool, self string, p *projectView) (f Fil
 	if f.Groups == nil {
 		f.Groups = []Condition{}
 	}
+	if len(f.Groups) > maxConditions {
+		return f, false, invalidFilters("Feature flags cannot have more than %d condition sets.", maxConditions)
+	}
 	for i := range f.Groups {
 		if f.Groups[i].Properties == nil {
 			f.Groups[i].Properties = []PropertyFilter{}
@@ -362,6 +460,11 @@ func checkFilters(raw []byte, creating bool, self string, p *projectView) (f Fil
 			if prop.Key == "" && prop.Type != FilterFlag {
 				return f, false, invalidFilters("Filters are not valid (every property filter needs a key)")
 			}
+		}
+	}
+	for _, c := range slices.Concat(f.Groups, f.SuperGroups) {
+		if len(c.Properties) > maxConditionFilters {
+			return f, false, invalidFilters("A condition set cannot have more than %d property filters.", maxConditionFilters)
 		}
 	}
 	if err := checkTargets(&f, self, p); err != nil {
@@ -383,6 +486,10 @@ func checkFilters(raw []byte, creating bool, self string, p *projectView) (f Fil
 	}
 	if f.Payloads, err = checkPayloads(in.Payloads, pyTruthy(m["multivariate"]), variants); err != nil {
 		return f, false, err
+	}
+	if size := len(mustJSON(f)); size > maxFilterBytes {
+		return f, false, invalidFilters("Feature flag filters exceed maximum size of %s. Current size: %s. "+
+			"Please simplify conditions or reduce payload sizes.", formatBytes(maxFilterBytes), formatBytes(size))
 	}
 	return f, true, nil
 }
@@ -580,8 +687,8 @@ func checkProperty(prop PropertyFilter, p *projectView) error {
 			return invalidFilters("Filters are not valid (a property's value is not JSON)")
 		}
 	}
-	if list, ok := value.([]any); ok && len(list) > maxPropertyValues {
-		return invalidFilters("Property group expressions of type %s cannot contain more than %d values.", prop.Key, maxPropertyValues)
+	if err := checkValueSize(prop, value); err != nil {
+		return err
 	}
 	if prop.Type == FilterCohort {
 		if err := checkCohortTarget(prop.Value, value, p); err != nil {
@@ -597,6 +704,20 @@ func checkProperty(prop PropertyFilter, p *projectView) error {
 	if (prop.Operator == "in" || prop.Operator == "not_in") && prop.Type != FilterCohort {
 		return invalid("filters", "invalid_operator", fmt.Sprintf("The '%s' operator is only valid for cohort properties, not '%s' properties.",
 			prop.Operator, propertyType(prop)))
+	}
+	return nil
+}
+
+// checkValueSize checks the size of a filter's value (decoded): at most
+// maxPropertyValues values in a list, and a regex pattern of at most maxPatternLength
+// characters.
+func checkValueSize(prop PropertyFilter, value any) error {
+	if list, ok := value.([]any); ok && len(list) > maxPropertyValues {
+		return invalidFilters("Property group expressions of type %s cannot contain more than %d values.", prop.Key, maxPropertyValues)
+	}
+	if pattern, ok := value.(string); ok && (prop.Operator == "regex" || prop.Operator == "not_regex") &&
+		utf8.RuneCountInString(pattern) > maxPatternLength {
+		return invalidFilters("Regex patterns of property %s cannot be longer than %d characters.", prop.Key, maxPatternLength)
 	}
 	return nil
 }
@@ -825,6 +946,15 @@ func checkPropertyGroup(g *PropertyGroup, nested bool) error {
 			return invalidFilters("Filters are not valid (every property filter needs a key)")
 		case !slices.Contains(cohortFilterTypes, n.Filter.Type):
 			return invalidFilters("Filters are not valid (a cohort filters on person properties, other cohorts, or events, not on %q)", n.Filter.Type)
+		case len(n.Filter.Value) > 0:
+			// The values a flag's evaluation reads of the cohort are bounded as a flag's.
+			value, err := decodeValue(n.Filter.Value)
+			if err != nil {
+				return invalidFilters("Filters are not valid (a property's value is not JSON)")
+			}
+			if err := checkValueSize(*n.Filter, value); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -169,6 +169,21 @@ func TestFlagValidation(t *testing.T) {
 	many := strings.TrimSuffix(strings.Repeat(`"v",`, 1001), ",")
 	f("too many values", 0, `{"key":"k","filters":`+conditions(`{"key":"email","type":"person","value":[`+many+`]}`)+`}`,
 		"filters", "invalid_input", "Property group expressions of type email cannot contain more than 1000 values.")
+	// The work of one flag's evaluation is bounded: condition sets, filters in one, the
+	// length of a pattern, the size of the filters (payloads included).
+	f("too many condition sets", 0, `{"key":"k","filters":{"groups":[`+strings.TrimSuffix(strings.Repeat(`{"properties":[]},`, 101), ",")+`]}}`,
+		"filters", "invalid_input", "Feature flags cannot have more than 100 condition sets.")
+	someone := `{"key":"email","type":"person","value":"a@x.com"},`
+	f("too many filters in a condition set", 0, `{"key":"k","filters":`+conditions(strings.TrimSuffix(strings.Repeat(someone, 101), ","))+`}`,
+		"filters", "invalid_input", "A condition set cannot have more than 100 property filters.")
+	f("too many filters in the early access condition", 0, `{"key":"k","filters":{"groups":[{"properties":[]}],"super_groups":[{"properties":[`+
+		strings.TrimSuffix(strings.Repeat(someone, 101), ",")+`]}]}}`,
+		"filters", "invalid_input", "A condition set cannot have more than 100 property filters.")
+	f("pattern too long", 0, `{"key":"k","filters":`+conditions(`{"key":"email","type":"person","operator":"not_regex","value":"`+strings.Repeat("é", 1001)+`"}`)+`}`,
+		"filters", "invalid_input", "Regex patterns of property email cannot be longer than 1000 characters.")
+	// The red team's payload: 3.5 MB, in a flag of 512 KB at most.
+	f("filters too large", 0, `{"key":"k","filters":{"groups":[{"properties":[]}],"payloads":{"true":"\"`+strings.Repeat("x", 3_500_000)+`\""}}}`,
+		"filters", "invalid_input", "Feature flag filters exceed maximum size of 512.0 KB. Current size: 3.3 MB. Please simplify conditions or reduce payload sizes.")
 	f("cohort missing", 0, `{"key":"k","filters":`+conditions(`{"key":"id","type":"cohort","value":99}`)+`}`,
 		"filters", "cohort_does_not_exist", "Cohort with id 99 does not exist")
 	f("cohort not an id", 0, `{"key":"k","filters":`+conditions(`{"key":"id","type":"cohort","value":"abc"}`)+`}`,
@@ -322,6 +337,11 @@ func TestCohortValidation(t *testing.T) {
 		"Cohorts cannot reference other cohorts in a loop.")
 	f("name", 0, `{"name":"`+strings.Repeat("n", 401)+`","is_static":true}`, "name", "max_length", "Ensure this field has no more than 400 characters.")
 
+	f("too many values", 0, `{"filters":{"properties":{"type":"AND","values":[{"type":"AND","values":[{"key":"email","type":"person","value":[`+
+		strings.TrimSuffix(strings.Repeat(`"v",`, 1001), ",")+`]}]}]}}}`, "filters", "invalid_input",
+		"Property group expressions of type email cannot contain more than 1000 values.")
+	f("pattern too long", 0, `{"filters":{"properties":{"type":"AND","values":[{"key":"email","type":"person","operator":"regex","value":"`+
+		strings.Repeat("a", 1001)+`"}]}}}`, "filters", "invalid_input", "Regex patterns of property email cannot be longer than 1000 characters.")
 	f("property as the outer group", 0, `{"filters":{"properties":{"type":"property","values":[]}}}`, "filters", "invalid_input",
 		"Filters are not valid (a property group's type must be AND or OR)")
 
@@ -335,6 +355,110 @@ func TestCohortValidation(t *testing.T) {
 	if err != nil || mustJSON(c.Filters) != `{"properties":{"type":"AND","values":[]}}` {
 		t.Fatalf("static cohort %+v %v", c, err)
 	}
+}
+
+// TestProjectLimits: a project's flags that are not deleted are at most 2,000, with
+// filters of 8 MB and payloads of 2 MB in all; a change that would grow the project past
+// one is refused, one that does not (even in a project past them) goes through.
+func TestProjectLimits(t *testing.T) {
+	payload := func(n int) string { return `"\"` + strings.Repeat("p", n-2) + `\""` } // n bytes of JSON text
+	withPayload := func(n int) Filters {
+		return Filters{Groups: []Condition{{Properties: []PropertyFilter{}}}, Payloads: map[string]string{"true": `"` + strings.Repeat("p", n-2) + `"`}}
+	}
+	// A project of payloads of 4 × 524,000 + 1,000 bytes: 2,097,000, just under 2 MB
+	// (2,097,152).
+	project := func() *projectView {
+		p := &projectView{cohorts: map[int64]*Cohort{}}
+		for id := int64(1); id <= 5; id++ {
+			size := 524_000
+			if id == 5 {
+				size = 1_000
+			}
+			p.flags = append(p.flags, &Flag{ID: id, Key: fmt.Sprintf("big-%d", id), Active: true, Filters: withPayload(size)})
+		}
+		return p
+	}
+	refused := func(t *testing.T, p *projectView, current *Flag, body, detail string) {
+		t.Helper()
+		_, err := change(t, body).apply(current, p)
+		want := &ValidationError{Attr: "filters", Code: "invalid_input", Detail: detail}
+		if got, ok := err.(*ValidationError); !ok || *got != *want {
+			t.Fatalf("got %#v\nwant %#v", err, want)
+		}
+	}
+	passes := func(t *testing.T, p *projectView, current *Flag, body string) {
+		t.Helper()
+		if _, err := change(t, body).apply(current, p); err != nil {
+			t.Fatalf("%.200s: %v", body, err)
+		}
+	}
+	payloadsOver := "The payloads of this project's feature flags would exceed the maximum total size of 2.0 MB. Total size: %s. " +
+		"Please reduce payload sizes or delete unused flags."
+
+	t.Run("payloads", func(t *testing.T) {
+		p := project()
+		passes(t, p, nil, `{"key":"small","filters":{"groups":[{"properties":[]}],"payloads":{"true":`+payload(100)+`}}}`)
+		refused(t, p, nil, `{"key":"k","filters":{"groups":[{"properties":[]}],"payloads":{"true":`+payload(1_000)+`}}}`,
+			fmt.Sprintf(payloadsOver, "2.0 MB"))
+		refused(t, p, p.flags[0], `{"filters":{"groups":[{"properties":[]}],"payloads":{"true":`+payload(600_000)+`}}}`,
+			"Feature flag filters exceed maximum size of 512.0 KB. Current size: 586.1 KB. Please simplify conditions or reduce payload sizes.")
+		refused(t, p, p.flags[4], `{"filters":{"groups":[{"properties":[]}],"payloads":{"true":`+payload(2_000)+`}}}`,
+			fmt.Sprintf(payloadsOver, "2.0 MB"))
+		// Shrinking a payload, or anything else that does not grow them, goes through.
+		passes(t, p, p.flags[0], `{"filters":{"groups":[{"properties":[]}],"payloads":{"true":`+payload(400_000)+`}}}`)
+		passes(t, p, p.flags[0], `{"active":false}`)
+	})
+
+	t.Run("past the limits already", func(t *testing.T) {
+		// Flags stored before the limits: they can be disabled, deleted and shrunk, not grown.
+		p := project()
+		p.flags = append(p.flags, &Flag{ID: 5, Key: "legacy", Active: true, Filters: withPayload(3_500_000)})
+		passes(t, p, p.flags[4], `{"active":false}`)
+		passes(t, p, p.flags[4], `{"deleted":true}`)
+		passes(t, p, p.flags[0], `{"name":"renamed"}`)
+		passes(t, p, p.flags[4], `{"filters":{"groups":[{"properties":[]}],"payloads":{}}}`)
+		refused(t, p, nil, `{"key":"k","filters":{"groups":[{"properties":[]}],"payloads":{"true":"1"}}}`, fmt.Sprintf(payloadsOver, "5.3 MB"))
+	})
+
+	t.Run("restoring a flag", func(t *testing.T) {
+		p := project()
+		deleted := &Flag{ID: 9, Key: "deleted", Deleted: true, Active: true, Filters: withPayload(200_000)}
+		refused(t, p, deleted, `{"deleted":false}`, fmt.Sprintf(payloadsOver, "2.2 MB"))
+		p.flags = p.flags[1:]
+		passes(t, p, deleted, `{"deleted":false}`)
+	})
+
+	t.Run("filters", func(t *testing.T) {
+		// 17 flags of some 498,000 bytes of conditions: 8,466,000, past 8 MB (8,388,608).
+		p := &projectView{cohorts: map[int64]*Cohort{}}
+		values := `["` + strings.Repeat("v", 495) + `"` + strings.Repeat(`,"`+strings.Repeat("v", 495)+`"`, 999) + `]`
+		big := `{"groups":[{"properties":[{"key":"email","type":"person","value":` + values + `}]}]}`
+		for id := int64(1); id <= 16; id++ {
+			ch := change(t, `{"key":"big-`+fmt.Sprint(id)+`","filters":`+big+`}`)
+			f, err := ch.apply(nil, p)
+			if err != nil {
+				t.Fatalf("flag %d: %v", id, err)
+			}
+			f.ID = id
+			p.flags = append(p.flags, f)
+		}
+		refused(t, p, nil, `{"key":"k","filters":`+big+`}`, "The feature flags of this project would exceed the maximum total size of 8.0 MB. "+
+			"Total size: 8.1 MB. Please simplify conditions, reduce payload sizes or delete unused flags.")
+		passes(t, p, nil, `{"key":"k"}`)
+	})
+
+	t.Run("flags", func(t *testing.T) {
+		p := &projectView{cohorts: map[int64]*Cohort{}}
+		for id := int64(1); id <= 2000; id++ {
+			p.flags = append(p.flags, &Flag{ID: id, Key: fmt.Sprintf("f-%d", id), Active: true, Filters: defaultFilters()})
+		}
+		_, err := change(t, `{"key":"one-more"}`).apply(nil, p)
+		want := &ValidationError{Code: "invalid_input", Detail: "Maximum of 2,000 feature flags allowed per team. Please delete unused flags."}
+		if got, ok := err.(*ValidationError); !ok || *got != *want {
+			t.Fatalf("got %#v\nwant %#v", err, want)
+		}
+		passes(t, p, p.flags[0], `{"filters":{"groups":[{"properties":[],"rollout_percentage":50}]}}`)
+	})
 }
 
 func TestPythonRenderings(t *testing.T) {

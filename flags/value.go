@@ -370,24 +370,22 @@ func caseIgnorable(r rune) bool {
 	return unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf, unicode.Lm, unicode.Sk)
 }
 
-// equalLower reports whether lowerUnicode(s) is lower, which is already lowercase.
-func equalLower(s, lower string) bool {
-	if isASCII(s) {
-		if len(s) != len(lower) {
+// equalLowerASCII reports whether s, which is all ASCII, is lower once its letters are
+// lowercased.
+func equalLowerASCII(s, lower string) bool {
+	if len(s) != len(lower) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
 			return false
 		}
-		for i := 0; i < len(s); i++ {
-			c := s[i]
-			if c >= 'A' && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			if c != lower[i] {
-				return false
-			}
-		}
-		return true
 	}
-	return lowerUnicode(s) == lower
+	return true
 }
 
 // equalFoldASCII reports whether s and t are equal once their ASCII letters are
@@ -419,18 +417,4 @@ func hasPrefixFoldASCII(s, lower string) bool {
 
 func hasSuffixFoldASCII(s, lower string) bool {
 	return len(s) >= len(lower) && equalFoldASCII(s[len(s)-len(lower):], lower)
-}
-
-// containsFoldASCII reports whether s contains lower (ASCII-lowercase) once the ASCII
-// letters of s are lowercased.
-func containsFoldASCII(s, lower string) bool {
-	if lower == "" {
-		return true
-	}
-	for i := 0; i+len(lower) <= len(s); i++ {
-		if equalFoldASCII(s[i:i+len(lower)], lower) {
-			return true
-		}
-	}
-	return false
 }
