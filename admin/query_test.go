@@ -159,3 +159,49 @@ func TestQueryAPIShuttingDown(t *testing.T) {
 		t.Fatalf("a query after shutdown: %d %s", status, text)
 	}
 }
+
+// A display of totals (a number, a pie, bars of totals, a table, a map) answers each
+// line's aggregated_value over the whole range, as PostHog does: 300 users active on
+// one to four days each are 300 unique users, not the 750 the days add up to.
+func TestQueryAPITrendsAggregatedValue(t *testing.T) {
+	env := newTestEnv(t, "")
+	day := time.Now().UTC().Truncate(24 * time.Hour).Add(-6 * 24 * time.Hour)
+	var events []warehouse.Event
+	daily := 0
+	for user := range 300 {
+		for d := range user%4 + 1 {
+			events = append(events, warehouse.Event{Name: "$pageview", DistinctID: fmt.Sprintf("user-%d", user),
+				Timestamp: day.Add(time.Duration(d)*24*time.Hour + time.Duration(user)*time.Second)})
+			daily++
+		}
+	}
+	env.ingest(t, events...)
+	query := func(display string) []map[string]any {
+		t.Helper()
+		body := fmt.Sprintf(`{"query": {"kind": "TrendsQuery", "series": [{"kind": "EventsNode", "event": "$pageview", "math": "dau"},
+			{"kind": "EventsNode", "event": "$pageview", "math": "total"}], "dateRange": {"date_from": "-7d"}, "trendsFilter": {"display": %q}}}`, display)
+		out := env.must(t, 200, "POST", env.project+"/query/", env.owner, body)
+		var lines []map[string]any
+		for _, l := range out["results"].([]any) {
+			lines = append(lines, l.(map[string]any))
+		}
+		if len(lines) != 2 {
+			t.Fatalf("%s: %d lines, want one per series", display, len(lines))
+		}
+		return lines
+	}
+	for _, display := range []string{"BoldNumber", "ActionsPie", "ActionsBarValue", "ActionsTable", "WorldMap"} {
+		lines := query(display)
+		if lines[0]["aggregated_value"] != 300.0 || lines[1]["aggregated_value"] != float64(daily) {
+			t.Errorf("%s: aggregated_value %v and %v, want 300 unique users and %d events", display, lines[0]["aggregated_value"], lines[1]["aggregated_value"], daily)
+		}
+		if fmt.Sprint(lines[0]["data"], lines[0]["days"]) != "[] []" || lines[0]["count"] != 0.0 {
+			t.Errorf("%s: a total has data %v, days %v and count %v, want none, as PostHog's", display, lines[0]["data"], lines[0]["days"], lines[0]["count"])
+		}
+	}
+	// A line per day: the daily uniques, which add up to more, and no aggregated_value.
+	lines := query("ActionsLineGraph")
+	if _, ok := lines[0]["aggregated_value"]; ok || lines[0]["count"] != float64(daily) || daily <= 300 {
+		t.Errorf("a line: count %v (want %d), aggregated_value %v (want none)", lines[0]["count"], daily, lines[0]["aggregated_value"])
+	}
+}
