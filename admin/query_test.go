@@ -205,3 +205,80 @@ func TestQueryAPITrendsAggregatedValue(t *testing.T) {
 		t.Errorf("a line: count %v (want %d), aggregated_value %v (want none)", lines[0]["count"], daily, lines[0]["aggregated_value"])
 	}
 }
+
+// A query named by client_query_id is cancelled while it runs by DELETE
+// .../query/{client_query_id}/, PostHog's route, by members of its project with
+// query:read only: the DELETE answers 200 {"message"} and the query a 400 saying it
+// was cancelled, long before its time limit. A DELETE of another project, or of a
+// query not running, cancels nothing.
+func TestQueryAPICancel(t *testing.T) {
+	env := newTestEnv(t, "")
+	// Some hours of counting: only the cancel ends it before the time limit, which
+	// answers another error.
+	const long = `{"client_query_id": "q-long", "query": {"kind": "HogQLQuery", "query": "SELECT count() FROM range(1000000) a, range(1000000) b WHERE a.range + b.range > 0"}}`
+	answered := make(chan map[string]any, 1)
+	go func() {
+		_, out, _ := env.call(t, "POST", env.project+"/query/", env.owner, long)
+		answered <- out
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		env.api.running.mu.Lock()
+		registered := len(env.api.running.byID) == 1
+		env.api.running.mu.Unlock()
+		if registered {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the named query never started")
+		}
+	}
+
+	second := int(env.must(t, 201, "POST", env.orgPath("projects/"), env.owner, `{"name":"Second"}`)["id"].(float64))
+	_, readerOfInsights := env.member(t, "insights@example.com", levelOwner, "insight:read")
+	_, outsider := env.addUser(t, "outsider@example.com", uuid.Nil, levelOwner, "*")
+	for _, c := range []struct {
+		name, path, key string
+		status          int
+		message         string
+	}{
+		{"another project's", fmt.Sprintf("/api/projects/%d/query/q-long/", second), env.owner, 200, "No query with this id is running"},
+		{"another id", env.project + "/query/q-other/", env.owner, 200, "No query with this id is running"},
+		{"without query:read", env.project + "/query/q-long/", readerOfInsights, 403, ""},
+		{"of another organization", env.project + "/query/q-long/", outsider, 404, ""},
+		{"no key", env.project + "/query/q-long/", "", 401, ""},
+	} {
+		status, out, text := env.call(t, "DELETE", c.path, c.key, "")
+		if status != c.status || !strings.Contains(fmt.Sprint(out["message"]), c.message) {
+			t.Fatalf("a DELETE %s: %d %s, want %d %q", c.name, status, text, c.status, c.message)
+		}
+	}
+	select {
+	case out := <-answered:
+		t.Fatalf("the query ended before it was cancelled: %v", out)
+	default:
+	}
+
+	if out := env.must(t, 200, "DELETE", env.project+"/query/q-long/", env.owner, ""); out["message"] != "Query cancelled" {
+		t.Fatalf("the DELETE answered %v", out)
+	}
+	if out := <-answered; out["type"] != "validation_error" || out["code"] != "query_was_cancelled" || !strings.Contains(fmt.Sprint(out["detail"]), "cancelled") {
+		t.Fatalf("the cancelled query answered %v", out)
+	}
+	if out := env.must(t, 200, "DELETE", env.project+"/query/q-long/", env.owner, ""); !strings.Contains(fmt.Sprint(out["message"]), "No query") {
+		t.Fatalf("a DELETE after the query ended answered %v", out)
+	}
+
+	// An id longer than any client's is refused, and a named query that ends on its
+	// own leaves nothing behind.
+	status, out, _ := env.call(t, "POST", env.project+"/query/", env.owner,
+		`{"client_query_id": "`+strings.Repeat("x", 201)+`", "query": {"kind": "HogQLQuery", "query": "SELECT 1"}}`)
+	if status != 400 || out["attr"] != "client_query_id" || out["code"] != "max_length" {
+		t.Fatalf("a long client_query_id: %d %v", status, out)
+	}
+	env.must(t, 200, "POST", env.project+"/query/", env.owner, `{"client_query_id": "q-short", "query": {"kind": "HogQLQuery", "query": "SELECT 1"}}`)
+	env.api.running.mu.Lock()
+	defer env.api.running.mu.Unlock()
+	if len(env.api.running.byID) != 0 || len(env.api.running.byProject) != 0 {
+		t.Fatalf("the registry keeps %v %v", env.api.running.byID, env.api.running.byProject)
+	}
+}
