@@ -199,6 +199,12 @@ func TestQueryAPITrendsAggregatedValue(t *testing.T) {
 			t.Errorf("%s: a total has data %v, days %v and count %v, want none, as PostHog's", display, lines[0]["data"], lines[0]["days"], lines[0]["count"])
 		}
 	}
+	// By a breakdown of fewer values than the top 25, a value a line, and no rest.
+	out := env.must(t, 200, "POST", env.project+"/query/", env.owner, `{"query": {"kind": "TrendsQuery", "series": [{"event": "$pageview", "math": "dau"}],
+		"dateRange": {"date_from": "-7d"}, "breakdownFilter": {"breakdown": "$browser"}, "trendsFilter": {"display": "ActionsTable"}}}`)
+	if results := out["results"].([]any); len(results) != 1 || results[0].(map[string]any)["aggregated_value"] != 300.0 {
+		t.Errorf("by a breakdown without a rest: %v, want one line of 300", results)
+	}
 	// A line per day: the daily uniques, which add up to more, and no aggregated_value.
 	lines := query("ActionsLineGraph")
 	if _, ok := lines[0]["aggregated_value"]; ok || lines[0]["count"] != float64(daily) || daily <= 300 {

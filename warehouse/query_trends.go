@@ -172,7 +172,7 @@ func (q *Queries) trendsSeries(ctx context.Context, scope Scope, tq TrendsQuery,
 
 // trendsSQL is the query of one series of tq over [from, to): a row per interval and
 // breakdown value (bucket, value_group, value), the bucket as bucketKey names it, or
-// with axis nil (a total over the range) a row per breakdown value, each bucket the empty string.
+// with axis nil (a total over the range) a row per breakdown value, each bucket "0".
 // It reports what of persons the query reads (persons), and whether tq breaks the
 // series down (else every row has the same value_group).
 func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string, from, to time.Time, axis *trendAxis) (query string,
@@ -180,8 +180,10 @@ func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string
 	var where []string
 	var whereArgs []any
 	// One bucket for the whole range: the queries below then count each value once
-	// over the range, distinct persons included.
-	bucket, label, bucketArgs := "0", "''", []any(nil)
+	// over the range, distinct persons included. Its label reads the column, as the
+	// intervals' do: grouped by constants alone, the rest's count would be a row of 0
+	// even without events.
+	bucket, label, bucketArgs := "0", "bucket::VARCHAR", []any(nil)
 	if axis != nil {
 		bucket, label, bucketArgs = trendBucket(scope, interval, to, axis)
 	}
