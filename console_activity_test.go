@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
@@ -172,4 +173,54 @@ func (c *consoleTab) pollsDuring(d time.Duration) int {
 	eval[bool](c, `(performance.clearResourceTimings(), true)`)
 	time.Sleep(d)
 	return eval[int](c, `performance.getEntriesByType('resource').filter(e => e.name.includes('/query/')).length`)
+}
+
+// A screen a newcomer fills with a long name keeps its shape: an event named with
+// 180 characters neither pushes Activity's columns off the screen nor widens the page
+// through the event select, and a trend's legend and totals stay inside their card;
+// each cut name is whole in its title.
+func TestConsoleLongEventName(t *testing.T) {
+	c := openConsole(t)
+	long := "checkout_" + strings.Repeat("step_with_a_rather_long_name_", 6)[:171]
+	if len(long) != 180 {
+		t.Fatalf("the name has %d characters", len(long))
+	}
+	c.capture(map[string]any{"event": long, "distinct_id": "user-ada", "properties": map[string]any{"$current_url": "https://example.com/" + strings.Repeat("path/", 40)}})
+	c.signIn() // lands on Activity
+	c.waitText("table.events tbody tr:first-child", "checkout_")
+	c.run(chromedp.Poll[chromedp.Void](fmt.Sprintf(`[...document.querySelectorAll('#activity-event option')].some(o => o.value === %q)`, long),
+		chromedp.WithPollingTimeout(10*time.Second)))
+	c.fitsTheWindow("Activity")
+	if right := eval[float64](c, `document.querySelector('table.events thead th:last-child').getBoundingClientRect().right`); right > 1280 {
+		t.Errorf("the Time column ends at %.0f px, past the window's 1280", right)
+	}
+	if got := eval[string](c, `document.querySelector('table.events tbody tr:first-child button.event-toggle').title`); got != long {
+		t.Errorf("the event's button has the title %q, want the whole name", got)
+	}
+	if got := eval[string](c, fmt.Sprintf(`[...document.querySelectorAll('#activity-event option')].find(o => o.value === %q).title`, long)); got != long {
+		t.Errorf("the event's option has the title %q, want the whole name", got)
+	}
+	c.checkScreen("activity-long-name")
+
+	// A trend of it: the legend stays in the chart's card; so do its total and table.
+	source := map[string]any{"kind": "TrendsQuery", "series": []any{map[string]any{"kind": "EventsNode", "event": long, "name": long, "math": "total"}},
+		"interval": "day", "dateRange": map[string]any{"date_from": "-7d"}, "trendsFilter": map[string]any{"display": "ActionsLineGraph"}}
+	q, _ := json.Marshal(source)
+	c.visit(fmt.Sprintf("/project/%d/insights/new?q=%s", c.boot.ProjectID, url.QueryEscape(string(q))))
+	c.waitText(".insight-result .legend", "checkout_")
+	c.fitsTheWindow("the trend")
+	c.insideResultCard(".insight-result .legend-item")
+	if got := eval[string](c, `document.querySelector('.insight-result .legend-item').title`); !strings.HasPrefix(got, long+":") {
+		t.Errorf("the legend's title is %q, want the whole name and its total", got)
+	}
+	c.checkScreen("insight-long-name")
+	for display, sel := range map[string]string{"ActionsBarValue": ".insight-result .bar-label", "ActionsTable": ".insight-result tbody .clip"} {
+		c.fill("#field-display", display)
+		c.waitText(sel, "checkout_")
+		c.fitsTheWindow(display)
+		c.insideResultCard(sel)
+		if got := eval[string](c, fmt.Sprintf(`document.querySelector(%q).title`, sel)); got != long {
+			t.Errorf("%s: the name's title is %q, want the whole name", display, got)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"reflect"
@@ -146,16 +147,17 @@ func TestConsoleInsightTrends(t *testing.T) {
 	}
 	c.checkScreen("insight-error")
 
-	// Unique users: each browser is one user, seen on each of the last 7 days.
+	// Unique users: each browser is one user, seen on each of the last 7 days: a line
+	// of one a day, and as a table one user over the range, not the days' sum.
 	c.fill("#field-date_from", "-7d")
 	c.fill("#series-0-math", "dau")
 	c.waitText(".insight-result .legend", "Chrome 7")
 	c.fill("#field-display", "ActionsTable")
 	c.waitText(".insight-result table", "Safari")
-	if got := c.text(".insight-result table tbody tr:first-child td.num"); got != "7" {
-		t.Errorf("the table display shows %s unique Chrome users, want 7", got)
+	if got := c.text(".insight-result table tbody tr:first-child td.num"); got != "1" {
+		t.Errorf("the table display shows %s unique Chrome users, want 1", got)
 	}
-	if csv := c.downloadedCSV(".result-head button"); !strings.HasPrefix(csv, "date,Chrome,Firefox,Safari\r\n") || strings.Count(csv, "\r\n") != 1+len(want.Results[0].Days) {
+	if csv := c.downloadedCSV(".result-head button"); csv != "series,total\r\nChrome,1\r\nFirefox,1\r\nSafari,1\r\n" {
 		t.Errorf("the CSV download is %q", csv)
 	}
 }
@@ -243,4 +245,93 @@ func (c *consoleTab) insightByShortID(shortID string) savedInsight {
 		c.t.Fatalf("no insight %s", shortID)
 	}
 	return page.Results[0]
+}
+
+// fitsTheWindow fails the test if the page is wider than the window.
+func (c *consoleTab) fitsTheWindow(what string) {
+	c.t.Helper()
+	if w := eval[float64](c, `document.documentElement.scrollWidth`); w > eval[float64](c, `window.innerWidth`) {
+		c.t.Errorf("%s: the page is %.0f px wide, wider than the window", what, w)
+	}
+}
+
+// insideResultCard fails the test if the element sel matches ends right of the
+// insight's result card.
+func (c *consoleTab) insideResultCard(sel string) {
+	c.t.Helper()
+	got := eval[[]float64](c, fmt.Sprintf(`[document.querySelector(%q).getBoundingClientRect().right,
+		document.querySelector('.insight-result').getBoundingClientRect().right]`, sel))
+	if got[0] > got[1] {
+		c.t.Errorf("%s ends at %.0f px, past its card's edge at %.0f", sel, got[0], got[1])
+	}
+}
+
+// A number, totals and a table of unique users count each user once over the range,
+// not once a day (hedge's aggregated_value); a number shows its first series only.
+// The seed's three users came on each of the last seven days.
+func TestConsoleInsightUniqueUsers(t *testing.T) {
+	c := openConsole(t)
+	c.signIn()
+	source := map[string]any{"kind": "TrendsQuery", "interval": "day", "dateRange": map[string]any{"date_from": "-7d"},
+		"series": []any{
+			map[string]any{"kind": "EventsNode", "event": "$pageview", "name": "$pageview", "math": "dau"},
+			map[string]any{"kind": "EventsNode", "event": "signed_up", "name": "signed_up", "math": "total"},
+		}, "trendsFilter": map[string]any{"display": "ActionsLineGraph"}}
+	q, _ := json.Marshal(source)
+	c.visit(fmt.Sprintf("/project/%d/insights/new?q=%s", c.boot.ProjectID, url.QueryEscape(string(q))))
+	// As a line, a point a day: three users each day, 21 over the week's days.
+	c.waitText(".insight-result .legend", "$pageview 21")
+
+	c.fill("#field-display", "BoldNumber")
+	c.waitText(".insight-result .bold-number", "3")
+	if got := c.text(".insight-result .bold-number"); got != "3" {
+		t.Errorf("the number shows %s unique users, want 3", got)
+	}
+	eval[bool](c, `(document.activeElement.blur(), window.scrollTo(0, 0), true)`)
+	c.checkScreen("insight-number")
+	c.fill("#field-display", "ActionsBarValue")
+	c.waitText(".insight-result .bar-list", "signed_up")
+	if got := eval[[]string](c, `[...document.querySelectorAll('.insight-result .bar-value')].map(x => x.innerText)`); strings.Join(got, " ") != "3 1" {
+		t.Errorf("the totals show %q, want 3 users and 1 sign-up", got)
+	}
+	c.fill("#field-display", "ActionsTable")
+	c.waitText(".insight-result table", "signed_up")
+	if got := c.text(".insight-result table tbody tr:first-child td.num"); got != "3" {
+		t.Errorf("the table shows %s unique users, want 3", got)
+	}
+}
+
+// The interval now falls in is drawn dashed, for it is not over: the last segment of
+// each line is a path of its own with a dash pattern, its point hollow. A range that
+// ended before today has none.
+func TestConsoleInsightInProgress(t *testing.T) {
+	c := openConsole(t)
+	c.signIn()
+	c.visit(fmt.Sprintf("/project/%d/insights/new", c.boot.ProjectID)) // $pageview by day, the last 7 days and today
+	c.waitText(".insight-result .legend", "$pageview")
+	type line struct {
+		D, Dash string
+		Points  int
+	}
+	lines := func() []line {
+		return eval[[]line](c, `[...document.querySelectorAll('.insight-result svg.plot path.line')].map(p =>
+			({d: p.getAttribute('d'), dash: p.classList.contains('in-progress') ? getComputedStyle(p).strokeDasharray : '', points: (p.getAttribute('d').match(/[ML]/g) || []).length}))`)
+	}
+	got := lines()
+	days := eval[int](c, `document.querySelectorAll('.insight-result svg.plot circle.point').length`)
+	if len(got) != 2 || got[0].Dash != "" || got[0].Points != days-1 || got[1].Dash == "" || got[1].Dash == "none" || got[1].Points != 2 {
+		t.Fatalf("the line is drawn as %+v over %d days, want a solid path to yesterday and a dashed one from yesterday to today", got, days)
+	}
+	if eval[string](c, `document.querySelector('.insight-result svg.plot circle.point:last-of-type').getAttribute('class')`) != "series-0 point in-progress" {
+		t.Error("today's point is not marked in progress")
+	}
+	c.waitText(".insight-result", "still in progress")
+	c.checkScreen("insight-in-progress")
+
+	// A range that ended three days ago: every interval is over, the line solid.
+	c.fill("#field-date_to", time.Now().UTC().AddDate(0, 0, -3).Format(time.DateOnly))
+	c.run(chromedp.Poll[chromedp.Void](`document.querySelectorAll('.insight-result svg.plot path.line').length === 1`, chromedp.WithPollingTimeout(10*time.Second)))
+	if got := lines(); len(got) != 1 || got[0].Dash != "" {
+		t.Errorf("a past range is drawn as %+v, want one solid path", got)
+	}
 }

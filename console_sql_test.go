@@ -110,3 +110,77 @@ func TestConsoleSQL(t *testing.T) {
 		t.Errorf("choosing a past query put %q in the editor", v)
 	}
 }
+
+// A large answer is shown a page at a time: 100,000 rows leave 100 in the table, and
+// the pager reaches the last; the time said is until the rows were on screen.
+func TestConsoleSQLLargeResult(t *testing.T) {
+	c := openConsole(t)
+	c.signIn()
+	c.visit(fmt.Sprintf("/project/%d/sql", c.boot.ProjectID))
+	c.fill("#field-query", "SELECT range AS n FROM range(100000) ORDER BY n LIMIT 100000")
+	c.run(chromedp.Click(chromedp.CSS(`button.run-query`)))
+	c.waitText(".sql-status", "100,000 rows in")
+	if n := eval[int](c, `document.querySelectorAll('.sql-result tbody tr').length`); n != 100 {
+		t.Errorf("the table holds %d rows of 100,000, want a page of 100", n)
+	}
+	c.waitText(".sql-pager", "Rows 1–100 of 100,000")
+	c.checkScreen("sql-pages")
+	c.run(chromedp.Click(chromedp.CSS(`.sql-pager button:last-child`)))
+	c.waitText(".sql-pager", "Rows 99,901–100,000 of 100,000")
+	if got := c.text(".sql-result tbody tr:last-child td"); got != "99,999" {
+		t.Errorf("the last page ends with %q, want 99,999", got)
+	}
+	// By keyboard: Previous is the second of the pager's buttons.
+	c.run(chromedp.Focus(chromedp.CSS(`.sql-pager button:nth-child(2)`)))
+	c.key("\r")
+	c.waitText(".sql-pager", "Rows 99,801–99,900 of 100,000")
+}
+
+// A running query can be cancelled: the screen stops waiting and says hedge stopped
+// the query (the DELETE found it running), and the next query runs.
+func TestConsoleSQLCancel(t *testing.T) {
+	c := openConsole(t)
+	c.signIn()
+	c.visit(fmt.Sprintf("/project/%d/sql", c.boot.ProjectID))
+	// Hours of counting: only a cancel ends it before the time limit.
+	c.fill("#field-query", "SELECT count() FROM range(1000000) a, range(1000000) b WHERE a.range + b.range > 0")
+	c.run(chromedp.Click(chromedp.CSS(`button.run-query`)))
+	c.waitText(".sql-status", "Running")
+	c.run(chromedp.WaitVisible(chromedp.CSS(`button.cancel-query`)))
+	c.checkScreen("sql-running")
+	c.run(chromedp.Click(chromedp.CSS(`button.cancel-query`)))
+	c.waitText(".sql-status", "Cancelled: hedge stopped the query.")
+	if eval[bool](c, `document.querySelector('button.run-query').disabled`) || eval[int](c, `document.querySelectorAll('button.cancel-query').length`) != 0 {
+		t.Error("after the cancel, Run is still disabled or Cancel still offered")
+	}
+	c.checkScreen("sql-cancelled")
+	c.fill("#field-query", "SELECT 1 AS one")
+	c.run(chromedp.Click(chromedp.CSS(`button.run-query`)))
+	c.waitText(".sql-status", "1 row in")
+}
+
+// DuckDB's error text keeps its line breaks on screen: its pointer to the query's
+// column is a line of its own.
+func TestConsoleSQLErrorLines(t *testing.T) {
+	c := openConsole(t)
+	c.signIn()
+	const wrong = "SELECT nope FROM events"
+	var refusal struct {
+		Detail string `json:"detail"`
+	}
+	if status := c.adminAPI("POST", fmt.Sprintf("/api/projects/%d/query/", c.boot.ProjectID),
+		map[string]any{"query": map[string]any{"kind": "HogQLQuery", "query": wrong}}, &refusal); status != 400 || !strings.Contains(refusal.Detail, "\n") {
+		t.Fatalf("the API answers %d %q, want a 400 of several lines", status, refusal.Detail)
+	}
+	c.expect(fmt.Sprintf("/api/projects/%d/query/", c.boot.ProjectID), 400)
+	c.visit(fmt.Sprintf("/project/%d/sql", c.boot.ProjectID))
+	c.fill("#field-query", wrong)
+	c.run(chromedp.Click(chromedp.CSS(`button.run-query`)))
+	c.waitText("#field-query-error", "nope")
+	// innerText is the text as rendered: a line break shown is a "\n" in it.
+	shown := eval[string](c, `document.querySelector('#field-query-error').innerText`)
+	if strings.Count(shown, "\n") != strings.Count(strings.TrimSpace(refusal.Detail), "\n") {
+		t.Errorf("the error shows as %q, want the lines of %q", shown, refusal.Detail)
+	}
+	c.checkScreen("sql-error-lines")
+}

@@ -81,6 +81,7 @@ type API struct {
 	tokens    *ProjectTokens
 	queries   *warehouse.Queries
 	results   *resultsCache
+	running   runningQueries // the named queries, which a DELETE cancels
 	exports   *batchexport.Runner
 	flags     *flags.Store
 	publicURL string

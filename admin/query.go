@@ -15,19 +15,22 @@ import (
 
 func (a *API) bindQuery() {
 	a.handle(fiber.MethodPost, "/projects/:project_id/query/", "query:read", a.queryRun)
+	a.handle(fiber.MethodDelete, "/projects/:project_id/query/:query_id/", "query:read", a.queryCancel)
 }
 
 // POST /api/projects/{project_id}/query/ (query:read)
 // Body {"query": {"kind": "EventsQuery" | "TrendsQuery" | "FunnelsQuery" | "HogQLQuery", ...}}. A query
 // reads the project's rows only, in its time zone; a query that may not run, or that
-// fails for a reason of its own, answers 400 saying why.
+// fails for a reason of its own, answers 400 saying why. A client_query_id names the
+// query for DELETE .../query/{client_query_id}/ while it runs (query_cancel.go).
 func (a *API) queryRun(c *fiber.Ctx) error {
 	pr, err := a.projectOf(c, principalOf(c))
 	if err != nil {
 		return err
 	}
 	var body struct {
-		Query json.RawMessage `json:"query"`
+		Query         json.RawMessage `json:"query"`
+		ClientQueryID string          `json:"client_query_id"`
 	}
 	if err := bindBody(c, &body); err != nil {
 		return err
@@ -39,7 +42,15 @@ func (a *API) queryRun(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	result, err := a.runQuery(c.UserContext(), scope, body.Query)
+	ctx, done, err := a.running.start(c.UserContext(), pr.id, body.ClientQueryID)
+	if err != nil {
+		return err
+	}
+	defer done()
+	result, err := a.runQuery(ctx, scope, body.Query)
+	if err != nil && errors.Is(context.Cause(ctx), errQueryCancelled) {
+		return errQueryWasCancelled()
+	}
 	if err != nil {
 		return err
 	}

@@ -159,3 +159,132 @@ func TestQueryAPIShuttingDown(t *testing.T) {
 		t.Fatalf("a query after shutdown: %d %s", status, text)
 	}
 }
+
+// A display of totals (a number, a pie, bars of totals, a table, a map) answers each
+// line's aggregated_value over the whole range, as PostHog does: 300 users active on
+// one to four days each are 300 unique users, not the 750 the days add up to.
+func TestQueryAPITrendsAggregatedValue(t *testing.T) {
+	env := newTestEnv(t, "")
+	day := time.Now().UTC().Truncate(24 * time.Hour).Add(-6 * 24 * time.Hour)
+	var events []warehouse.Event
+	daily := 0
+	for user := range 300 {
+		for d := range user%4 + 1 {
+			events = append(events, warehouse.Event{Name: "$pageview", DistinctID: fmt.Sprintf("user-%d", user),
+				Timestamp: day.Add(time.Duration(d)*24*time.Hour + time.Duration(user)*time.Second)})
+			daily++
+		}
+	}
+	env.ingest(t, events...)
+	query := func(display string) []map[string]any {
+		t.Helper()
+		body := fmt.Sprintf(`{"query": {"kind": "TrendsQuery", "series": [{"kind": "EventsNode", "event": "$pageview", "math": "dau"},
+			{"kind": "EventsNode", "event": "$pageview", "math": "total"}], "dateRange": {"date_from": "-7d"}, "trendsFilter": {"display": %q}}}`, display)
+		out := env.must(t, 200, "POST", env.project+"/query/", env.owner, body)
+		var lines []map[string]any
+		for _, l := range out["results"].([]any) {
+			lines = append(lines, l.(map[string]any))
+		}
+		if len(lines) != 2 {
+			t.Fatalf("%s: %d lines, want one per series", display, len(lines))
+		}
+		return lines
+	}
+	for _, display := range []string{"BoldNumber", "ActionsPie", "ActionsBarValue", "ActionsTable", "WorldMap"} {
+		lines := query(display)
+		if lines[0]["aggregated_value"] != 300.0 || lines[1]["aggregated_value"] != float64(daily) {
+			t.Errorf("%s: aggregated_value %v and %v, want 300 unique users and %d events", display, lines[0]["aggregated_value"], lines[1]["aggregated_value"], daily)
+		}
+		if fmt.Sprint(lines[0]["data"], lines[0]["days"]) != "[] []" || lines[0]["count"] != 0.0 {
+			t.Errorf("%s: a total has data %v, days %v and count %v, want none, as PostHog's", display, lines[0]["data"], lines[0]["days"], lines[0]["count"])
+		}
+	}
+	// By a breakdown of fewer values than the top 25, a value a line, and no rest.
+	out := env.must(t, 200, "POST", env.project+"/query/", env.owner, `{"query": {"kind": "TrendsQuery", "series": [{"event": "$pageview", "math": "dau"}],
+		"dateRange": {"date_from": "-7d"}, "breakdownFilter": {"breakdown": "$browser"}, "trendsFilter": {"display": "ActionsTable"}}}`)
+	if results := out["results"].([]any); len(results) != 1 || results[0].(map[string]any)["aggregated_value"] != 300.0 {
+		t.Errorf("by a breakdown without a rest: %v, want one line of 300", results)
+	}
+	// A line per day: the daily uniques, which add up to more, and no aggregated_value.
+	lines := query("ActionsLineGraph")
+	if _, ok := lines[0]["aggregated_value"]; ok || lines[0]["count"] != float64(daily) || daily <= 300 {
+		t.Errorf("a line: count %v (want %d), aggregated_value %v (want none)", lines[0]["count"], daily, lines[0]["aggregated_value"])
+	}
+}
+
+// A query named by client_query_id is cancelled while it runs by DELETE
+// .../query/{client_query_id}/, PostHog's route, by members of its project with
+// query:read only: the DELETE answers 200 {"message"} and the query a 400 saying it
+// was cancelled, long before its time limit. A DELETE of another project, or of a
+// query not running, cancels nothing.
+func TestQueryAPICancel(t *testing.T) {
+	env := newTestEnv(t, "")
+	// Some hours of counting: only the cancel ends it before the time limit, which
+	// answers another error.
+	const long = `{"client_query_id": "q-long", "query": {"kind": "HogQLQuery", "query": "SELECT count() FROM range(1000000) a, range(1000000) b WHERE a.range + b.range > 0"}}`
+	answered := make(chan map[string]any, 1)
+	go func() {
+		_, out, _ := env.call(t, "POST", env.project+"/query/", env.owner, long)
+		answered <- out
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		env.api.running.mu.Lock()
+		registered := len(env.api.running.byID) == 1
+		env.api.running.mu.Unlock()
+		if registered {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the named query never started")
+		}
+	}
+
+	second := int(env.must(t, 201, "POST", env.orgPath("projects/"), env.owner, `{"name":"Second"}`)["id"].(float64))
+	_, readerOfInsights := env.member(t, "insights@example.com", levelOwner, "insight:read")
+	_, outsider := env.addUser(t, "outsider@example.com", uuid.Nil, levelOwner, "*")
+	for _, c := range []struct {
+		name, path, key string
+		status          int
+		message         string
+	}{
+		{"another project's", fmt.Sprintf("/api/projects/%d/query/q-long/", second), env.owner, 200, "No query with this id is running"},
+		{"another id", env.project + "/query/q-other/", env.owner, 200, "No query with this id is running"},
+		{"without query:read", env.project + "/query/q-long/", readerOfInsights, 403, ""},
+		{"of another organization", env.project + "/query/q-long/", outsider, 404, ""},
+		{"no key", env.project + "/query/q-long/", "", 401, ""},
+	} {
+		status, out, text := env.call(t, "DELETE", c.path, c.key, "")
+		if status != c.status || !strings.Contains(fmt.Sprint(out["message"]), c.message) {
+			t.Fatalf("a DELETE %s: %d %s, want %d %q", c.name, status, text, c.status, c.message)
+		}
+	}
+	select {
+	case out := <-answered:
+		t.Fatalf("the query ended before it was cancelled: %v", out)
+	default:
+	}
+
+	if out := env.must(t, 200, "DELETE", env.project+"/query/q-long/", env.owner, ""); out["message"] != "Query cancelled" {
+		t.Fatalf("the DELETE answered %v", out)
+	}
+	if out := <-answered; out["type"] != "validation_error" || out["code"] != "query_was_cancelled" || !strings.Contains(fmt.Sprint(out["detail"]), "cancelled") {
+		t.Fatalf("the cancelled query answered %v", out)
+	}
+	if out := env.must(t, 200, "DELETE", env.project+"/query/q-long/", env.owner, ""); !strings.Contains(fmt.Sprint(out["message"]), "No query") {
+		t.Fatalf("a DELETE after the query ended answered %v", out)
+	}
+
+	// An id longer than any client's is refused, and a named query that ends on its
+	// own leaves nothing behind.
+	status, out, _ := env.call(t, "POST", env.project+"/query/", env.owner,
+		`{"client_query_id": "`+strings.Repeat("x", 201)+`", "query": {"kind": "HogQLQuery", "query": "SELECT 1"}}`)
+	if status != 400 || out["attr"] != "client_query_id" || out["code"] != "max_length" {
+		t.Fatalf("a long client_query_id: %d %v", status, out)
+	}
+	env.must(t, 200, "POST", env.project+"/query/", env.owner, `{"client_query_id": "q-short", "query": {"kind": "HogQLQuery", "query": "SELECT 1"}}`)
+	env.api.running.mu.Lock()
+	defer env.api.running.mu.Unlock()
+	if len(env.api.running.byID) != 0 || len(env.api.running.byProject) != 0 {
+		t.Fatalf("the registry keeps %v %v", env.api.running.byID, env.api.running.byProject)
+	}
+}

@@ -22,6 +22,29 @@ type TrendsQuery struct {
 	BreakdownFilter *BreakdownFilter `json:"breakdownFilter"`
 	// Properties filter every series.
 	Properties []PropertyFilter `json:"properties"`
+	// TrendsFilter.Display chooses, as PostHog's does, between a line per interval and a
+	// value for the whole range (totalValue).
+	TrendsFilter *TrendsFilter `json:"trendsFilter"`
+}
+
+// TrendsFilter is the part of PostHog's trendsFilter that changes the answer.
+type TrendsFilter struct {
+	Display string `json:"display"`
+}
+
+// totalValue reports a display of one value per line for the whole range (a number, a
+// pie, bars of totals, a table, a map): PostHog answers those with aggregated_value,
+// computed over the range, and no data per interval. A sum of the intervals would
+// count a person active on three days three times.
+func (tq TrendsQuery) totalValue() bool {
+	if tq.TrendsFilter == nil {
+		return false
+	}
+	switch tq.TrendsFilter.Display {
+	case "BoldNumber", "ActionsPie", "ActionsBarValue", "ActionsTable", "WorldMap":
+		return true
+	}
+	return false
 }
 
 // DateRange is the span of time an insight query reads: [from, to) as dates resolves it.
@@ -61,7 +84,9 @@ type TrendsResult struct {
 	Timezone string       `json:"timezone"`
 }
 
-// TrendsLine is one series (or one breakdown value of one series) over the intervals.
+// TrendsLine is one series (or one breakdown value of one series) over the intervals,
+// or for a display of totals (TrendsQuery.totalValue) its AggregatedValue over the
+// whole range, with Labels, Days and Data empty and Count 0, as PostHog answers.
 type TrendsLine struct {
 	Label  string    `json:"label"`
 	Labels []string  `json:"labels"`
@@ -75,6 +100,9 @@ type TrendsLine struct {
 		Order int    `json:"order"`
 	} `json:"action"`
 	BreakdownValue any `json:"breakdown_value,omitempty"`
+	// AggregatedValue is the series' count over the whole range: for dau the persons
+	// active in it, each once, however many intervals they were active in.
+	AggregatedValue *float64 `json:"aggregated_value,omitempty"`
 }
 
 // Trends runs a TrendsQuery.
@@ -104,13 +132,15 @@ func (q *Queries) Trends(ctx context.Context, scope Scope, tq TrendsQuery, now t
 	}
 	// The buckets are built before any SQL runs, one per interval of the range: an
 	// hourly trend over centuries would take gigabytes. PostHog refuses ranges of too
-	// many intervals too.
-	if intervalsBetween(from, to, interval) > maxTrendBuckets {
-		return nil, queryErrorf("the date range spans more than %d %ss: choose a longer interval or a shorter range", maxTrendBuckets, interval)
-	}
-	axis, err := newTrendAxis(ctx, from.In(loc), to.In(loc), interval, scope.WeekStartDay)
-	if err != nil {
-		return nil, cmp.Or(q.interrupted(ctx), err)
+	// many intervals too. A total over the range has no buckets (axis nil).
+	var axis *trendAxis
+	if !tq.totalValue() {
+		if intervalsBetween(from, to, interval) > maxTrendBuckets {
+			return nil, queryErrorf("the date range spans more than %d %ss: choose a longer interval or a shorter range", maxTrendBuckets, interval)
+		}
+		if axis, err = newTrendAxis(ctx, from.In(loc), to.In(loc), interval, scope.WeekStartDay); err != nil {
+			return nil, cmp.Or(q.interrupted(ctx), err)
+		}
 	}
 	result := &TrendsResult{Results: []TrendsLine{}, Timezone: scope.timezone()}
 	for order, series := range tq.Series {
@@ -141,14 +171,22 @@ func (q *Queries) trendsSeries(ctx context.Context, scope Scope, tq TrendsQuery,
 }
 
 // trendsSQL is the query of one series of tq over [from, to): a row per interval and
-// breakdown value (bucket, value_group, value), the bucket as bucketKey names it. It
-// reports what of persons the query reads (persons), and whether tq breaks the series
-// down (else every row has the same value_group).
+// breakdown value (bucket, value_group, value), the bucket as bucketKey names it, or
+// with axis nil (a total over the range) a row per breakdown value, each bucket "0".
+// It reports what of persons the query reads (persons), and whether tq breaks the
+// series down (else every row has the same value_group).
 func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string, from, to time.Time, axis *trendAxis) (query string,
 	args []any, persons personJoin, breakdown bool, err error) {
 	var where []string
 	var whereArgs []any
-	bucket, label, bucketArgs := trendBucket(scope, interval, to, axis)
+	// One bucket for the whole range: the queries below then count each value once
+	// over the range, distinct persons included. Its label reads the column, as the
+	// intervals' do: grouped by constants alone, the rest's count would be a row of 0
+	// even without events.
+	bucket, label, bucketArgs := "0", "bucket::VARCHAR", []any(nil)
+	if axis != nil {
+		bucket, label, bucketArgs = trendBucket(scope, interval, to, axis)
+	}
 	if event := series.event(); event != "" {
 		where, whereArgs = append(where, "event = ?"), append(whereArgs, event)
 	}
@@ -329,13 +367,17 @@ func newTrendAxis(ctx context.Context, from, to time.Time, interval string, week
 
 // trendsLines folds the rows of trendsSQL's query into the lines of a series: one, or
 // with a breakdown one per value, largest count first and the rest (Other) last. A
-// series without events and without a breakdown is a line of zeros. It stops with
-// ctx's error once ctx is done.
+// series without events and without a breakdown is a line of zeros. With axis nil the
+// rows are totals over the range, and each line carries its AggregatedValue instead.
+// It stops with ctx's error once ctx is done.
 func trendsLines(ctx context.Context, rows [][]any, series TrendsSeries, order int, axis *trendAxis, breakdown bool) ([]TrendsLine, error) {
 	event, math := series.event(), cmp.Or(series.Math, "total")
 	name := cmp.Or(series.Name, cmp.Or(event, "All events"))
 	newLine := func() *TrendsLine {
-		line := &TrendsLine{Labels: axis.labels, Days: axis.days, Data: make([]float64, len(axis.buckets))}
+		line := &TrendsLine{Labels: []string{}, Days: []string{}, Data: []float64{}, AggregatedValue: new(float64)}
+		if axis != nil {
+			line = &TrendsLine{Labels: axis.labels, Days: axis.days, Data: make([]float64, len(axis.buckets))}
+		}
 		line.Label = name
 		line.Action.ID, line.Action.Name, line.Action.Math, line.Action.Order = event, name, math, order
 		return line
@@ -348,7 +390,10 @@ func trendsLines(ctx context.Context, rows [][]any, series TrendsSeries, order i
 		}
 		bucketKey, _ := row[0].(string)
 		group, _ := row[1].(string)
-		i, ok := axis.index[bucketKey]
+		i, ok := 0, true
+		if axis != nil {
+			i, ok = axis.index[bucketKey]
+		}
 		if !ok {
 			continue // an interval outside the range's buckets (not expected)
 		}
@@ -363,6 +408,10 @@ func trendsLines(ctx context.Context, rows [][]any, series TrendsSeries, order i
 			keys = append(keys, group)
 		}
 		n := toFloat(row[2])
+		if axis == nil {
+			*line.AggregatedValue += n
+			continue
+		}
 		line.Data[i] += n
 		line.Count += n
 	}
@@ -375,8 +424,8 @@ func trendsLines(ctx context.Context, rows [][]any, series TrendsSeries, order i
 			return 1
 		case b == breakdownOther:
 			return -1
-		case lines[a].Count != lines[b].Count:
-			if lines[a].Count > lines[b].Count {
+		case lines[a].size() != lines[b].size():
+			if lines[a].size() > lines[b].size() {
 				return -1
 			}
 			return 1
@@ -388,6 +437,14 @@ func trendsLines(ctx context.Context, rows [][]any, series TrendsSeries, order i
 		out = append(out, *lines[k])
 	}
 	return out, nil
+}
+
+// size is what lines are ordered by: the aggregated value of a total, else the count.
+func (l *TrendsLine) size() float64 {
+	if l.AggregatedValue != nil {
+		return *l.AggregatedValue
+	}
+	return l.Count
 }
 
 // event is the event the series counts, "" for every event.

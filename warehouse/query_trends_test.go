@@ -289,4 +289,40 @@ func TestTrendDAUBreakdownAgreesWithGo(t *testing.T) {
 			t.Fatalf("%s: got %v, want %v", value, got[value], data)
 		}
 	}
+
+	// As a table (a total per line), each value counts its persons over the whole
+	// range, once each however many days they came, and the lines come largest first.
+	wantTotal := map[string]float64{}
+	everyone := map[int]bool{}
+	for value, seen := range persons {
+		users := map[int]bool{}
+		for k := range seen {
+			users[k[1]], everyone[k[1]] = true, true
+		}
+		wantTotal[value] = float64(len(users))
+	}
+	tq.TrendsFilter = &TrendsFilter{Display: "ActionsTable"}
+	if r, err = w.Queries().Trends(context.Background(), utc, tq, at("2026-11-10T00:00:00Z")); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Results) != len(wantTotal) {
+		t.Fatalf("as a table: %d lines, want %d", len(r.Results), len(wantTotal))
+	}
+	for i, l := range r.Results {
+		value := fmt.Sprint(l.BreakdownValue)
+		if l.AggregatedValue == nil || *l.AggregatedValue != wantTotal[value] || len(l.Data) != 0 || len(l.Days) != 0 || l.Count != 0 {
+			t.Fatalf("as a table, %s: %+v, want aggregated_value %g and no data", value, l, wantTotal[value])
+		}
+		if i > 0 && value != breakdownOther && *r.Results[i-1].AggregatedValue < *l.AggregatedValue {
+			t.Fatalf("as a table, %s (%g) comes after a smaller line", value, *l.AggregatedValue)
+		}
+	}
+	// As a number without a breakdown: the persons of the range, each once.
+	tq.BreakdownFilter, tq.TrendsFilter = nil, &TrendsFilter{Display: "BoldNumber"}
+	if r, err = w.Queries().Trends(context.Background(), utc, tq, at("2026-11-10T00:00:00Z")); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Results) != 1 || r.Results[0].AggregatedValue == nil || *r.Results[0].AggregatedValue != float64(len(everyone)) {
+		t.Fatalf("as a number: %+v, want aggregated_value %d", r.Results, len(everyone))
+	}
 }

@@ -30,9 +30,45 @@ function shortDate(label) {
   return t === '00:00' ? shortDate(label.slice(0, 10)) : t;
 }
 
+// wallClock is the time t on the clocks of timeZone, as "YYYY-MM-DD HH:MM:SS"; an
+// unknown zone reads UTC.
+function wallClock(t, timeZone) {
+  let parts;
+  try {
+    parts = new Intl.DateTimeFormat('en-US', { timeZone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' }).formatToParts(t);
+  } catch {
+    return t.toISOString().slice(0, 19).replace('T', ' ');
+  }
+  const p = Object.fromEntries(parts.map((x) => [x.type, x.value]));
+  return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second}`;
+}
+
+// full writes a bucket's start (a date, or a date and time) as a date and time.
+const full = (day) => (day.length <= 10 ? `${day} 00:00:00` : day);
+
+// after is the start of the interval after the one that starts at day (wall-clock).
+function after(day, interval) {
+  const t = new Date(full(day).replace(' ', 'T') + 'Z');
+  if (interval === 'hour') t.setUTCHours(t.getUTCHours() + 1);
+  else if (interval === 'week') t.setUTCDate(t.getUTCDate() + 7);
+  else if (interval === 'month') t.setUTCMonth(t.getUTCMonth() + 1);
+  else t.setUTCDate(t.getUTCDate() + 1);
+  return t.toISOString().slice(0, 19).replace('T', ' ');
+}
+
+// inProgressFrom is the index of the first of a trend's buckets (their starts, on the
+// clocks of timeZone) that has not ended at now: the current interval, whose count is
+// still growing, and any after it. days.length when all have ended.
+export function inProgressFrom(days, interval, timeZone, now = new Date()) {
+  const wall = wallClock(now, timeZone);
+  const i = days.findIndex((d, j) => (j + 1 < days.length ? full(days[j + 1]) : after(d, interval)) > wall);
+  return i < 0 ? days.length : i;
+}
+
 // TimeChart draws series [{label, data}] over labels (ISO dates or date-times) as
-// lines, bars or stacked bars. title names it for assistive technology.
-export function TimeChart({ title, labels, series, display = 'line', height = 280 }) {
+// lines, bars or stacked bars; the buckets from current on (inProgressFrom) are
+// drawn dashed, for they are not over. title names it for assistive technology.
+export function TimeChart({ title, labels, series, display = 'line', height = 280, current = labels.length }) {
   const box = useRef();
   const [width, setWidth] = useState(600);
   const [hidden, setHidden] = useState(() => new Set());
@@ -51,7 +87,8 @@ export function TimeChart({ title, labels, series, display = 'line', height = 28
   const summary =
     `${title}: ${series.length} series from ${labels[0] ?? '—'} to ${labels[labels.length - 1] ?? '—'}; ` +
     series.map((s, i) => `${s.label} total ${format(totals[i])}`).join(', ') +
-    `; peak ${format(peak)}.`;
+    `; peak ${format(peak)}` +
+    (current < labels.length ? `; from ${labels[current]} the interval is still in progress.` : '.');
   const toggle = (i) =>
     setHidden((h) => {
       const n = new Set(h);
@@ -64,9 +101,9 @@ export function TimeChart({ title, labels, series, display = 'line', height = 28
         <ul class="legend" aria-label="Series">
           {series.map((s, i) => (
             <li>
-              <button type="button" class="legend-item" aria-pressed={!hidden.has(i)} onClick={() => toggle(i)}>
+              <button type="button" class="legend-item" aria-pressed={!hidden.has(i)} title={`${s.label}: ${format(totals[i])}`} onClick={() => toggle(i)}>
                 <span class="swatch" style={{ background: `var(--series-${i % 8})` }} aria-hidden="true" />
-                {s.label} <span class="muted">{format(totals[i])}</span>
+                <span class="legend-label">{s.label}</span> <span class="muted">{format(totals[i])}</span>
               </button>
             </li>
           ))}
@@ -93,7 +130,9 @@ export function TimeChart({ title, labels, series, display = 'line', height = 28
                 <th scope="col">Date</th>
                 {series.map((s) => (
                   <th scope="col" class="num">
-                    {s.label}
+                    <span class="clip" title={s.label}>
+                      {s.label}
+                    </span>
                   </th>
                 ))}
               </tr>
@@ -112,9 +151,10 @@ export function TimeChart({ title, labels, series, display = 'line', height = 28
         </div>
       ) : (
         <div ref={box} class="chart-canvas">
-          <Plot {...{ labels, series, display, hidden, width, height, summary }} />
+          <Plot {...{ labels, series, display, hidden, width, height, summary, current }} />
         </div>
       )}
+      {!asTable && current < labels.length && <p class="muted chart-note">Dashed: the current interval, still in progress.</p>}
       <figcaption class="sr-only">{summary}</figcaption>
     </figure>
   );
@@ -128,7 +168,9 @@ export function BarList({ title, items }) {
       {items.map((i) => (
         <li>
           <span class="bar" style={{ width: `${(100 * i.value) / max}%` }} aria-hidden="true" />
-          <span class="bar-label">{i.label}</span>
+          <span class="bar-label" title={i.label}>
+            {i.label}
+          </span>
           <span class="bar-value">{format(i.value)}</span>
         </li>
       ))}
@@ -139,7 +181,10 @@ export function BarList({ title, items }) {
 // Plot is the SVG of the shown series: the y axis from zero with its grid, dates
 // under the x axis (as many as fit), and lines with points, bars side by side, or
 // bars stacked in series order. Each point or bar has a <title>, the browser's tooltip.
-function Plot({ labels, series, display, hidden, width, height, summary }) {
+// The buckets from current on are in progress: a line reaches them by a dashed path
+// of its own (class in-progress), their points are hollow and their bars pale and
+// outlined dashed, so that a day not over does not read as a drop.
+function Plot({ labels, series, display, hidden, width, height, summary, current }) {
   const shown = series.map((s, i) => ({ ...s, i })).filter((s) => !hidden.has(s.i));
   const n = labels.length;
   const left = 48, right = 12, top = 10, bottom = 26;
@@ -164,23 +209,30 @@ function Plot({ labels, series, display, hidden, width, height, summary }) {
         const w = stacked ? bandW : bandW / shown.length;
         const x0 = x(j) - bandW / 2 + (stacked ? 0 : k * w);
         const y0 = y(base + v);
+        const open = j >= current;
         marks.push(
-          <rect class={`series-${s.i % 8} bar`} x={x0} y={y0} width={Math.max(1, w - (stacked ? 0 : 1))} height={Math.max(0, y(base) - y0)}>
-            <title>{`${s.label}, ${label}: ${format(v)}`}</title>
+          <rect class={`series-${s.i % 8} bar${open ? ' in-progress' : ''}`} x={x0} y={y0} width={Math.max(1, w - (stacked ? 0 : 1))} height={Math.max(0, y(base) - y0)}>
+            <title>{`${s.label}, ${label}: ${format(v)}${open ? ' (in progress)' : ''}`}</title>
           </rect>,
         );
         if (stacked) base += v;
       });
     });
   } else {
+    // path draws the line through the buckets [from, to).
+    const path = (s, from, to) =>
+      labels
+        .slice(from, to)
+        .map((_, k) => `${k ? 'L' : 'M'}${x(from + k).toFixed(1)},${y(value(s, from + k)).toFixed(1)}`)
+        .join('');
     shown.forEach((s) => {
-      const d = labels.map((_, j) => `${j ? 'L' : 'M'}${x(j).toFixed(1)},${y(value(s, j)).toFixed(1)}`).join('');
-      marks.push(<path class={`series-${s.i % 8} line`} d={d} />);
+      if (current > 1) marks.push(<path class={`series-${s.i % 8} line`} d={path(s, 0, current)} />);
+      if (current < n) marks.push(<path class={`series-${s.i % 8} line in-progress`} d={path(s, Math.max(0, current - 1), n)} />);
       if (n <= 60)
         labels.forEach((label, j) =>
           marks.push(
-            <circle class={`series-${s.i % 8} point`} cx={x(j)} cy={y(value(s, j))} r="3">
-              <title>{`${s.label}, ${label}: ${format(value(s, j))}`}</title>
+            <circle class={`series-${s.i % 8} point${j >= current ? ' in-progress' : ''}`} cx={x(j)} cy={y(value(s, j))} r="3">
+              <title>{`${s.label}, ${label}: ${format(value(s, j))}${j >= current ? ' (in progress)' : ''}`}</title>
             </circle>,
           ),
         );

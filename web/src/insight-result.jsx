@@ -2,7 +2,7 @@
 // a number, a table or a bar list of totals, by trendsFilter.display), funnels as
 // steps with conversion, events and SQL as tables. The insight screen, dashboard
 // tiles and public dashboards all draw results through this one component.
-import { BarList, TimeChart } from './chart.jsx';
+import { BarList, TimeChart, inProgressFrom } from './chart.jsx';
 import { Table, format } from './ui.jsx';
 
 // sourceOf unwraps the query an insight stores (InsightVizNode, DataTableNode,
@@ -21,6 +21,17 @@ export const displays = [
   ['ActionsTable', 'Table'],
 ];
 
+// totalDisplays show one value per line for the whole range, which hedge answers as
+// each line's aggregated_value (as PostHog does): unique users over a week are the
+// persons of the week, not the sum of each day's.
+export const totalDisplays = ['BoldNumber', 'ActionsPie', 'ActionsBarValue', 'ActionsTable', 'WorldMap'];
+
+// totalOf is a line's value over the whole range: its aggregated_value, or for an
+// answer computed without one (per interval) the sum of its intervals.
+export function totalOf(line) {
+  return line.aggregated_value ?? line.count ?? 0;
+}
+
 // seriesLabel names a trends line: the breakdown value when there is one.
 export function seriesLabel(line) {
   if (line.breakdown_value !== undefined && line.breakdown_value !== null) {
@@ -30,12 +41,14 @@ export function seriesLabel(line) {
   return line.label;
 }
 
-export function InsightResult({ query, result, title, height }) {
+// InsightResult draws result, the answer to query. timezone is the project's, which
+// trends count intervals in (the browser's when not given).
+export function InsightResult({ query, result, title, height, timezone }) {
   const q = sourceOf(query);
   if (!q || result === undefined || result === null) return <p class="empty">No result yet.</p>;
   switch (q.kind) {
     case 'TrendsQuery':
-      return <TrendsResult query={q} lines={result} title={title} height={height} />;
+      return <TrendsResult query={q} lines={result} title={title} height={height} timezone={timezone} />;
     case 'FunnelsQuery':
       return <FunnelResult steps={result} title={title} />;
     default:
@@ -43,14 +56,16 @@ export function InsightResult({ query, result, title, height }) {
   }
 }
 
-function TrendsResult({ query, lines, title, height }) {
+// TrendsResult draws a trend. A number is its first line's total, as PostHog's is:
+// the lines of other series count other things, which do not add up.
+function TrendsResult({ query, lines, title, height, timezone }) {
   if (!Array.isArray(lines) || lines.length === 0) return <p class="empty">No events in this range.</p>;
   const display = (query.trendsFilter && query.trendsFilter.display) || 'ActionsLineGraph';
-  const series = lines.map((l) => ({ label: seriesLabel(l), data: l.data, total: l.count }));
+  const series = lines.map((l) => ({ label: seriesLabel(l), data: l.data, total: totalOf(l) }));
   if (display === 'BoldNumber') {
-    const total = lines.reduce((a, l) => a + (l.count || 0), 0);
+    const total = series[0].total;
     return (
-      <p class="bold-number" aria-label={`${title}: ${format(total)}`}>
+      <p class="bold-number" aria-label={`${title}: ${format(total)}`} title={series[0].label}>
         {format(total)}
       </p>
     );
@@ -63,7 +78,15 @@ function TrendsResult({ query, lines, title, height }) {
       <Table
         caption={title}
         columns={[
-          { key: 'label', label: 'Series' },
+          {
+            key: 'label',
+            label: 'Series',
+            render: (r) => (
+              <span class="clip" title={r.label}>
+                {r.label}
+              </span>
+            ),
+          },
           { key: 'total', label: 'Total', numeric: true },
         ]}
         rows={series}
@@ -71,7 +94,10 @@ function TrendsResult({ query, lines, title, height }) {
     );
   }
   const kind = display === 'ActionsBar' ? 'bar' : display === 'ActionsStackedBar' || display === 'ActionsAreaGraph' ? 'stacked' : 'line';
-  return <TimeChart title={title} labels={lines[0].days} series={series} display={kind} height={height} />;
+  const days = lines[0].days || [];
+  const zone = timezone || Intl.DateTimeFormat().resolvedOptions().timeZone;
+  const current = inProgressFrom(days, query.interval || 'day', zone);
+  return <TimeChart title={title} labels={days} series={series} display={kind} height={height} current={current} />;
 }
 
 // FunnelResult shows each step's count, its conversion from the first step and from

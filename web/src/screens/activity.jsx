@@ -94,7 +94,9 @@ function Filters({ project, filters }) {
         <select id="activity-event" value={filters.event} onChange={(e) => setQuery({ event: e.target.value })}>
           <option value="">All events</option>
           {choices.map((n) => (
-            <option value={n}>{n}</option>
+            <option value={n} title={n}>
+              {clip(n, 60)}
+            </option>
           ))}
         </select>
       </div>
@@ -125,6 +127,12 @@ function Filters({ project, filters }) {
       <ErrorNote error={names.error} />
     </form>
   );
+}
+
+// clip shortens a name to max characters for a control that cannot cut it itself (an
+// option); the full name stays in its value and title.
+function clip(name, max) {
+  return name.length > max ? name.slice(0, max - 1) + '…' : name;
 }
 
 // LiveEvents is the table and its tail; it starts over when the filters change.
@@ -306,7 +314,14 @@ function EventRow({ project, r, isOpen, toggle, showPerson }) {
     <>
       <tr class={isOpen ? 'event-row open' : 'event-row'} onClick={(e) => !e.target.closest('a, button') && toggle(r.uuid)}>
         <td>
-          <button type="button" class="event-toggle" aria-expanded={isOpen ? 'true' : 'false'} aria-controls={isOpen ? detail : undefined} onClick={() => toggle(r.uuid)}>
+          <button
+            type="button"
+            class="event-toggle"
+            title={r.event}
+            aria-expanded={isOpen ? 'true' : 'false'}
+            aria-controls={isOpen ? detail : undefined}
+            onClick={() => toggle(r.uuid)}
+          >
             <span aria-hidden="true" class="caret">
               {isOpen ? '▾' : '▸'}
             </span>
@@ -314,13 +329,19 @@ function EventRow({ project, r, isOpen, toggle, showPerson }) {
           </button>
         </td>
         <td>
-          {showPerson && r.person ? (
-            <Link href={projectPath(project, `persons/${encodeURIComponent(r.person.id)}`)}>{r.person.name || r.distinctId}</Link>
-          ) : (
-            r.distinctId
-          )}
+          <span class="clip event-person" title={showPerson && r.person ? r.person.name || r.distinctId : r.distinctId}>
+            {showPerson && r.person ? (
+              <Link href={projectPath(project, `persons/${encodeURIComponent(r.person.id)}`)}>{r.person.name || r.distinctId}</Link>
+            ) : (
+              r.distinctId
+            )}
+          </span>
         </td>
-        <td class="event-url">{url}</td>
+        <td>
+          <span class="clip event-url" title={url || undefined}>
+            {url}
+          </span>
+        </td>
         <td>
           <time datetime={r.timestamp} title={r.timestamp}>
             {when(r.timestamp)}

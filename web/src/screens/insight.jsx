@@ -4,7 +4,7 @@
 // reproduces an unsaved insight, and a saved one's unsaved changes.
 import { useState } from 'preact/hooks';
 import { api, hogql, query } from '../api.js';
-import { InsightResult, displays, seriesLabel, sourceOf } from '../insight-result.jsx';
+import { InsightResult, displays, seriesLabel, sourceOf, totalDisplays, totalOf } from '../insight-result.jsx';
 import { navigate, setQuery } from '../router.jsx';
 import { projectPath } from '../session.jsx';
 import { ErrorNote, Field, Loading, Page, downloadCSV, useAsync } from '../ui.jsx';
@@ -94,9 +94,14 @@ function Builder({ project, params, initial }) {
   const source = parseQ(params.get('q')) || savedSource || blank.TrendsQuery;
   const set = (next) => setQuery({ q: JSON.stringify(next) });
   const body = sent(source);
-  // The display is drawn from the answer; changing it runs nothing.
-  const runKey = JSON.stringify({ ...body, trendsFilter: undefined });
-  const run = useAsync((signal) => query(project, body, signal).then((r) => ({ ...r, kind: body.kind })), [project, runKey]);
+  const isTrends = source.kind === 'TrendsQuery';
+  const display = (isTrends && source.trendsFilter && source.trendsFilter.display) || 'ActionsLineGraph';
+  // The display is drawn from the answer, which is the same for every display of
+  // intervals, and for every display of totals (totalDisplays): a change within one
+  // kind runs nothing.
+  const totals = isTrends && totalDisplays.includes(display);
+  const runKey = JSON.stringify({ ...body, trendsFilter: undefined, totals });
+  const run = useAsync((signal) => query(project, body, signal).then((r) => ({ ...r, kind: body.kind, totals })), [project, runKey]);
   const suggest = useAsync(
     (signal) =>
       Promise.all([hogql(project, eventsSQL, signal), hogql(project, keysSQL, signal)]).then(([e, k]) => ({
@@ -106,11 +111,9 @@ function Builder({ project, params, initial }) {
     [project],
   );
   const error = fieldError(run.error, source);
-  const fresh = run.data && run.data.kind === source.kind ? run.data : null;
+  const fresh = run.data && run.data.kind === source.kind && run.data.totals === totals ? run.data : null;
   const title = (record && record.name) || 'Untitled insight';
   const dirty = record && JSON.stringify(sent(source)) !== JSON.stringify(sent(savedSource));
-  const isTrends = source.kind === 'TrendsQuery';
-  const display = (isTrends && source.trendsFilter && source.trendsFilter.display) || 'ActionsLineGraph';
   const drawsChart = isTrends && ['ActionsLineGraph', 'ActionsBar', 'ActionsStackedBar'].includes(display);
 
   return (
@@ -172,20 +175,24 @@ function Builder({ project, params, initial }) {
           </p>
           <ErrorNote error={error} fields={placed} />
           {error && placed.includes(error.attr) && <p class="empty">hedge cannot run this query: see the field marked in red.</p>}
-          {fresh && <InsightResult query={source} result={fresh.results} title={title} />}
+          {fresh && <InsightResult query={source} result={fresh.results} title={title} timezone={fresh.timezone} />}
         </section>
       </div>
     </Page>
   );
 }
 
-// downloadResult saves what the chart's own CSV button does not: funnels, numbers,
-// totals and tables.
+// downloadResult saves what the chart's own CSV button does not: funnels, and the
+// displays of totals (each line's total over the range).
 function downloadResult(title, source, results) {
   if (source.kind === 'FunnelsQuery') {
     const funnels = Array.isArray(results[0]) ? results : [results];
     const rows = funnels.flatMap((steps) => steps.map((s, i) => [s.breakdown_value ?? '', i + 1, s.custom_name || s.name, s.count]));
     downloadCSV(`${title}.csv`, ['breakdown', 'step', 'event', 'persons'], rows);
+    return;
+  }
+  if (totalDisplays.includes(source.trendsFilter && source.trendsFilter.display)) {
+    downloadCSV(`${title}.csv`, ['series', 'total'], results.map((l) => [seriesLabel(l), totalOf(l)]));
     return;
   }
   const days = results.length ? results[0].days : [];

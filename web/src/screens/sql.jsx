@@ -1,11 +1,23 @@
 // The SQL editor: HogQL over the project's events, persons and groups. Ctrl/Cmd+Enter
 // runs; Tab indents, but Esc then Tab leaves the editor so the keyboard is never
 // trapped. The last queries are kept in this browser, and a schema panel (read from
-// hedge with HogQL) inserts table, column and property names at the cursor.
-import { useRef, useState } from 'preact/hooks';
-import { hogql } from '../api.js';
+// hedge with HogQL) inserts table, column and property names at the cursor. A running
+// query can be cancelled: the browser stops waiting and hedge stops the query (DELETE
+// .../query/{client_query_id}/). An answer is shown a page of pageRows rows at a time,
+// so that 100,000 rows cost the page no more than 100 do.
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api, hogql } from '../api.js';
 import { setQuery } from '../router.jsx';
 import { ErrorNote, Field, Loading, Page, downloadCSV, format, useAsync } from '../ui.jsx';
+
+// pageRows is how many rows of an answer the table holds at once.
+export const pageRows = 100;
+
+// queryID names a query for its cancel: random, from the browser's generator (which
+// plain-HTTP pages have too, unlike crypto.randomUUID).
+function queryID() {
+  return [...crypto.getRandomValues(new Uint8Array(16))].map((b) => b.toString(16).padStart(2, '0')).join('');
+}
 
 const starter = 'SELECT event, count()\nFROM events\nWHERE timestamp > now() - INTERVAL 7 DAY\nGROUP BY event\nORDER BY 2 DESC\nLIMIT 100';
 const historySize = 20;
@@ -30,25 +42,79 @@ function remember(project, sql) {
 
 export function SQL({ project, params }) {
   const [text, setText] = useState(() => params.get('q') || readHistory(project)[0] || starter);
-  const [run, setRun] = useState({ result: null, error: null, running: false, ms: 0 });
+  // run is the last query's state: running (its id and AbortController), its answer or
+  // error, when it started, how long until its answer was on screen (shownMs), and
+  // what a cancel came to (cancelled).
+  const [run, setRun] = useState({ result: null, error: null, running: null, started: 0, shownMs: null, cancelled: '' });
   const [history, setHistory] = useState(() => readHistory(project));
   const area = useRef();
   const escaped = useRef(false);
+  // live is the running query, which leaving the screen cancels too.
+  const live = useRef(null);
+  useEffect(
+    () => () => {
+      const running = live.current;
+      if (!running) return;
+      running.ctl.abort();
+      stop(project, running.id).catch(() => {});
+    },
+    [],
+  );
 
   const execute = async () => {
     const sql = text.trim();
     if (!sql || run.running) return;
-    setRun((r) => ({ ...r, running: true }));
+    const running = { id: queryID(), ctl: new AbortController() };
+    const started = performance.now();
+    live.current = running;
+    setRun((r) => ({ ...r, running, started, cancelled: '' }));
     setQuery({ q: sql });
     setHistory(remember(project, sql));
-    const started = performance.now();
     try {
-      const result = await hogql(project, sql);
-      setRun({ result, error: null, running: false, ms: Math.round(performance.now() - started) });
+      const result = await api(`/api/projects/${project}/query/`, {
+        method: 'POST',
+        body: { query: { kind: 'HogQLQuery', query: sql }, client_query_id: running.id },
+        signal: running.ctl.signal,
+      });
+      setRun({ result, error: null, running: null, started, shownMs: null, cancelled: '' });
     } catch (error) {
-      setRun({ result: null, error, running: false, ms: 0 });
+      if (error.name === 'AbortError') return; // cancel() said what became of it
+      setRun({ result: null, error, running: null, started, shownMs: null, cancelled: '' });
+    } finally {
+      if (live.current === running) live.current = null;
     }
   };
+
+  // cancel stops waiting for the running query and has hedge stop it, then says whether
+  // hedge found it still running.
+  const cancel = async () => {
+    const running = run.running;
+    if (!running) return;
+    running.ctl.abort();
+    setRun((r) => ({ ...r, running: null, cancelled: 'Cancelling…' }));
+    let said;
+    try {
+      const answer = await stop(project, running.id);
+      said = answer && answer.message === 'Query cancelled' ? 'Cancelled: hedge stopped the query.' : 'Cancelled: the query had already ended.';
+    } catch (error) {
+      said = `Cancelled here, but hedge could not be told to stop the query: ${error.message}`;
+    }
+    setRun((r) => (r.running ? r : { ...r, cancelled: said }));
+  };
+
+  // The time reported is until the answer is on screen, not only until it arrived:
+  // measured once the browser has painted the rows (after the next frame).
+  useEffect(() => {
+    if (!run.result || run.shownMs !== null) return;
+    let timer;
+    const frame = requestAnimationFrame(() => {
+      timer = setTimeout(() => setRun((r) => (r.result === run.result ? { ...r, shownMs: Math.round(performance.now() - r.started) } : r)));
+    });
+    return () => {
+      cancelAnimationFrame(frame);
+      clearTimeout(timer);
+    };
+  }, [run.result]);
 
   // Tab indents with two spaces unless Esc came just before: then Tab moves focus on,
   // as it would from any other field.
@@ -116,15 +182,20 @@ export function SQL({ project, params }) {
             <p class="hint">hedge caps a query's answer at a number of rows (its --query-max-rows setting). Add a LIMIT, or aggregate with GROUP BY.</p>
           )}
           <div class="row">
-            <button type="button" class="run-query" onClick={execute} disabled={run.running}>
+            <button type="button" class="run-query" onClick={execute} disabled={!!run.running}>
               Run
             </button>
+            {run.running && (
+              <button type="button" class="secondary cancel-query" onClick={cancel}>
+                Cancel
+              </button>
+            )}
             <p class="muted sql-status" role="status">
-              {run.running ? 'Running…' : result ? `${format(result.results.length)} ${result.results.length === 1 ? 'row' : 'rows'} in ${run.ms} ms.` : ''}
+              {run.running ? 'Running…' : run.cancelled || (result ? rowsStatus(result.results.length, run.shownMs) : '')}
             </p>
           </div>
           <ErrorNote error={error} fields={['query']} />
-          {result && <ResultTable result={result} />}
+          {result && !run.cancelled && <ResultTable key={run.started} result={result} />}
           <History history={history} onPick={(s) => { setText(s); area.current.focus(); }} />
         </div>
         <Schema project={project} onInsert={insert} />
@@ -133,16 +204,57 @@ export function SQL({ project, params }) {
   );
 }
 
-// ResultTable shows a HogQL answer: each column's name over its type.
+// rowsStatus says how many rows came, and once they are on screen how long that took.
+function rowsStatus(n, ms) {
+  const rows = `${format(n)} ${n === 1 ? 'row' : 'rows'}`;
+  return ms === null ? `${rows}.` : `${rows} in ${format(ms)} ms.`;
+}
+
+// stop has hedge cancel the project's query named id (its client_query_id).
+function stop(project, id) {
+  return api(`/api/projects/${project}/query/${encodeURIComponent(id)}/`, { method: 'DELETE' });
+}
+
+// ResultTable shows a HogQL answer, each column's name over its type, pageRows rows at
+// a time.
 function ResultTable({ result }) {
   const { columns, types = [], results, hasMore } = result;
+  const [page, setPage] = useState(0);
+  const pages = Math.max(1, Math.ceil(results.length / pageRows));
+  const first = page * pageRows;
+  const shown = results.slice(first, first + pageRows);
   return (
     <>
-      {hasMore && <p class="hint">More rows matched than hedge returns (its --query-max-rows setting): add a LIMIT or aggregate to see them all.</p>}
+      {hasMore && (
+        <p class="hint sql-more">
+          More rows matched than these {format(results.length)}: a query without a LIMIT gets LIMIT 100, as in PostHog, and hedge returns at most
+          its --query-max-rows. Write a LIMIT to see more, or aggregate.
+        </p>
+      )}
+      {pages > 1 && (
+        <nav class="pager sql-pager" aria-label="Result pages">
+          <button type="button" class="secondary" disabled={page === 0} onClick={() => setPage(0)}>
+            First
+          </button>
+          <button type="button" class="secondary" disabled={page === 0} onClick={() => setPage(page - 1)}>
+            Previous
+          </button>
+          <span class="muted" aria-live="polite">
+            Rows {format(first + 1)}–{format(first + shown.length)} of {format(results.length)}
+          </span>
+          <button type="button" class="secondary" disabled={page === pages - 1} onClick={() => setPage(page + 1)}>
+            Next
+          </button>
+          <button type="button" class="secondary" disabled={page === pages - 1} onClick={() => setPage(pages - 1)}>
+            Last
+          </button>
+        </nav>
+      )}
       {results.length === 0 ? (
         <p class="empty">The query returned no rows.</p>
       ) : (
-        <div class="table-wrap sql-result">
+        // It scrolls: focusable, so that the keyboard scrolls it too.
+        <div class="table-wrap sql-result" tabIndex={0} role="region" aria-label="Query result">
           <table>
             <caption class="sr-only">Query result</caption>
             <thead>
@@ -155,7 +267,7 @@ function ResultTable({ result }) {
               </tr>
             </thead>
             <tbody>
-              {results.map((row) => (
+              {shown.map((row) => (
                 <tr>
                   {row.map((v) => (
                     <td class={typeof v === 'number' ? 'num' : undefined}>{format(v)}</td>
