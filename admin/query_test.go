@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -157,5 +158,38 @@ func TestQueryAPIShuttingDown(t *testing.T) {
 	status, out, text := env.call(t, "POST", env.project+"/query/", env.owner, `{"query": {"kind": "HogQLQuery", "query": "SELECT 1"}}`)
 	if status != 503 || out["code"] != "service_unavailable" || !strings.Contains(text, "shutting down") {
 		t.Fatalf("a query after shutdown: %d %s", status, text)
+	}
+}
+
+// A column of a type hedge cannot answer (VARIANT, alone or inside a list, struct or
+// map; TIME_NS; a MAP keyed by lists) is a 400 saying to cast it, not a 500, in a
+// HogQL query and in an EventsQuery's select; cast, it answers.
+func TestQueryAPIUnreadableTypes(t *testing.T) {
+	env := newTestEnv(t, "")
+	env.ingest(t, warehouse.Event{Name: "$pageview", DistinctID: "u1", Timestamp: time.Now().UTC().Add(-time.Hour)})
+	const cast = "cast it to VARCHAR or JSON"
+	for _, c := range []struct{ query, detail string }{
+		{"SELECT 1::VARIANT", "(VARIANT)"},
+		{"SELECT 1, [1::VARIANT, 'a'::VARIANT]", "(VARIANT)"},
+		{"SELECT {'a': 1, 'b': {'c': 'x'::VARIANT}}", "(VARIANT)"},
+		{"SELECT map(['k'], [2::VARIANT])", "(VARIANT)"},
+		{"SELECT TRY_CAST(event AS VARIANT) FROM events", "(VARIANT)"},
+		{"SELECT '1:00'::TIME_NS", "type hedge cannot return:"},
+		{"SELECT map([[1]], [2])", "(a MAP whose keys are lists or structs)"},
+	} {
+		body, _ := json.Marshal(map[string]any{"query": map[string]any{"kind": "HogQLQuery", "query": c.query}})
+		status, out, text := env.call(t, "POST", env.project+"/query/", env.owner, string(body))
+		if status != 400 || out["type"] != "validation_error" || out["attr"] != "query" ||
+			!strings.Contains(fmt.Sprint(out["detail"]), c.detail) || !strings.Contains(fmt.Sprint(out["detail"]), cast) {
+			t.Fatalf("%s: %d %s", c.query, status, text)
+		}
+	}
+	status, out, text := env.call(t, "POST", env.project+"/query/", env.owner, `{"query": {"kind": "EventsQuery", "select": ["event", "[event::VARIANT]"]}}`)
+	if status != 400 || !strings.Contains(fmt.Sprint(out["detail"]), "(VARIANT)") {
+		t.Fatalf("an EventsQuery selecting a VARIANT: %d %s", status, text)
+	}
+	status, out, text = env.call(t, "POST", env.project+"/query/", env.owner, `{"query": {"kind": "HogQLQuery", "query": "SELECT 1::VARIANT::JSON, [2::VARIANT]::VARCHAR"}}`)
+	if status != 200 || fmt.Sprint(out["results"]) != "[[1 [2]]]" {
+		t.Fatalf("VARIANTs cast: %d %s", status, text)
 	}
 }

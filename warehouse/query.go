@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	duckdb "github.com/duckdb/duckdb-go/v2"
 	"github.com/google/uuid"
@@ -403,6 +405,16 @@ func (q *Queries) failure(ctx context.Context, err error) error {
 	if err := q.interrupted(ctx); err != nil {
 		return err
 	}
+	if m := unreadableColumn.FindStringSubmatch(err.Error()); m != nil {
+		of := ""
+		switch {
+		case m[2] != "":
+			of = " (a MAP whose keys are lists or structs)"
+		case strings.ContainsFunc(m[1], unicode.IsUpper): // not "unknown type", which names none
+			of = " (" + m[1] + ")"
+		}
+		return queryErrorf("the query answers a column of a type hedge cannot return%s: cast it to VARCHAR or JSON (x::JSON)", of)
+	}
 	var duck *duckdb.Error
 	if errors.As(err, &duck) {
 		switch duck.Type {
@@ -421,6 +433,14 @@ func (q *Queries) failure(ctx context.Context, err error) error {
 	}
 	return fmt.Errorf("cannot run a query: %w", err)
 }
+
+// unreadableColumn finds duckdb-go's refusal to read a column of the answer: of a type
+// it does not read (VARIANT, alone or in a list, struct or map; TIME_NS, which it calls
+// an unknown type), named in group 1, or a MAP keyed by lists or structs (group 2).
+// duckdb-go refuses before the first row, in a plain error whose text is all there is
+// to tell it by; the query then answers 400 saying to cast the column, never 500. The
+// query API's tests of these types fail if duckdb-go words it otherwise.
+var unreadableColumn = regexp.MustCompile(`unsupported data type: ([A-Za-z_0-9 ]+?)(?::|$)|(MAP key type not supported)`)
 
 // interrupted is the error of a request whose context (from begin) ended: by Stop, or
 // at the time limit; nil while it runs.
