@@ -74,7 +74,7 @@ func serveCommand(args []string, stderr io.Writer) int {
 	fs.BoolVar(&cfg.exportPrivate, "export-allow-private-endpoints", false, "let S3 batch exports upload to addresses that are not public: loopback, private, shared (CGNAT), link-local... (a MinIO beside hedge); off, exports reach only public addresses, directly rather than through HTTP(S)_PROXY")
 	fs.DurationVar(&cfg.insightCacheTTL, "insight-cache-ttl", admin.DefaultInsightCacheTTL, "how long an insight's computed result is served while its project has no new events")
 	fs.DurationVar(&cfg.warehouse.Query.Timeout, "query-timeout", warehouse.DefaultQueryTimeout, "how long a query of the query API may run")
-	fs.IntVar(&cfg.warehouse.Query.MaxRows, "query-max-rows", warehouse.DefaultQueryMaxRows, "how many rows a HogQL query may return")
+	fs.IntVar(&cfg.warehouse.Query.MaxRows, "query-max-rows", warehouse.DefaultQueryMaxRows, "how many rows a HogQL query with a LIMIT may return (without one it answers 100)")
 	fs.IntVar(&cfg.warehouse.Query.MaxBytes, "query-max-bytes", warehouse.DefaultQueryMaxBytes, "about how many bytes of values a query's answer may hold, and a funnel's state; past it the answer is 400 (a funnel's rows past it are read sorted by DuckDB rather than grouped)")
 	fs.IntVar(&cfg.warehouse.DistinctIDCacheSize, "distinct-id-cache-size", warehouse.DefaultDistinctIDCacheSize, "distinct ids whose person is kept in memory (about 230 bytes each); the others are read from the database as events and flag requests name them")
 	fs.StringVar(&cfg.warehouse.MemoryLimit, "duckdb-memory-limit", warehouse.DefaultMemoryLimit, "DuckDB's memory_limit; its resident memory runs about 450 MB above it under full ingest load, and large queries run faster with more")
