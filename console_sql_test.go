@@ -92,10 +92,11 @@ func TestConsoleSQL(t *testing.T) {
 	}
 	c.checkScreen("sql-refused")
 
-	// More rows than hedge answers (--query-max-rows) is refused and explained.
-	c.fill("#field-query", "SELECT * FROM range(100000000)")
+	// A LIMIT past what hedge answers (--query-max-rows) is refused and explained (a
+	// query without one gets the default LIMIT 100).
+	c.fill("#field-query", "SELECT * FROM range(100000000) LIMIT 200000")
 	c.run(chromedp.Click(chromedp.CSS(`button.run-query`)))
-	c.waitText("#field-query-error", "add a LIMIT")
+	c.waitText("#field-query-error", "lower its LIMIT")
 	c.waitText(".sql-main", "--query-max-rows")
 
 	// The history keeps the runs, newest first, and choosing one restores it.

@@ -40,6 +40,7 @@ type serveConfig struct {
 	dnsServer       string
 	pprof           bool
 	insightCacheTTL time.Duration
+	insightCacheMax int
 	exportRoots     string
 	exportPrivate   bool
 	logLevel        slog.Level
@@ -73,8 +74,9 @@ func serveCommand(args []string, stderr io.Writer) int {
 	fs.StringVar(&cfg.exportRoots, "export-roots", "", "comma-separated absolute directories, besides <data>/exports, that Parquet batch exports may write under: project N's below <root>/N")
 	fs.BoolVar(&cfg.exportPrivate, "export-allow-private-endpoints", false, "let S3 batch exports upload to addresses that are not public: loopback, private, shared (CGNAT), link-local... (a MinIO beside hedge); off, exports reach only public addresses, directly rather than through HTTP(S)_PROXY")
 	fs.DurationVar(&cfg.insightCacheTTL, "insight-cache-ttl", admin.DefaultInsightCacheTTL, "how long an insight's computed result is served while its project has no new events")
+	fs.IntVar(&cfg.insightCacheMax, "insight-cache-bytes", admin.DefaultInsightCacheBytes, "bytes of computed insight results kept, at most: a quarter of it per project, and no result over a sixteenth")
 	fs.DurationVar(&cfg.warehouse.Query.Timeout, "query-timeout", warehouse.DefaultQueryTimeout, "how long a query of the query API may run")
-	fs.IntVar(&cfg.warehouse.Query.MaxRows, "query-max-rows", warehouse.DefaultQueryMaxRows, "how many rows a HogQL query may return")
+	fs.IntVar(&cfg.warehouse.Query.MaxRows, "query-max-rows", warehouse.DefaultQueryMaxRows, "how many rows a HogQL query with a LIMIT may return (without one it answers 100)")
 	fs.IntVar(&cfg.warehouse.Query.MaxBytes, "query-max-bytes", warehouse.DefaultQueryMaxBytes, "about how many bytes of values a query's answer may hold, and a funnel's state; past it the answer is 400 (a funnel's rows past it are read sorted by DuckDB rather than grouped)")
 	fs.IntVar(&cfg.warehouse.DistinctIDCacheSize, "distinct-id-cache-size", warehouse.DefaultDistinctIDCacheSize, "distinct ids whose person is kept in memory (about 230 bytes each); the others are read from the database as events and flag requests name them")
 	fs.StringVar(&cfg.warehouse.MemoryLimit, "duckdb-memory-limit", warehouse.DefaultMemoryLimit, "DuckDB's memory_limit; its resident memory runs about 450 MB above it under full ingest load, and large queries run faster with more")
@@ -222,7 +224,7 @@ func start(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *server, e
 		}
 	}()
 	s.flags = flags.NewStore(flags.Config{DB: s.warehouse.DB(), GroupTypes: s.warehouse.GroupTypes, Logger: log})
-	s.api, err = admin.New(ctx, admin.Config{Warehouse: s.warehouse, InsightCacheTTL: cfg.insightCacheTTL, PublicURL: cfg.publicURL, CaptureURL: s.captureURL, Pprof: cfg.pprof, Logger: log,
+	s.api, err = admin.New(ctx, admin.Config{Warehouse: s.warehouse, InsightCacheTTL: cfg.insightCacheTTL, InsightCacheBytes: cfg.insightCacheMax, PublicURL: cfg.publicURL, CaptureURL: s.captureURL, Pprof: cfg.pprof, Logger: log,
 		SMTPURL: cfg.smtpURL, DNSServer: cfg.dnsServer, Exports: s.exports, Flags: s.flags})
 	if err != nil {
 		return nil, err

@@ -51,6 +51,10 @@ type Config struct {
 	// InsightCacheTTL is how long a computed insight result is served while its project
 	// has no new events (default DefaultInsightCacheTTL).
 	InsightCacheTTL time.Duration
+	// InsightCacheBytes bounds the memory of the computed insight results kept: in all,
+	// a quarter of it per project, a sixteenth per result (default
+	// DefaultInsightCacheBytes; resultsCache).
+	InsightCacheBytes int
 	// Pprof serves Go's profiles under /debug/pprof/, without authentication: turn it
 	// on only where the management listener is not exposed.
 	Pprof  bool
@@ -136,7 +140,7 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 		warehouse:  cfg.Warehouse,
 		tokens:     tokens,
 		queries:    cfg.Warehouse.Queries(),
-		results:    newResultsCache(cfg.InsightCacheTTL),
+		results:    newResultsCache(cfg.InsightCacheTTL, cfg.InsightCacheBytes),
 		exports:    cfg.Exports,
 		flags:      cfg.Flags,
 		publicURL:  strings.TrimSuffix(cfg.PublicURL, "/"),

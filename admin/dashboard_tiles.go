@@ -25,7 +25,22 @@ type tileRecord struct {
 	Order            int            `json:"order"`
 	LastRefresh      *time.Time     `json:"last_refresh"`
 	IsCached         bool           `json:"is_cached"`
+	// Error is why the tile's insight has no result, as PostHog's tiles carry it; absent
+	// when it has one. The insight's query_error says the same.
+	Error *tileError `json:"error,omitempty"`
 }
+
+// tileError is why a tile's insight could not be computed: type is the API error's
+// type (validation_error for a query that may not run, server_error for a failure of
+// hedge's), message its detail, or for a failure of hedge's a message that holds none.
+type tileError struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+// tileFailed is the message of a tile whose query failed for a reason of hedge's, which
+// the log holds.
+const tileFailed = "The insight's query failed on the server; the other tiles are not affected."
 
 type textRecord struct {
 	ID             int64       `json:"id"`
@@ -90,7 +105,9 @@ func (a *API) tiles(ctx context.Context, d dashboardRow, override rawJSON) ([]ti
 	}
 	// The insights' results are computed as many at a time as a project's queries may
 	// run (warehouse.ProjectQueries), so that a cold dashboard takes about the time of
-	// its slowest tiles, not of all of them in a row; the first failure stops the rest.
+	// its slowest tiles, not of all of them in a row. A tile's query that fails fails
+	// that tile alone (tileInsight); the first other failure (the request ending, the
+	// metadata unreadable) stops the rest.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	shown := make([]bool, len(found))
@@ -156,8 +173,19 @@ func (a *API) tileInsight(ctx context.Context, d dashboardRow, t *tileRow, overr
 	if err == nil {
 		query, err = filters.apply(insight.Query)
 	}
-	if err := a.computeResult(ctx, d.team, &insight, query, err); err != nil {
+	refused, err := a.computeResult(ctx, d.team, &insight, query, err)
+	switch {
+	case err != nil && ctx.Err() != nil:
 		return false, err
+	case err != nil:
+		// The tile's own query failed: the dashboard shows it with the error, and its
+		// other tiles, as PostHog computes tiles independently.
+		a.log.Error("cannot compute a dashboard tile", "dashboard", d.id, "tile", t.ID, "insight", insight.ID, "err", err)
+		message := tileFailed
+		insight.QueryError = &message
+		t.Error = &tileError{Type: "server_error", Message: message}
+	case refused != nil:
+		t.Error = &tileError{Type: refused.Type, Message: refused.Detail}
 	}
 	t.Insight, t.LastRefresh, t.IsCached = &insight, insight.LastRefresh, insight.IsCached
 	return true, nil

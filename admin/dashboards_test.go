@@ -1072,3 +1072,64 @@ func TestSharedLinkShape(t *testing.T) {
 		t.Errorf("the text tile %v", card)
 	}
 }
+
+// A tile whose query fails fails alone, as PostHog's tiles compute independently: the
+// dashboard and its public link answer 200 with the other tiles' results, and the
+// failed tile carries an error ({type, message}) and its insight's query_error: a
+// query hedge refuses (a VARIANT column) says why; a failure of hedge's (here the table
+// that only daily-active counts join, gone) says no more than that it failed.
+func TestDashboardTileFailsAlone(t *testing.T) {
+	env := newTestEnv(t, "")
+	now := time.Now().UTC()
+	env.ingest(t, warehouse.Event{Name: "$pageview", DistinctID: "u1", Timestamp: now.Add(-time.Hour)})
+	id, _ := env.dashboard(t, `{"name": "Mixed"}`)
+	tile := func(name, query string, y int) {
+		t.Helper()
+		insight := env.insight(t, fmt.Sprintf(`{"name": %q, "query": %s, "dashboards": [%d]}`, name, query, id))
+		env.exec(t, `UPDATE meta.dashboard_tiles SET layouts = ? WHERE insight_id = ?`, fmt.Sprintf(`{"sm": {"x": 0, "y": %d}}`, y), insight)
+	}
+	tile("Pageviews", `{"kind": "TrendsQuery", "series": [{"event": "$pageview", "math": "total"}], "dateRange": {"date_from": "-1d"}}`, 0)
+	tile("Variant", `{"kind": "EventsQuery", "select": ["event", "[event::VARIANT]"]}`, 1)
+	tile("Daily users", `{"kind": "TrendsQuery", "series": [{"event": "$pageview", "math": "dau"}], "dateRange": {"date_from": "-1d"}}`, 2)
+	env.exec(t, `ALTER TABLE person_overrides RENAME TO person_overrides_gone`)
+	// A new event makes the cached results stale: each tile computes again.
+	env.ingest(t, warehouse.Event{Name: "$pageview", DistinctID: "u2", Timestamp: now.Add(-time.Minute)})
+
+	check := func(via string, status int, d map[string]any, text string) {
+		t.Helper()
+		tiles, _ := d["tiles"].([]any)
+		if status != 200 || len(tiles) != 3 {
+			t.Fatalf("%s: %d %.500s", via, status, text)
+		}
+		for _, leak := range []string{"person_overrides", "duckdb", "Catalog Error"} {
+			if strings.Contains(text, leak) {
+				t.Fatalf("%s: the answer says %q: %s", via, leak, text)
+			}
+		}
+		tileOf := func(i int) (map[string]any, map[string]any) {
+			tile := tiles[i].(map[string]any)
+			return tile, tile["insight"].(map[string]any)
+		}
+		ok, okInsight := tileOf(0)
+		if _, has := ok["error"]; has || okInsight["result"] == nil || okInsight["query_error"] != nil {
+			t.Fatalf("%s: the tile that computes: %v", via, ok)
+		}
+		refused, refusedInsight := tileOf(1)
+		e, _ := refused["error"].(map[string]any)
+		if e["type"] != "validation_error" || !strings.Contains(fmt.Sprint(e["message"]), "(VARIANT)") ||
+			refusedInsight["query_error"] != e["message"] || refusedInsight["result"] != nil {
+			t.Fatalf("%s: the refused tile: %v", via, refused)
+		}
+		failed, failedInsight := tileOf(2)
+		e, _ = failed["error"].(map[string]any)
+		if e["type"] != "server_error" || !strings.Contains(fmt.Sprint(e["message"]), "query failed on the server") ||
+			failedInsight["query_error"] != e["message"] || failedInsight["result"] != nil {
+			t.Fatalf("%s: the failed tile: %v", via, failed)
+		}
+	}
+	status, d, text := env.call(t, "GET", env.dashPath(id, ""), env.owner, "")
+	check("the dashboard", status, d, text)
+	token := env.must(t, 200, "PATCH", env.dashPath(id, "sharing/"), env.owner, `{"enabled": true}`)["access_token"].(string)
+	status, d, text = env.call(t, "GET", "/shared/"+token, "", "")
+	check("the public link", status, d, text)
+}

@@ -99,7 +99,7 @@ func (a *API) insight(ctx context.Context, team, id int64, withResult bool) (ins
 		return r, fmt.Errorf("cannot read the tiles of insight %d: %w", id, err)
 	}
 	if withResult {
-		if err := a.computeResult(ctx, team, &r, r.Query, nil); err != nil {
+		if _, err := a.computeResult(ctx, team, &r, r.Query, nil); err != nil {
 			return r, err
 		}
 	}
@@ -108,25 +108,25 @@ func (a *API) insight(ctx context.Context, team, id int64, withResult bool) (ins
 
 // computeResult sets r's result to that of query (r's own, or as a dashboard's filters
 // change it), or its query_error to why it cannot be computed: a refusal of the query,
-// or queryErr, a refusal met while making query. Other errors are returned.
-func (a *API) computeResult(ctx context.Context, team int64, r *insightRecord, query rawJSON, queryErr error) error {
+// or queryErr, a refusal met while making query; refused is that refusal. Other errors
+// are returned.
+func (a *API) computeResult(ctx context.Context, team int64, r *insightRecord, query rawJSON, queryErr error) (refused *Error, err error) {
 	if queryErr == nil && len(query) == 0 {
-		return nil
+		return nil, nil
 	}
 	result, refreshed, cached, err := any(nil), time.Time{}, false, queryErr
 	if err == nil {
 		result, refreshed, cached, err = a.insightResult(ctx, team, query)
 	}
-	var apiErr *Error
 	switch {
-	case errors.As(err, &apiErr):
-		r.QueryError = &apiErr.Detail
+	case errors.As(err, &refused):
+		r.QueryError = &refused.Detail
+		return refused, nil
 	case err != nil:
-		return err
-	default:
-		r.Result, r.LastRefresh, r.IsCached = result, &refreshed, cached
+		return nil, err
 	}
-	return nil
+	r.Result, r.LastRefresh, r.IsCached = result, &refreshed, cached
+	return nil, nil
 }
 
 // insightInput is the body of insight create and update.

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -286,5 +287,69 @@ func TestInsightTileCaching(t *testing.T) {
 	env.must(t, 200, "PATCH", env.dashPath(dashboard, ""), env.owner, `{"tiles": [{"text": {"body": "note"}, "layouts": {"sm": {"x": 0, "y": 0}}}]}`)
 	if text := tile(); text["text"] == nil || text["is_cached"] != false || text["last_refresh"] != nil {
 		t.Fatalf("a text tile: %v", text)
+	}
+}
+
+// The results cache is bounded in bytes, as its own accounting counts them: a member
+// who can only read a dashboard floods it with ?filters_override= values (a new key
+// each) and the cache stays within its bound and the project within its quarter,
+// while another project's result stays cached; a result over a sixteenth of the bound
+// is never kept.
+func TestInsightCacheBytes(t *testing.T) {
+	const bound = 64 << 10
+	env := serveAPI(t, func(cfg *Config) { cfg.InsightCacheBytes = bound })
+	withoutDashboards(t, env.warehouse, env.boot.ProjectID)
+	now := time.Now().UTC()
+	for _, user := range []string{"u1", "u2", "u3"} {
+		env.ingest(t, warehouse.Event{Name: "$pageview", DistinctID: user, Timestamp: now.Add(-time.Hour)})
+	}
+	other := env.otherProject(t)
+	var otherTeam int64
+	fmt.Sscanf(other, "/api/projects/%d", &otherTeam)
+	env.ingestTo(t, otherTeam, warehouse.Event{Name: "$pageview", DistinctID: "v1", Timestamp: now.Add(-time.Hour)})
+	kept := env.must(t, 201, "POST", other+"/insights/", env.owner, fmt.Sprintf(`{"name": "Views", "query": %s}`, viewsQuery))
+	keptPath := fmt.Sprintf("%s/insights/%d/", other, int64(kept["id"].(float64)))
+	if _, held := env.api.results.usage(otherTeam); held == 0 {
+		t.Fatal("the other project's result is not cached")
+	}
+
+	// Each answer of the flooded tile is some 1.7 KB: three events of 500 bytes.
+	dashboard, _ := env.dashboard(t, `{"name": "Flooded"}`)
+	env.insight(t, fmt.Sprintf(`{"name": "Wide", "query": {"kind": "EventsQuery", "select": ["event", "repeat('x', 500)"], "after": "-1d"}, "dashboards": [%d]}`, dashboard))
+	_, memberKey := env.member(t, "reader@example.com", levelMember, "dashboard:read")
+	flooded, peak := 0, 0
+	for day := 2; day <= 60; day++ {
+		override := url.QueryEscape(fmt.Sprintf(`{"date_from": "-%dd"}`, day))
+		d := env.must(t, 200, "GET", env.dashPath(dashboard, "?filters_override="+override), memberKey, "")
+		if rows := d["tiles"].([]any)[0].(map[string]any)["insight"].(map[string]any)["result"].(map[string]any)["results"].([]any); len(rows) != 3 {
+			t.Fatalf("-%dd: %d rows", day, len(rows))
+		}
+		all, project := env.api.results.usage(env.boot.ProjectID)
+		if all > bound || project > bound/4 {
+			t.Fatalf("-%dd: the cache holds %d bytes (bound %d), the project %d (bound %d)", day, all, bound, project, bound/4)
+		}
+		flooded, peak = flooded+1, max(peak, project)
+	}
+	if peak < bound/8 {
+		t.Fatalf("the flood held at most %d bytes: it did not reach the project's bound", peak)
+	}
+	if again := env.must(t, 200, "GET", keptPath, env.owner, ""); again["is_cached"] != true {
+		t.Fatalf("after %d flooding reads, the other project's result was evicted", flooded)
+	}
+
+	// A result over a sixteenth of the bound (4 KB here: three events of 2,000 bytes) is
+	// computed at each read, and held nowhere.
+	heavy := env.insight(t, `{"name": "Heavy", "query": {"kind": "EventsQuery", "select": ["event", "repeat('y', 2000)"], "after": "-1d"}}`)
+	_, before := env.api.results.usage(env.boot.ProjectID)
+	if again := env.must(t, 200, "GET", env.insightPath(heavy), env.owner, ""); again["is_cached"] != false || again["result"] == nil {
+		t.Fatalf("a heavy result: cached %v", again["is_cached"])
+	}
+	if _, after := env.api.results.usage(env.boot.ProjectID); after > before {
+		t.Fatalf("a heavy result is held: %d bytes, %d before", after, before)
+	}
+	status, _, metrics := env.call(t, "GET", "/metrics", "", "")
+	if status != 200 || !strings.Contains(metrics, "hedge_insight_cache_bytes ") || !strings.Contains(metrics, "hedge_insight_cache_skipped_total ") ||
+		!strings.Contains(metrics, "hedge_insight_cache_evicted_total ") {
+		t.Fatalf("/metrics: %d, without the cache's: %.2000s", status, metrics)
 	}
 }

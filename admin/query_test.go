@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -286,5 +287,93 @@ func TestQueryAPICancel(t *testing.T) {
 	defer env.api.running.mu.Unlock()
 	if len(env.api.running.byID) != 0 || len(env.api.running.byProject) != 0 {
 		t.Fatalf("the registry keeps %v %v", env.api.running.byID, env.api.running.byProject)
+	}
+}
+
+// A HogQL query without a LIMIT of its own answers PostHog's default 100 rows, with
+// hasMore when there were more and the limit and offset it ran with; a query's own
+// LIMIT (at the top: a subquery's does not count) is kept, within --query-max-rows.
+func TestQueryAPIDefaultLimit(t *testing.T) {
+	env := newTestEnv(t, "")
+	f := func(query string, rows int, hasMore bool, limited bool, first float64) {
+		t.Helper()
+		body, _ := json.Marshal(map[string]any{"query": map[string]any{"kind": "HogQLQuery", "query": query}})
+		status, out, text := env.call(t, "POST", env.project+"/query/", env.owner, string(body))
+		results, _ := out["results"].([]any)
+		if status != 200 || len(results) != rows || out["hasMore"] != hasMore {
+			t.Fatalf("%s: %d, %d rows, hasMore %v; want %d rows, hasMore %v: %.300s", query, status, len(results), out["hasMore"], rows, hasMore, text)
+		}
+		if got := results[0].([]any)[0]; got != first {
+			t.Fatalf("%s: first row %v, want %v", query, got, first)
+		}
+		_, hasLimit := out["limit"]
+		if limited && (out["limit"] != 100.0 || out["offset"] != 0.0) || !limited && (hasLimit || out["offset"] != nil) {
+			t.Fatalf("%s: limit %v, offset %v", query, out["limit"], out["offset"])
+		}
+	}
+	f("SELECT * FROM range(1000)", 100, true, true, 0)
+	f("SELECT * FROM range(100)", 100, false, true, 0)
+	f("SELECT * FROM range(1000) ORDER BY 1 DESC", 100, true, true, 999)
+	f("SELECT * FROM range(1000) LIMIT 250", 250, false, false, 0)
+	f("SELECT * FROM range(1000) LIMIT 5%", 50, false, false, 0)
+	f("SELECT * FROM range(1000) OFFSET 950", 50, false, true, 950)
+	f("SELECT * FROM range(1000) OFFSET 10", 100, true, true, 10)
+	f("SELECT * FROM (SELECT * FROM range(1000) LIMIT 500)", 100, true, true, 0)
+	f("WITH r AS (SELECT * FROM range(1000)) SELECT * FROM r ORDER BY 1", 100, true, true, 0)
+	f("SELECT * FROM range(150) UNION ALL SELECT * FROM range(3)", 100, true, true, 0)
+	f("FROM range(1000)", 100, true, true, 0)
+	// The LIMIT goes before what ends the query: a comment, a ';'.
+	f("SELECT * FROM range(1000) -- all of them", 100, true, true, 0)
+	f("SELECT * FROM range(1000);", 100, true, true, 0)
+	f("SELECT * FROM range(1000) ; /* the end */ -- really", 100, true, true, 0)
+	f("SELECT * FROM range(1000) WHERE 'a -- b' <> '' -- ' LIMIT 1", 100, true, true, 0)
+	f("SELECT * FROM range(1000) WHERE $$x$$ <> '' -- '", 100, true, true, 0)
+
+	refused := func(query, detail string) {
+		t.Helper()
+		body, _ := json.Marshal(map[string]any{"query": map[string]any{"kind": "HogQLQuery", "query": query}})
+		status, out, text := env.call(t, "POST", env.project+"/query/", env.owner, string(body))
+		if status != 400 || out["attr"] != "query" || !strings.Contains(fmt.Sprint(out["detail"]), detail) {
+			t.Fatalf("%s: %d %s, want 400 saying %q", query, status, text, detail)
+		}
+	}
+	// More rows than --query-max-rows under the query's own LIMIT.
+	refused("SELECT * FROM range(1000000) LIMIT 200000", "the query returns more than 100000 rows: lower its LIMIT")
+	// Where hedge's tokens and DuckDB's disagree on where the query ends (an E'' string
+	// whose \' the tokens take for its end), the LIMIT would not be the query's: hedge
+	// asks for one rather than run it unbounded.
+	refused(`SELECT E'\'' FROM range(1000) -- x`, "end it with a LIMIT of its own")
+}
+
+// A column of a type hedge cannot answer (VARIANT, alone or inside a list, struct or
+// map; TIME_NS; a MAP keyed by lists) is a 400 saying to cast it, not a 500, in a
+// HogQL query and in an EventsQuery's select; cast, it answers.
+func TestQueryAPIUnreadableTypes(t *testing.T) {
+	env := newTestEnv(t, "")
+	env.ingest(t, warehouse.Event{Name: "$pageview", DistinctID: "u1", Timestamp: time.Now().UTC().Add(-time.Hour)})
+	const cast = "cast it to VARCHAR or JSON"
+	for _, c := range []struct{ query, detail string }{
+		{"SELECT 1::VARIANT", "(VARIANT)"},
+		{"SELECT 1, [1::VARIANT, 'a'::VARIANT]", "(VARIANT)"},
+		{"SELECT {'a': 1, 'b': {'c': 'x'::VARIANT}}", "(VARIANT)"},
+		{"SELECT map(['k'], [2::VARIANT])", "(VARIANT)"},
+		{"SELECT TRY_CAST(event AS VARIANT) FROM events", "(VARIANT)"},
+		{"SELECT '1:00'::TIME_NS", "type hedge cannot return:"},
+		{"SELECT map([[1]], [2])", "(a MAP whose keys are lists or structs)"},
+	} {
+		body, _ := json.Marshal(map[string]any{"query": map[string]any{"kind": "HogQLQuery", "query": c.query}})
+		status, out, text := env.call(t, "POST", env.project+"/query/", env.owner, string(body))
+		if status != 400 || out["type"] != "validation_error" || out["attr"] != "query" ||
+			!strings.Contains(fmt.Sprint(out["detail"]), c.detail) || !strings.Contains(fmt.Sprint(out["detail"]), cast) {
+			t.Fatalf("%s: %d %s", c.query, status, text)
+		}
+	}
+	status, out, text := env.call(t, "POST", env.project+"/query/", env.owner, `{"query": {"kind": "EventsQuery", "select": ["event", "[event::VARIANT]"]}}`)
+	if status != 400 || !strings.Contains(fmt.Sprint(out["detail"]), "(VARIANT)") {
+		t.Fatalf("an EventsQuery selecting a VARIANT: %d %s", status, text)
+	}
+	status, out, text = env.call(t, "POST", env.project+"/query/", env.owner, `{"query": {"kind": "HogQLQuery", "query": "SELECT 1::VARIANT::JSON, [2::VARIANT]::VARCHAR"}}`)
+	if status != 200 || fmt.Sprint(out["results"]) != "[[1 [2]]]" {
+		t.Fatalf("VARIANTs cast: %d %s", status, text)
 	}
 }

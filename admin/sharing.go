@@ -185,8 +185,8 @@ func (a *API) sharedDashboard(c *fiber.Ctx) error {
 // carries only what rendering the shared tiles needs, field by field (an allowlist:
 // a field added to the records the API answers its users does not reach it): the
 // dashboard's name, description, filters and variables; per tile its layouts, color,
-// filter overrides and place (order, which is also its key); the insight's name,
-// description, query and result, or the text card's body. Nothing about people (no
+// filter overrides, place (order, which is also its key) and error; the insight's
+// name, description, query and result, or the text card's body. Nothing about people (no
 // user objects: no e-mail, uuid, id or distinct id), nothing about other objects (an
 // insight's dashboards and tiles elsewhere, tags), and no ids of its own.
 
@@ -212,6 +212,7 @@ type sharedTileRecord struct {
 	Order            int                  `json:"order"`
 	LastRefresh      *time.Time           `json:"last_refresh"`
 	IsCached         bool                 `json:"is_cached"`
+	Error            *tileError           `json:"error,omitempty"`
 }
 
 // sharedInsightRecord is the insight of a shared tile: what it shows and its result.
@@ -239,7 +240,7 @@ func publicView(r dashboardRecord) sharedDashboardRecord {
 	}
 	for _, t := range r.Tiles {
 		tile := sharedTileRecord{Layouts: t.Layouts, Color: t.Color, FiltersOverrides: t.FiltersOverrides, Order: t.Order,
-			LastRefresh: t.LastRefresh, IsCached: t.IsCached}
+			LastRefresh: t.LastRefresh, IsCached: t.IsCached, Error: t.Error}
 		if i := t.Insight; i != nil {
 			tile.Insight = &sharedInsightRecord{Name: i.Name, Description: i.Description, Query: i.Query, Result: i.Result,
 				LastRefresh: i.LastRefresh, IsCached: i.IsCached, QueryError: i.QueryError}

@@ -274,7 +274,7 @@ func (q *Queries) fragment(ctx context.Context, kind fragmentKind, item string) 
 		if len(parsed.Statements) != 1 || parsed.Statements[0].Node == nil || !t.slot(parsed.Statements[0].Node) {
 			return nil, nil
 		}
-		return withoutLocations(parsed.Statements[0].Node), nil
+		return hogql.WithoutLocations(parsed.Statements[0].Node), nil
 	}
 	got, err := shape(t.prefix + rewritten + t.suffix)
 	if err != nil {
@@ -289,21 +289,4 @@ func (q *Queries) fragment(ctx context.Context, kind fragmentKind, item string) 
 		return checkedFragment{}, queryErrorf("%s item %q must be one HogQL expression", t.name, item)
 	}
 	return checkedFragment{sql: rewritten, usesPerson: usesPerson, aggregate: itemAggregates}, nil
-}
-
-// withoutLocations drops the query_location fields of a parse: where in the text a
-// node starts.
-func withoutLocations(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		delete(v, "query_location")
-		for _, x := range v {
-			withoutLocations(x)
-		}
-	case []any:
-		for _, x := range v {
-			withoutLocations(x)
-		}
-	}
-	return v
 }

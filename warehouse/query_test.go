@@ -382,11 +382,16 @@ func TestHogQLLimits(t *testing.T) {
 	if !errors.As(err, &qe) || !strings.Contains(qe.Detail, "time limit") {
 		t.Fatalf("a long query: %v", err)
 	}
-	if _, err := f.hogql(t, utc, `SELECT * FROM range(101)`); !errors.As(err, &qe) || !strings.Contains(qe.Detail, "more than 100 rows") {
+	if _, err := f.hogql(t, utc, `SELECT * FROM range(101) LIMIT 200`); !errors.As(err, &qe) || !strings.Contains(qe.Detail, "more than 100 rows") {
 		t.Fatalf("too many rows: %v", err)
 	}
-	if result, err := f.hogql(t, utc, `SELECT * FROM range(100)`); err != nil || len(result.Results) != 100 {
+	if result, err := f.hogql(t, utc, `SELECT * FROM range(100) LIMIT 200`); err != nil || len(result.Results) != 100 {
 		t.Fatalf("100 rows: %v", err)
+	}
+	// Without a LIMIT, the default one, within MaxRows.
+	few := newQueryFixture(t, Config{Query: QueryLimits{MaxRows: 10}})
+	if result, err := few.hogql(t, utc, `SELECT * FROM range(11)`); err != nil || len(result.Results) != 10 || !result.HasMore || *result.Limit != 10 {
+		t.Fatalf("the default limit under MaxRows: %v %v", result, err)
 	}
 	// Few rows of huge values are as refused as many rows.
 	heavy := newQueryFixture(t, Config{Query: QueryLimits{MaxBytes: 1 << 20}})
