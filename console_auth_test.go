@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
@@ -85,6 +86,31 @@ func TestConsoleSignIn(t *testing.T) {
 	c.expect("/api/login/", 403)
 	c.signInAs(c.boot.UserEmail, c.boot.AdminPassword)
 	c.waitText(".error-note", "Too many failed login attempts.")
+}
+
+// Signing in goes back to ?next= only when it is a path of the console: one that the
+// browser's URL parser reads as another site (it drops tabs and newlines, and takes \
+// for /) lands on the console's first screen instead.
+func TestConsoleSignInNextStaysHome(t *testing.T) {
+	c := openConsole(t)
+	home := fmt.Sprintf("%s/project/%d/activity", c.hedge.adminURL, c.boot.ProjectID)
+	for _, next := range []string{"/%09/evil.invalid", "/%0A/evil.invalid", "/%5C/evil.invalid", "/%5Cevil.invalid",
+		"//evil.invalid", "https://evil.invalid/"} {
+		c.visit("/login?next=" + next)
+		c.fill("#field-email", c.boot.UserEmail)
+		c.fill("#field-password", c.boot.AdminPassword)
+		c.run(chromedp.Click(chromedp.CSS(`button[type="submit"]`)))
+		var href string
+		waitFor(t, 20*time.Second, "the sign-in to go home or away", func() bool {
+			var err error
+			href, err = chromedp.Run(c.ctx, chromedp.Evaluate[string](`location.href`))
+			return err == nil && (href == home || !strings.HasPrefix(href, c.hedge.adminURL))
+		})
+		if href != home {
+			t.Fatalf("signed in with ?next=%s at %s, want %s", next, href, home)
+		}
+		c.run(chromedp.WaitVisible(chromedp.CSS("header.top")))
+	}
 }
 
 // cookies are the tab's session and CSRF cookies, read through the DevTools protocol

@@ -61,4 +61,5 @@ func TestCommands(t *testing.T) {
 	f(nil, 2, "")
 	f([]string{"frobnicate"}, 2, "")
 	f([]string{"serve", "--no-such-flag"}, 2, "")
+	f([]string{"serve", "--trusted-proxies", "10.0.0.0/8,proxy.example"}, 2, "")
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/signal"
@@ -35,6 +36,7 @@ type serveConfig struct {
 	captureAddr     string
 	publicURL       string
 	captureURL      string
+	trustedProxies  []netip.Prefix
 	adminEmail      string
 	smtpURL         string
 	dnsServer       string
@@ -58,6 +60,10 @@ func serveCommand(args []string, stderr io.Writer) int {
 	fs.StringVar(&cfg.captureAddr, "capture-addr", "127.0.0.1:8001", "address of the capture (ingestion) listener")
 	fs.StringVar(&cfg.publicURL, "public-url", "", "scheme://host[:port] the management API is reached at, for absolute links; empty: the request's host")
 	fs.StringVar(&cfg.captureURL, "capture-public-url", "", "scheme://host[:port] SDKs reach the capture listener at, shown in the console's install snippets; empty: the capture listener's address")
+	fs.Func("trusted-proxies", "comma-separated addresses and CIDR prefixes of the reverse proxies in front of the management listener, whose X-Forwarded-For, -Host and -Proto are believed; empty: none, the headers are ignored", func(list string) (err error) {
+		cfg.trustedProxies, err = admin.ParseTrustedProxies(list)
+		return err
+	})
 	fs.StringVar(&cfg.adminEmail, "admin-email", "admin@localhost", "e-mail of the user that the first start creates")
 	fs.StringVar(&cfg.smtpURL, "smtp-url", "", "SMTP server for invite e-mails: smtp://[user:password@]host[:port][?from=address] (STARTTLS when offered) or smtps://...; empty: invites are not e-mailed")
 	fs.StringVar(&cfg.dnsServer, "dns-server", "", "DNS server (host[:port]) for the TXT lookups that verify domains; empty: the system resolver")
@@ -224,7 +230,7 @@ func start(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *server, e
 		}
 	}()
 	s.flags = flags.NewStore(flags.Config{DB: s.warehouse.DB(), GroupTypes: s.warehouse.GroupTypes, Logger: log})
-	s.api, err = admin.New(ctx, admin.Config{Warehouse: s.warehouse, InsightCacheTTL: cfg.insightCacheTTL, InsightCacheBytes: cfg.insightCacheMax, PublicURL: cfg.publicURL, CaptureURL: s.captureURL, Pprof: cfg.pprof, Logger: log,
+	s.api, err = admin.New(ctx, admin.Config{Warehouse: s.warehouse, InsightCacheTTL: cfg.insightCacheTTL, InsightCacheBytes: cfg.insightCacheMax, PublicURL: cfg.publicURL, CaptureURL: s.captureURL, TrustedProxies: cfg.trustedProxies, Pprof: cfg.pprof, Logger: log,
 		SMTPURL: cfg.smtpURL, DNSServer: cfg.dnsServer, Exports: s.exports, Flags: s.flags})
 	if err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ import (
 	"database/sql"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -48,6 +49,9 @@ type Config struct {
 	// listener's own address); GET /api/users/@me/ shows it, for the console's install
 	// snippets. Empty: unknown (null there).
 	CaptureURL string
+	// TrustedProxies are the peers whose X-Forwarded-For, -Host and -Proto are believed
+	// (proxies.go); none: those headers are ignored.
+	TrustedProxies []netip.Prefix
 	// InsightCacheTTL is how long a computed insight result is served while its project
 	// has no new events (default DefaultInsightCacheTTL).
 	InsightCacheTTL time.Duration
@@ -94,6 +98,8 @@ type API struct {
 	hasher     *hasher        // passwords
 	signIns    *signInLimiter // failed sign-ins and lockouts
 	log        *slog.Logger
+	// trustedProxies is Config.TrustedProxies.
+	trustedProxies []netip.Prefix
 }
 
 // route is an authenticated management route and the scope its key needs. The table
@@ -148,6 +154,8 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 		hasher:     newHasher(),
 		signIns:    newSignInLimiter(),
 		log:        cfg.Logger,
+		// Sign-ins count per client, which only trusted proxies may name.
+		trustedProxies: cfg.TrustedProxies,
 	}
 	a.app = fiber.New(fiber.Config{
 		AppName:               "hedge",
@@ -162,6 +170,10 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 		ReadTimeout:   30 * time.Second,
 		WriteTimeout:  60 * time.Second,
 		IdleTimeout:   2 * time.Minute,
+		// X-Forwarded-Host and -Proto (Hostname, Protocol, BaseURL) count from the
+		// trusted proxies only; the client's address is clientAddress's.
+		EnableTrustedProxyCheck: true,
+		TrustedProxies:          proxyStrings(cfg.TrustedProxies),
 	})
 	a.app.Use(responseHeaders, a.recoverPanic)
 	if cfg.Pprof {

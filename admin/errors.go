@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 )
@@ -18,6 +19,8 @@ type Error struct {
 	Code   string  `json:"code"`
 	Detail string  `json:"detail"`
 	Attr   *string `json:"attr"`
+	// RetryAfter, when not 0, is the seconds a 429 asks to wait, in Retry-After.
+	RetryAfter int `json:"-"`
 }
 
 func (e *Error) Error() string { return e.Detail }
@@ -125,6 +128,9 @@ func (a *API) handleError(c *fiber.Ctx, err error) error {
 	}
 	if apiErr.Status == http.StatusUnauthorized {
 		c.Set(fiber.HeaderWWWAuthenticate, "Bearer")
+	}
+	if apiErr.RetryAfter > 0 {
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(apiErr.RetryAfter))
 	}
 	return c.Status(apiErr.Status).JSON(apiErr)
 }

@@ -36,7 +36,14 @@ var (
 // the project itself when it is private (403 "You don't have access to the project."
 // either way, as PostHog says it; the project's token is public, so naming it confirms
 // nothing), the key not scoped to other projects or organizations (PostHog's 403s).
+//
+// A session cookie never authenticates these routes: the capture listener serves them
+// to pages of any origin, and a browser sends the console's cookies to every port of
+// its host.
 func (a *API) sdkProject(c *fiber.Ctx) (int64, error) {
+	if key, _ := findKey(c); key == "" {
+		return 0, errNotAuthenticated()
+	}
 	p, err := a.authenticate(c)
 	if err != nil {
 		return 0, err

@@ -96,11 +96,15 @@ func TestFlagDefinitionsAuthorization(t *testing.T) {
 	errorBody := func(typ, code, detail string) []string {
 		return []string{fmt.Sprintf(`{"type":%q,"code":%q,"detail":%q,"attr":null}`, typ, code, detail)}
 	}
+	// A session is no key: the capture listener serves these routes to any origin.
+	session, _ := env.signIn(t, env.boot.UserEmail, env.boot.AdminPassword)
 	for _, base := range []string{"/flags/definitions?send_cohorts&token=", "/api/feature_flag/local_evaluation?token=",
 		"/api/projects/@current/feature_flags/a-base/remote_config?token="} {
 		path := base + env.boot.ProjectAPIKey
 		env.run(t, []scenario{
 			{name: base + " no key", method: "GET", path: path, status: 401,
+				want: errorBody("authentication_error", "not_authenticated", "Authentication credentials were not provided.")},
+			{name: base + " a session", method: "GET", path: path, headers: withSession(session, ""), status: 401,
 				want: errorBody("authentication_error", "not_authenticated", "Authentication credentials were not provided.")},
 			{name: base + " a key that is not", method: "GET", path: path, key: "phx_notakey", status: 401,
 				want: errorBody("authentication_error", "authentication_failed", "Personal API key found in request Authorization header is invalid.")},

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -44,7 +45,11 @@ const (
 )
 
 // hasher computes password hashes, at most maxConcurrentHashes at once.
-type hasher struct{ slots *semaphore.Weighted }
+type hasher struct {
+	slots *semaphore.Weighted
+	// took is how long the last hash took to compute, in nanoseconds (0: none yet).
+	took atomic.Int64
+}
 
 func newHasher() *hasher { return &hasher{slots: semaphore.NewWeighted(maxConcurrentHashes)} }
 
@@ -61,19 +66,40 @@ func (h *hasher) hash(ctx context.Context, password string) (string, error) {
 		passwordCost.threads, b64.EncodeToString(salt), b64.EncodeToString(sum)), nil
 }
 
-// verify reports whether password is the one stored as the PHC string stored. An
-// empty stored (no password, or no such user) is hashed against all the same, with the
-// current costs, so that an unknown e-mail takes as long as a wrong password.
+// verify reports whether password is the one stored as the PHC string stored.
+//
+// An empty stored (no password, or no such user) verifies nothing and takes no hashing
+// slot: it waits as long as the last hash took to compute (computing one when none has
+// been since the start), so that an unknown e-mail is answered in about the time of a
+// wrong password, while a flood of made-up e-mails from many addresses cannot hold
+// the slots that users' sign-ins wait for. (Under load, a wrong password also waits
+// for a slot; an unknown e-mail does not.)
 func (h *hasher) verify(ctx context.Context, password, stored string) (bool, error) {
 	p, salt, want, ok := parsePHC(stored)
 	if !ok {
-		p, salt, want = passwordCost, make([]byte, 16), nil
+		return false, h.pretend(ctx)
 	}
 	sum, err := h.derive(ctx, password, salt, p)
 	if err != nil {
 		return false, err
 	}
-	return want != nil && subtle.ConstantTimeCompare(sum, want) == 1, nil
+	return subtle.ConstantTimeCompare(sum, want) == 1, nil
+}
+
+// pretend waits as long as a hash takes to compute.
+func (h *hasher) pretend(ctx context.Context) error {
+	if h.took.Load() == 0 {
+		_, err := h.derive(ctx, "", make([]byte, 16), passwordCost)
+		return err
+	}
+	t := time.NewTimer(time.Duration(h.took.Load()))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return errBusyHashing()
+	}
 }
 
 // hashWait bounds how long a request waits for a hashing slot: a flood of sign-ins
@@ -94,7 +120,10 @@ func (h *hasher) derive(ctx context.Context, password string, salt []byte, p arg
 		return nil, errBusyHashing()
 	}
 	defer h.slots.Release(1)
-	return argon2.IDKey([]byte(password), salt, p.passes, p.memoryKiB, p.threads, 32), nil
+	begin := time.Now()
+	sum := argon2.IDKey([]byte(password), salt, p.passes, p.memoryKiB, p.threads, 32)
+	h.took.Store(max(1, int64(time.Since(begin))))
+	return sum, nil
 }
 
 // parsePHC reads an argon2id PHC string; ok is false for anything else, costs past

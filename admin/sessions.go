@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -44,26 +46,47 @@ const (
 	maxSessionsPerUser = 50
 )
 
-// Sign-in limits, in memory: they hold for this process, which is all of hedge.
+// Sign-in limits, in memory: they hold for this process, which is all of hedge. An
+// attempt is counted against three budgets before its password is hashed, so that an
+// attempt past any of them costs no hash:
+//   - its client's address (clientAddress; an IPv6 address counts as its /64, which one
+//     host holds whole): maxSignInsPerMinute attempts a minute, whatever the e-mails;
+//   - the e-mail from that address: maxFailures failures lock the pair out for lockout,
+//     right password or not;
+//   - the e-mail from every address together, against a guesser spread over many:
+//     accountBurst attempts, then one every accountRefill (429 with Retry-After past
+//     it). An attempt holds its share until it has succeeded, so concurrent attempts
+//     cannot all pass before the first failure counts. An address that signed the
+//     e-mail in within knownFor is spared this budget: a guesser elsewhere can slow the
+//     owner's sign-ins from a new address to one a minute, but cannot lock them out
+//     where they signed in before (the pair's budget still bounds that address).
+//
+// A password change's current_password is counted as a sign-in of the user's e-mail.
 const (
-	// maxFailures failed sign-ins of one e-mail from one address lock that pair out for
-	// lockout, right password or not.
 	maxFailures = 10
 	lockout     = 15 * time.Minute
 	// maxSignInsPerMinute bounds the sign-in attempts of one address, whatever the
 	// e-mails.
 	maxSignInsPerMinute = 30
+	accountBurst        = 20
+	accountRefill       = time.Minute
+	knownFor            = 30 * 24 * time.Hour
 	// limiterEntries bounds each table of the limiter. Past it the oldest entries are
-	// forgotten: a client spreading over more addresses or e-mails than that gets
-	// through more attempts, each still costing it a hash.
+	// forgotten: a client spreading over more addresses than that gets through more
+	// attempts, each still bounded by its e-mail's budget.
 	limiterEntries = 10_000
 )
 
-// signInLimiter counts failed sign-ins per (e-mail, address) and attempts per address.
+// signInLimiter holds the budgets of sign-in attempts. The e-mails of users and the
+// made-up ones have budgets in tables of their own, kept alike (an answer never tells
+// them apart), so that a flood of made-up e-mails cannot push a user's out.
 type signInLimiter struct {
 	mu       sync.Mutex
-	failures *lru.Cache[[2]string, *failures]
-	attempts *lru.Cache[string, *minuteCount]
+	attempts *lru.Cache[string, *minuteCount] // by address
+	failures *lru.Cache[[2]string, *failures] // by e-mail and address
+	users    *lru.Cache[string, *bucket]      // by e-mail of a user
+	made     *lru.Cache[string, *bucket]      // by e-mail of no user
+	known    *lru.Cache[[2]string, time.Time] // the last success of an e-mail from an address
 }
 
 type failures struct {
@@ -76,52 +99,130 @@ type minuteCount struct {
 	count  int
 }
 
-func newSignInLimiter() *signInLimiter {
-	f, _ := lru.New[[2]string, *failures](limiterEntries)
-	a, _ := lru.New[string, *minuteCount](limiterEntries)
-	return &signInLimiter{failures: f, attempts: a}
+// bucket is a token bucket of accountBurst tokens, one back every accountRefill.
+type bucket struct {
+	tokens float64
+	at     time.Time
 }
 
-// admit counts an attempt of address on e-mail at now, and refuses it when address
-// made too many this minute (errThrottled) or the pair is locked out (errLockedOut).
-func (l *signInLimiter) admit(email, address string, now time.Time) error {
+// take takes a token at now, or says how long until there is one.
+func (b *bucket) take(now time.Time) (wait time.Duration, ok bool) {
+	if elapsed := now.Sub(b.at); elapsed > 0 {
+		b.tokens = min(accountBurst, b.tokens+float64(elapsed)/float64(accountRefill))
+		b.at = now
+	}
+	if b.tokens < 1 {
+		return time.Duration((1 - b.tokens) * float64(accountRefill)), false
+	}
+	b.tokens--
+	return 0, true
+}
+
+func newSignInLimiter() *signInLimiter {
+	a, _ := lru.New[string, *minuteCount](limiterEntries)
+	f, _ := lru.New[[2]string, *failures](limiterEntries)
+	u, _ := lru.New[string, *bucket](limiterEntries)
+	m, _ := lru.New[string, *bucket](limiterEntries)
+	k, _ := lru.New[[2]string, time.Time](limiterEntries)
+	return &signInLimiter{attempts: a, failures: f, users: u, made: m, known: k}
+}
+
+// addressKey is the address whose budget an attempt from ip counts against: an IPv4
+// address, or the /64 of an IPv6 one.
+func addressKey(ip string) string {
+	addr, err := netip.ParseAddr(ip)
+	if err != nil {
+		return ip
+	}
+	if addr = addr.Unmap(); addr.Is6() {
+		return netip.PrefixFrom(addr.WithZone(""), 64).Masked().String()
+	}
+	return addr.String()
+}
+
+// signInAttempt is an admitted attempt, whose outcome is reported to its limiter.
+type signInAttempt struct {
+	pair    [2]string // e-mail, address
+	budget  *bucket   // the e-mail's, when the attempt holds a token of it
+	limiter *signInLimiter
+}
+
+// admit counts an attempt on email from the client address ip at now, of a user's
+// e-mail if user, and refuses it when the address made too many this minute or the
+// e-mail's budget is spent (errThrottled), or the pair is locked out (errLockedOut).
+// An admitted attempt must be reported: failed, succeeded or abandoned.
+func (l *signInLimiter) admit(email, ip string, user bool, now time.Time) (*signInAttempt, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	t := &signInAttempt{pair: [2]string{email, addressKey(ip)}, limiter: l}
 	minute := now.Truncate(time.Minute)
-	a, ok := l.attempts.Get(address)
+	a, ok := l.attempts.Get(t.pair[1])
 	if !ok || !a.minute.Equal(minute) {
 		a = &minuteCount{minute: minute}
-		l.attempts.Add(address, a)
+		l.attempts.Add(t.pair[1], a)
 	}
 	if a.count++; a.count > maxSignInsPerMinute {
-		return errThrottled(int(minute.Add(time.Minute).Sub(now).Seconds()) + 1)
+		return nil, errThrottled(minute.Add(time.Minute).Sub(now))
 	}
-	if f, ok := l.failures.Get([2]string{email, address}); ok && now.Before(f.lockedUntil) {
-		return errLockedOut()
+	if f, ok := l.failures.Get(t.pair); ok && now.Before(f.lockedUntil) {
+		return nil, errLockedOut()
 	}
-	return nil
+	if at, ok := l.known.Get(t.pair); ok && now.Sub(at) < knownFor {
+		return t, nil
+	}
+	table := l.made
+	if user {
+		table = l.users
+	}
+	b, ok := table.Get(email)
+	if !ok {
+		b = &bucket{tokens: accountBurst, at: now}
+		table.Add(email, b)
+	}
+	wait, ok := b.take(now)
+	if !ok {
+		return nil, errThrottled(wait)
+	}
+	t.budget = b
+	return t, nil
 }
 
-// failed counts a failed sign-in, and locks the pair out at maxFailures.
-func (l *signInLimiter) failed(email, address string, now time.Time) {
+// failed counts a failed attempt of the pair, and locks it out at maxFailures.
+func (t *signInAttempt) failed(now time.Time) {
+	l := t.limiter
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	key := [2]string{email, address}
-	f, ok := l.failures.Get(key)
+	f, ok := l.failures.Get(t.pair)
 	if !ok {
 		f = &failures{}
-		l.failures.Add(key, f)
+		l.failures.Add(t.pair, f)
 	}
 	if f.count++; f.count >= maxFailures {
 		f.count, f.lockedUntil = 0, now.Add(lockout)
 	}
 }
 
-// succeeded forgets the pair's failures.
-func (l *signInLimiter) succeeded(email, address string) {
+// succeeded forgets the pair's failures, gives the e-mail back the token the attempt
+// held, and spares the address the e-mail's budget from now on.
+func (t *signInAttempt) succeeded(now time.Time) {
+	t.abandoned()
+	l := t.limiter
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.failures.Remove([2]string{email, address})
+	l.failures.Remove(t.pair)
+	l.known.Add(t.pair, now)
+}
+
+// abandoned gives back the token of an attempt that tried no password (no hashing
+// slot was free).
+func (t *signInAttempt) abandoned() {
+	l := t.limiter
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t.budget != nil {
+		t.budget.tokens = min(accountBurst, t.budget.tokens+1)
+		t.budget = nil
+	}
 }
 
 func errInvalidCredentials() *Error {
@@ -133,9 +234,10 @@ func errLockedOut() *Error {
 		Detail: fmt.Sprintf("Too many failed login attempts. Try again in %d minutes.", int(lockout.Minutes()))}
 }
 
-// errThrottled is DRF's 429.
-func errThrottled(seconds int) *Error {
-	return &Error{Status: fiber.StatusTooManyRequests, Type: "throttled_error", Code: "throttled",
+// errThrottled is DRF's 429, for a request that may come again after wait.
+func errThrottled(wait time.Duration) *Error {
+	seconds := int(math.Ceil(wait.Seconds()))
+	return &Error{Status: fiber.StatusTooManyRequests, Type: "throttled_error", Code: "throttled", RetryAfter: seconds,
 		Detail: fmt.Sprintf("Request was throttled. Expected available in %d seconds.", seconds)}
 }
 
@@ -177,12 +279,7 @@ func (a *API) login(c *fiber.Ctx) error {
 	case len(in.Password) > 4*maxPasswordLength:
 		return errInvalidCredentials() // no hash of megabytes
 	}
-	now := time.Now()
-	address := c.IP()
-	if err := a.signIns.admit(email, address, now); err != nil {
-		return err
-	}
-	ctx := c.UserContext()
+	ctx, now := c.UserContext(), time.Now()
 	var userID int64
 	var stored sql.NullString
 	err := a.db.QueryRowContext(ctx, `SELECT u.id, p.hash FROM meta.users u LEFT JOIN meta.user_passwords p ON p.user_id = u.id
@@ -190,15 +287,20 @@ func (a *API) login(c *fiber.Ctx) error {
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("cannot look up user %s: %w", email, err)
 	}
-	ok, err := a.hasher.verify(ctx, in.Password, stored.String)
+	attempt, err := a.signIns.admit(email, a.clientAddress(c), userID != 0, now)
 	if err != nil {
 		return err
 	}
+	ok, err := a.hasher.verify(ctx, in.Password, stored.String)
+	if err != nil {
+		attempt.abandoned()
+		return err
+	}
 	if !ok {
-		a.signIns.failed(email, address, now)
+		attempt.failed(now)
 		return errInvalidCredentials()
 	}
-	a.signIns.succeeded(email, address)
+	attempt.succeeded(now)
 	if err := a.startSession(c, userID); err != nil {
 		return err
 	}
@@ -212,7 +314,7 @@ func (a *API) startSession(c *fiber.Ctx, userID int64) error {
 	ctx, now := c.UserContext(), time.Now()
 	token := randomToken(32, 43)
 	if _, err := a.db.ExecContext(ctx, `INSERT INTO meta.sessions (token_hash, user_id, created_at, expires_at, last_seen_at, ip, user_agent)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, hashKey(token), userID, now, now.Add(sessionLifetime), now, c.IP(), truncate(c.Get(fiber.HeaderUserAgent), 512)); err != nil {
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, hashKey(token), userID, now, now.Add(sessionLifetime), now, a.clientAddress(c), truncate(c.Get(fiber.HeaderUserAgent), 512)); err != nil {
 		return fmt.Errorf("cannot start a session of user %d: %w", userID, err)
 	}
 	if _, err := a.db.ExecContext(ctx, `DELETE FROM meta.sessions WHERE expires_at <= ? OR token_hash IN

@@ -3,7 +3,9 @@ package admin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -139,20 +141,95 @@ func TestSignInLimits(t *testing.T) {
 	}
 	// The lockout is of the pair: the limiter lets another e-mail in.
 	now := time.Now()
-	if err := env.api.signIns.admit("other@example.com", "127.0.0.1", now); err != nil {
+	if _, err := env.api.signIns.admit("other@example.com", "127.0.0.1", false, now); err != nil {
 		t.Fatalf("another e-mail: %v", err)
 	}
 	l := newSignInLimiter()
-	for range maxSignInsPerMinute {
-		if err := l.admit("a@example.com", "192.0.2.1", now); err != nil {
+	for i := range maxSignInsPerMinute {
+		if _, err := l.admit(fmt.Sprintf("%d@example.com", i), "192.0.2.1", false, now); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := l.admit("b@example.com", "192.0.2.1", now); err == nil || err.(*Error).Status != 429 {
+	if _, err := l.admit("b@example.com", "192.0.2.1", false, now); err == nil || err.(*Error).Status != 429 {
 		t.Fatalf("attempt %d of a minute: %v", maxSignInsPerMinute+1, err)
 	}
-	if err := l.admit("b@example.com", "192.0.2.1", now.Add(time.Minute)); err != nil {
+	if _, err := l.admit("b@example.com", "192.0.2.1", false, now.Add(time.Minute)); err != nil {
 		t.Fatalf("the next minute: %v", err)
+	}
+}
+
+// An IPv6 client counts as its /64, which one host holds whole: its addresses share
+// one budget, and another /64 has its own.
+func TestSignInLimitsIPv6(t *testing.T) {
+	for _, c := range []struct{ ip, key string }{
+		{"192.0.2.1", "192.0.2.1"},
+		{"::ffff:192.0.2.1", "192.0.2.1"},
+		{"2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"},
+		{"2001:db8:1:2::", "2001:db8:1:2::/64"},
+		{"2001:db8:1:3::1", "2001:db8:1:3::/64"},
+		{"fe80::1%eth0", "fe80::/64"},
+	} {
+		if got := addressKey(c.ip); got != c.key {
+			t.Errorf("addressKey(%s) = %s, want %s", c.ip, got, c.key)
+		}
+	}
+	l, now := newSignInLimiter(), time.Now()
+	for i := range maxSignInsPerMinute {
+		if _, err := l.admit(fmt.Sprintf("%d@example.com", i), fmt.Sprintf("2001:db8:1:2::%x", i+1), false, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.admit("a@example.com", "2001:db8:1:2:ffff::1", false, now); err == nil || err.(*Error).Status != 429 {
+		t.Fatalf("attempt %d of a minute from one /64: %v", maxSignInsPerMinute+1, err)
+	}
+	if _, err := l.admit("a@example.com", "2001:db8:1:3::1", false, now); err != nil {
+		t.Fatalf("another /64: %v", err)
+	}
+}
+
+// An e-mail's attempts from every address together are bounded: accountBurst, then
+// one every accountRefill, an attempt holding its share until it succeeds (so that
+// concurrent ones cannot all pass); an address that signed the e-mail in before is
+// spared, and a made-up e-mail is counted alike in a table of its own.
+func TestSignInAccountBudget(t *testing.T) {
+	l, now := newSignInLimiter(), time.Now()
+	admit := l.admit
+	owner := "owner@example.com"
+	known, err := admit(owner, "192.0.2.1", true, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	known.succeeded(now)
+	// accountBurst attempts in flight from as many addresses, none reported yet.
+	for i := range accountBurst {
+		if _, err := admit(owner, fmt.Sprintf("198.51.100.%d", i+1), true, now); err != nil {
+			t.Fatalf("attempt %d: %v", i+1, err)
+		}
+	}
+	_, err = admit(owner, "203.0.113.1", true, now)
+	if e, ok := err.(*Error); !ok || e.Status != 429 || e.RetryAfter != int(accountRefill.Seconds()) {
+		t.Fatalf("attempt %d from a new address: %v", accountBurst+1, err)
+	}
+	// The made-up e-mails' table is another: it neither spends nor is spent by a user's.
+	if _, err := admit(owner, "203.0.113.2", false, now); err != nil {
+		t.Fatalf("the same e-mail counted as made up: %v", err)
+	}
+	// The owner's own address is spared.
+	if _, err := admit(owner, "192.0.2.1", true, now); err != nil {
+		t.Fatalf("from the address that signed in: %v", err)
+	}
+	// One attempt more an accountRefill later, given back when it succeeds.
+	later := now.Add(accountRefill)
+	a, err := admit(owner, "203.0.113.3", true, later)
+	if err != nil {
+		t.Fatalf("after %s: %v", accountRefill, err)
+	}
+	a.succeeded(later)
+	if _, err := admit(owner, "203.0.113.4", true, later); err != nil {
+		t.Fatalf("after a success gave its token back: %v", err)
+	}
+	if _, err := admit(owner, "203.0.113.5", true, later); err == nil {
+		t.Fatal("the budget is spent again, and admits one more")
 	}
 }
 
@@ -259,4 +336,66 @@ func TestSessionsBounded(t *testing.T) {
 	if live != maxSessionsPerUser || oldest != 0 || ended != 0 || mine != 1 {
 		t.Fatalf("%d sessions of the user (oldest kept %d, new one %d), ended one kept %d", live, oldest, mine, ended)
 	}
+}
+
+// Over HTTP, behind a trusted proxy that names each client: one e-mail guessed from
+// many addresses is throttled with Retry-After, the right password included, while the
+// address its owner signed in from before still signs in.
+func TestSignInGuessedFromManyAddresses(t *testing.T) {
+	env := serveAPI(t, func(cfg *Config) { cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")} })
+	email, password := env.boot.UserEmail, env.boot.AdminPassword
+	from := func(ip string) map[string]string { return map[string]string{"X-Forwarded-For": ip} }
+	signIn := func(ip, password string) (int, string, http.Header) {
+		t.Helper()
+		return env.do(t, "POST", "/api/login/", "", from(ip), `{"email":"`+email+`","password":"`+password+`"}`)
+	}
+	if status, body, _ := signIn("192.0.2.1", password); status != 200 {
+		t.Fatalf("the owner's sign-in: %d %s", status, body)
+	}
+	for i := range accountBurst {
+		if status, body, _ := signIn(fmt.Sprintf("198.51.100.%d", i+1), "a guess"); status != 400 {
+			t.Fatalf("guess %d: %d %s", i+1, status, body)
+		}
+	}
+	status, body, header := signIn("203.0.113.1", password)
+	if status != 429 || !strings.Contains(body, `"code":"throttled"`) || header.Get("Retry-After") == "" {
+		t.Fatalf("the right password from a new address after %d guesses: %d %s (Retry-After %q)", accountBurst, status, body, header.Get("Retry-After"))
+	}
+	if status, body, _ := signIn("192.0.2.1", password); status != 200 {
+		t.Fatalf("the owner's address after %d guesses: %d %s", accountBurst, status, body)
+	}
+}
+
+// Guesses of current_password count as sign-ins: ten wrong ones lock the user's e-mail
+// out from the address, and the right one is then refused too.
+func TestPasswordChangeLimited(t *testing.T) {
+	env := newTestEnv(t, "")
+	session, csrf := env.signIn(t, env.boot.UserEmail, env.boot.AdminPassword)
+	change := func(current string) (int, string) {
+		t.Helper()
+		status, body, _ := env.do(t, "PATCH", "/api/users/@me/", "", withSession(session, csrf.Value),
+			`{"password":"a new password 1","current_password":"`+current+`"}`)
+		return status, body
+	}
+	for i := range maxFailures {
+		if status, body := change("a guess"); status != 400 || !strings.Contains(body, `"code":"incorrect_password"`) {
+			t.Fatalf("guess %d: %d %s", i+1, status, body)
+		}
+	}
+	if status, body := change(env.boot.AdminPassword); status != 403 || !strings.Contains(body, `"code":"too_many_failed_attempts"`) {
+		t.Fatalf("the right password after %d guesses: %d %s", maxFailures, status, body)
+	}
+}
+
+// An unknown e-mail takes no hashing slot: with every slot held, it is still answered
+// (the 400 of a wrong password), not left to wait for one.
+func TestUnknownEmailTakesNoHashSlot(t *testing.T) {
+	env := newTestEnv(t, "")
+	wrong := `{"type":"validation_error","code":"invalid_credentials","detail":"Invalid email or password.","attr":null}`
+	env.run(t, []scenario{{name: "a wrong password", method: "POST", path: "/api/login/", // computes a hash
+		body: `{"email":"` + env.boot.UserEmail + `","password":"a guess"}`, status: 400, want: []string{wrong}}})
+	env.api.hasher.slots.Acquire(t.Context(), maxConcurrentHashes)
+	defer env.api.hasher.slots.Release(maxConcurrentHashes)
+	env.run(t, []scenario{{name: "an unknown e-mail", method: "POST", path: "/api/login/",
+		body: `{"email":"nobody@example.com","password":"a guess"}`, status: 400, want: []string{wrong}}})
 }

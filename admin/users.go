@@ -189,13 +189,23 @@ func (a *API) userMeUpdate(c *fiber.Ctx) error {
 		if in.CurrentPassword == "" {
 			return errValidation("current_password", "required", "This field is required if a new password is specified.")
 		}
-		ok, err := a.hasher.verify(ctx, in.CurrentPassword, stored.String)
+		// Guesses of current_password count as sign-ins of the user's e-mail, with the
+		// same limits: a stolen session does not make the password cheaper to guess.
+		now := time.Now()
+		attempt, err := a.signIns.admit(email, a.clientAddress(c), true, now)
 		if err != nil {
 			return err
 		}
+		ok, err := a.hasher.verify(ctx, in.CurrentPassword, stored.String)
+		if err != nil {
+			attempt.abandoned()
+			return err
+		}
 		if !ok {
+			attempt.failed(now)
 			return errValidation("current_password", "incorrect_password", "Your current password is incorrect.")
 		}
+		attempt.succeeded(now)
 		if err := checkNewPassword("password", *in.Password, email); err != nil {
 			return err
 		}

@@ -53,8 +53,11 @@ const (
 	endpointSDKAPI   // served by the management API
 )
 
-// flagsRouteOf finds the flag routes; token is the one an /array/ path names.
-func flagsRouteOf(path []byte) (endpoint flagsEndpoint, token string, ok bool) {
+// flagsRouteOf finds the flag routes in path, the request's path as fasthttp
+// normalizes it (percent-escapes decoded, dot segments resolved). arg is the token an
+// /array/ path names, or for endpointSDKAPI the path the management API is to route:
+// path itself, which the request it forwards is rewritten to.
+func flagsRouteOf(path []byte) (endpoint flagsEndpoint, arg string, ok bool) {
 	p := strings.TrimSuffix(jsontext.BytesToString(path), "/")
 	switch p {
 	case "/flags":
@@ -62,10 +65,12 @@ func flagsRouteOf(path []byte) (endpoint flagsEndpoint, token string, ok bool) {
 	case "/decide":
 		return endpointDecide, "", true
 	case "/flags/definitions", "/api/feature_flag/local_evaluation":
-		return endpointSDKAPI, "", true
+		return endpointSDKAPI, p, true
 	}
-	if rest, ok := strings.CutPrefix(p, "/api/projects/@current/feature_flags/"); ok && strings.HasSuffix(rest, "/remote_config") {
-		return endpointSDKAPI, "", true
+	if rest, ok := strings.CutPrefix(p, "/api/projects/@current/feature_flags/"); ok {
+		if key, ok := strings.CutSuffix(rest, "/remote_config"); ok && key != "" && !strings.Contains(key, "/") {
+			return endpointSDKAPI, p, true
+		}
 	}
 	if rest, ok := strings.CutPrefix(p, "/array/"); ok {
 		if token, ok := strings.CutSuffix(rest, "/config.js"); ok && token != "" && !strings.Contains(token, "/") {
@@ -78,20 +83,34 @@ func flagsRouteOf(path []byte) (endpoint flagsEndpoint, token string, ok bool) {
 	return 0, "", false
 }
 
-// serveFlags answers a flag route.
-func (s *Server) serveFlags(ctx *fasthttp.RequestCtx, endpoint flagsEndpoint, token string) {
+// serveFlags answers a flag route; arg is flagsRouteOf's.
+func (s *Server) serveFlags(ctx *fasthttp.RequestCtx, endpoint flagsEndpoint, arg string) {
 	switch endpoint {
 	case endpointSDKAPI:
 		if s.sdkAPI == nil {
 			s.answer(ctx, errNotFound)
 			return
 		}
-		s.sdkAPI(ctx)
+		s.forwardSDKAPI(ctx, arg)
 	case endpointConfig, endpointConfigJS:
-		s.remoteConfig(ctx, endpoint, token)
+		s.remoteConfig(ctx, endpoint, arg)
 	default:
 		s.flagsRequest(ctx, endpoint)
 	}
+}
+
+// forwardSDKAPI hands a request of an SDK route to the management API, as a request of
+// path, the route the edge matched: the management API routes the path as sent, not
+// as normalized, and would route another spelling of it elsewhere
+// (/project/..%2Fflags%2Fdefinitions is a console page there). Personal API keys
+// authenticate these routes, never a session: the request goes without its cookies (a
+// browser sends the console's to every port of its host), and the answer does not let
+// a page of another origin read it with credentials.
+func (s *Server) forwardSDKAPI(ctx *fasthttp.RequestCtx, path string) {
+	ctx.Request.URI().SetPath(strings.Clone(path)) // path aliases the URI's buffer
+	ctx.Request.Header.DelAllCookies()
+	ctx.Response.Header.Del(fasthttp.HeaderAccessControlAllowCredentials)
+	s.sdkAPI(ctx)
 }
 
 // flagsBody is a /flags/ or /decide/ request body. Each field has PostHog's aliases;

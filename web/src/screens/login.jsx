@@ -4,9 +4,17 @@ import { api } from '../api.js';
 import { ErrorNote, Field } from '../ui.jsx';
 
 // safeNext keeps a ?next= that is a path of this console, and nothing else (an open
-// redirect would send a signed-in user anywhere).
+// redirect would send a signed-in user anywhere). It is read as the browser will read
+// it, by the URL parser, which drops tabs and newlines and takes \ for /: so
+// "/\t/evil.example" is //evil.example, another site, and goes to / instead.
 export function safeNext(next) {
-  return next && next.startsWith('/') && !next.startsWith('//') && !next.startsWith('/\\') ? next : '/';
+  if (!next || !next.startsWith('/')) return '/';
+  try {
+    const url = new URL(next, location.origin);
+    return url.origin === location.origin ? url.pathname + url.search + url.hash : '/';
+  } catch {
+    return '/'; // no URL at all, such as //[x
+  }
 }
 
 export function Login({ params }) {
