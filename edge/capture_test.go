@@ -1106,3 +1106,31 @@ func TestHalfSentRequests(t *testing.T) {
 		t.Fatalf("after the half-sent requests: %d", a.status)
 	}
 }
+
+// TestLongIdentityIDs: $anon_distinct_id and alias are cut to 200 characters as
+// distinct_id is, so an anonymous id longer than that, stored cut as its events'
+// distinct_id, is the one an $identify or a $create_alias naming it in full merges;
+// and no id longer than 200 characters is stored.
+func TestLongIdentityIDs(t *testing.T) {
+	env := newCaptureEnv(t, edge.Config{})
+	for _, sc := range []struct{ name, merge string }{
+		{"$identify", `{"event":"$identify","distinct_id":"user-%[1]s","properties":{"$anon_distinct_id":%[2]q}}`},
+		{"$create_alias", `{"event":"$create_alias","distinct_id":"user-%[1]s","properties":{"alias":%[2]q}}`},
+	} {
+		t.Run(sc.name, func(t *testing.T) {
+			anon := sc.name + strings.Repeat("x", 300)
+			env.ingest(t, env.token, fmt.Sprintf(`{"event":"pageview","distinct_id":%q}`, anon))
+			env.ingest(t, env.token, fmt.Sprintf(sc.merge, sc.name, anon))
+			persons, _, err := env.warehouse.Persons(context.Background(), env.team, warehouse.PersonFilter{DistinctID: "user-" + sc.name}, 2, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := []string{anon[:200], "user-" + sc.name}; len(persons) != 1 || !slices.Equal(persons[0].DistinctIDs, want) {
+				t.Fatalf("the user's person: %+v, want one with distinct ids %q", persons, want)
+			}
+		})
+	}
+	if n := env.count(t, `SELECT count(*) FROM person_distinct_ids WHERE length(distinct_id) > 200`); n != 0 {
+		t.Fatalf("%d distinct ids longer than 200 characters stored", n)
+	}
+}
