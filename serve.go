@@ -113,6 +113,12 @@ func serveCommand(args []string, stderr io.Writer) int {
 	case err := <-s.failed:
 		log.Error("listener failed", "err", err)
 		code = 1 // a supervisor restarts what failed
+	case <-s.warehouse.Invalidated():
+		// Every statement fails until the file is opened again, which only a new
+		// process can do: exit for the supervisor to restart hedge, which replays the
+		// WAL, rather than answer 503 and 500 until someone does.
+		log.Error("DuckDB has invalidated the database: exiting for a restart", "err", s.warehouse.InvalidatedBy())
+		code = 1
 	}
 	stopSignals() // a second signal kills at once
 	if err := s.stop(); err != nil {

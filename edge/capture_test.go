@@ -26,6 +26,7 @@ import (
 	"github.com/hedge-analytics/hedge/admin"
 	"github.com/hedge-analytics/hedge/edge"
 	"github.com/hedge-analytics/hedge/flags"
+	"github.com/hedge-analytics/hedge/internal/faults"
 	"github.com/hedge-analytics/hedge/warehouse"
 )
 
@@ -1132,5 +1133,26 @@ func TestLongIdentityIDs(t *testing.T) {
 	}
 	if n := env.count(t, `SELECT count(*) FROM person_distinct_ids WHERE length(distinct_id) > 200`); n != 0 {
 		t.Fatalf("%d distinct ids longer than 200 characters stored", n)
+	}
+}
+
+// TestHealthQueriesTheDatabase: both listeners' /_health run a query, so once DuckDB has
+// invalidated the database (every statement fails, Ping still succeeds) they answer
+// 503, where they answered 200 before.
+func TestHealthQueriesTheDatabase(t *testing.T) {
+	env := newCaptureEnvWith(t, edge.Config{}, warehouse.Config{MemoryLimit: "64MB"})
+	admin := &captureEnv{url: env.adminURL}
+	for _, l := range []*captureEnv{env, admin} {
+		if a := l.send(t, "GET", "/_health", nil, nil); a.status != 200 || a.body != `{"status":"ok"}` {
+			t.Fatalf("%s/_health of a healthy database: %d %s", l.url, a.status, a.body)
+		}
+	}
+	if err := faults.Invalidate(env.warehouse.DB()); err == nil {
+		t.Fatal("the database was not invalidated")
+	}
+	for _, l := range []*captureEnv{env, admin} {
+		if a := l.send(t, "GET", "/_health", nil, nil); a.status != 503 || a.body != `{"status":"unavailable"}` {
+			t.Fatalf("%s/_health of an invalidated database: %d %s", l.url, a.status, a.body)
+		}
 	}
 }

@@ -82,6 +82,9 @@ type Writer struct {
 	done    chan struct{}
 	cfg     *Config
 	log     *slog.Logger
+	// suspect is told of each commit or checkpoint that failed, which may have failed
+	// because DuckDB invalidated the database (health.go): no retry gets past that.
+	suspect func(error)
 
 	// mu orders Submit's sends on the lanes against Close closing them: senders hold
 	// the read lock while sending, Close takes the write lock to set closing.
@@ -145,9 +148,10 @@ const stagingTables = `
 	CREATE TEMP TABLE staged_distinct_ids (team_id BIGINT, distinct_id VARCHAR, person_id UUID, updated_at TIMESTAMPTZ)`
 
 func newWriter(conn driver.Conn, identity *identity, recent *recentEvents, versions *dataVersions, slots *chosenSlots,
-	cfg *Config) (*Writer, error) {
+	suspect func(error), cfg *Config) (*Writer, error) {
 	w := &Writer{
 		conn:       conn,
+		suspect:    suspect,
 		slots:      slots,
 		statements: map[string]driver.Stmt{},
 		identity:   identity,
@@ -572,6 +576,7 @@ func (w *Writer) commit(group []*submission) (err error) {
 		commitDuration.UpdateDuration(start)
 		if err != nil {
 			failedCommitsTotal.Inc()
+			w.suspect(err)
 		}
 	}()
 	if w.appenders == nil {
@@ -804,6 +809,7 @@ func (w *Writer) checkpoint() {
 	start := time.Now()
 	if err := w.exec("CHECKPOINT"); err != nil {
 		w.log.Debug("checkpoint postponed", "err", err)
+		w.suspect(err)
 		return
 	}
 	checkpointsTotal.Inc()
