@@ -91,9 +91,9 @@ type Config struct {
 	// with the uuid of one its project stored within the window is answered as accepted
 	// and not stored again (default DefaultDedupWindow).
 	DedupWindow time.Duration
-	// DedupEvents bounds the uuids remembered (default DefaultDedupEvents, 19 bytes of
-	// memory each): past it the oldest are forgotten first, so the window shrinks to
-	// the last DedupEvents events.
+	// DedupEvents bounds the uuids remembered, all projects together (default
+	// DefaultDedupEvents, 23 bytes of memory each): past it the project holding the
+	// most forgets its oldest first, so its window shrinks, not another's.
 	DedupEvents int
 	// CheckpointInterval is how long at most a partly filled row group of events stays
 	// in the WAL only (default DefaultCheckpointInterval): an idle Writer checkpoints

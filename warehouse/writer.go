@@ -603,7 +603,6 @@ func (w *Writer) commit(group []*submission) (err error) {
 	if err := w.exec("BEGIN TRANSACTION"); err != nil {
 		return err
 	}
-	firstSeq := w.recent.seq()
 	defer func() {
 		if err != nil {
 			// Closing an appender flushes the rows it still holds, so close them while
@@ -612,7 +611,7 @@ func (w *Writer) commit(group []*submission) (err error) {
 			if rbErr := w.exec("ROLLBACK"); rbErr != nil {
 				w.log.Error("cannot roll back a failed commit", "err", rbErr)
 			}
-			w.recent.rollback(firstSeq)
+			w.recent.rollback()
 		}
 	}()
 	a := w.appenders
@@ -739,19 +738,32 @@ func groupEvents(group []*submission) iter.Seq[*Event] {
 }
 
 // deduplicate adds the group's events to the recent ones, as of a commit at
-// insertedAt, and says which of them, in order, are duplicates.
+// insertedAt, and says which of them, in order, are duplicates. The events of a run of
+// one project are added at once: a request's are all of one.
 func (w *Writer) deduplicate(group []*submission, insertedAt time.Time) []bool {
 	w.recent.expire(insertedAt)
-	fps := w.fingerprints[:0]
+	total := 0
 	for _, s := range group {
-		for i := range s.batch.Events {
-			e := &s.batch.Events[i]
-			fps = append(fps, w.recent.fingerprint(e.TeamID, e.UUID))
+		total += len(s.batch.Events)
+	}
+	dups := slices.Grow(w.duplicates[:0], total)[:total]
+	done := 0
+	for _, s := range group {
+		events := s.batch.Events
+		for start := 0; start < len(events); {
+			team := events[start].TeamID
+			fps := w.fingerprints[:0]
+			end := start
+			for ; end < len(events) && events[end].TeamID == team; end++ {
+				fps = append(fps, w.recent.fingerprint(team, events[end].UUID))
+			}
+			w.recent.addAll(w.recent.project(team), fps, dups[done:done+len(fps)])
+			w.fingerprints = fps
+			done += len(fps)
+			start = end
 		}
 	}
-	dups := slices.Grow(w.duplicates[:0], len(fps))[:len(fps)]
-	w.recent.addAll(fps, dups)
-	w.fingerprints, w.duplicates = fps, dups
+	w.duplicates = dups
 	return dups
 }
 
