@@ -83,6 +83,12 @@ var servingLine = regexp.MustCompile(`msg=serving admin_url=(\S+) capture_url=(\
 func startProcess(t *testing.T, env []string, args ...string) *process {
 	t.Helper()
 	p, serving := launchProcess(t, env, args...)
+	return waitServing(t, p, serving)
+}
+
+// waitServing waits until p serves, or returns it once it has exited.
+func waitServing(t *testing.T, p *process, serving <-chan struct{}) *process {
+	t.Helper()
 	select {
 	case <-serving:
 	case <-p.exited:
@@ -119,9 +125,16 @@ func openDatabase(t *testing.T, dataDir string) *sql.DB {
 // it logs that it serves (which it does not below --log-level info).
 func launchProcess(t *testing.T, env []string, args ...string) (*process, <-chan struct{}) {
 	t.Helper()
-	p := &process{exited: make(chan struct{})}
-	p.cmd = exec.Command(hedgeBinary(t), append([]string{"serve"}, args...)...)
-	p.cmd.Env = append(os.Environ(), env...)
+	cmd := exec.Command(hedgeBinary(t), append([]string{"serve"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	return launchCommand(t, cmd)
+}
+
+// launchCommand is launchProcess of a command that runs `hedge serve` (through a shell
+// that sets its process up, say).
+func launchCommand(t *testing.T, cmd *exec.Cmd) (*process, <-chan struct{}) {
+	t.Helper()
+	p := &process{cmd: cmd, exited: make(chan struct{})}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -74,7 +74,7 @@ func serveCommand(args []string, stderr io.Writer) int {
 	fs.DurationVar(&cfg.warehouse.FlushInterval, "flush-interval", 0, "how long a group commit waits for more events; 0: commit what is queued at once")
 	fs.IntVar(&cfg.warehouse.MaxQueuedRows, "max-queued-events", warehouse.DefaultMaxQueuedRows, "events (and warnings) waiting for a commit, at most; past it capture answers 503")
 	fs.DurationVar(&cfg.warehouse.DedupWindow, "dedup-window", warehouse.DefaultDedupWindow, "how long after its commit an event's uuid is remembered: a retried event with it is answered 200 and not stored again")
-	fs.IntVar(&cfg.warehouse.DedupEvents, "dedup-events", warehouse.DefaultDedupEvents, "uuids remembered for --dedup-window, at most (19 bytes each); past it the oldest are forgotten and the window shrinks")
+	fs.IntVar(&cfg.warehouse.DedupEvents, "dedup-events", warehouse.DefaultDedupEvents, "uuids remembered for --dedup-window, at most, all projects together (23 bytes each); past it the project holding the most forgets its oldest, and its window shrinks")
 	fs.DurationVar(&cfg.warehouse.CheckpointInterval, "checkpoint-interval", warehouse.DefaultCheckpointInterval, fmt.Sprintf("how long at most events wait in DuckDB's WAL before a checkpoint writes them into the database file (each full row group of %d events is checkpointed at once)", warehouse.RowGroupRows))
 	fs.DurationVar(&cfg.warehouse.SquashInterval, "squash-interval", warehouse.DefaultSquashInterval, "how often at most the writer folds the person overrides that merges leave into the events, so that queries of persons join an empty table")
 	fs.StringVar(&cfg.exportRoots, "export-roots", "", "comma-separated absolute directories, besides <data>/exports, that Parquet batch exports may write under: project N's below <root>/N")
@@ -121,6 +121,12 @@ func serveCommand(args []string, stderr io.Writer) int {
 	case err := <-s.failed:
 		log.Error("listener failed", "err", err)
 		code = 1 // a supervisor restarts what failed
+	case <-s.warehouse.Invalidated():
+		// Every statement fails until the file is opened again, which only a new
+		// process can do: exit for the supervisor to restart hedge, which replays the
+		// WAL, rather than answer 503 and 500 until someone does.
+		log.Error("DuckDB has invalidated the database: exiting for a restart", "err", s.warehouse.InvalidatedBy())
+		code = 1
 	}
 	stopSignals() // a second signal kills at once
 	if err := s.stop(); err != nil {

@@ -234,11 +234,12 @@ func (a *API) metrics(c *fiber.Ctx) error {
 	return nil
 }
 
-// GET /_health: 200 {"status":"ok"} while the database answers.
+// GET /_health: 200 {"status":"ok"} while a query of the database answers (Ping would
+// answer even once DuckDB has invalidated the database; see warehouse.Check).
 func (a *API) health(c *fiber.Ctx) error {
 	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
 	defer cancel()
-	if err := a.db.PingContext(ctx); err != nil {
+	if err := a.warehouse.Check(ctx); err != nil {
 		a.log.Error("health check failed", "err", err)
 		return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "unavailable"})
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/hedge-analytics/hedge/admin"
 	"github.com/hedge-analytics/hedge/edge"
 	"github.com/hedge-analytics/hedge/flags"
+	"github.com/hedge-analytics/hedge/internal/faults"
 	"github.com/hedge-analytics/hedge/warehouse"
 )
 
@@ -1113,5 +1114,54 @@ func TestHalfSentRequests(t *testing.T) {
 	}
 	if a := env.send(t, "GET", "/_health", nil, nil); a.status != 200 {
 		t.Fatalf("after the half-sent requests: %d", a.status)
+	}
+}
+
+// TestLongIdentityIDs: $anon_distinct_id and alias are cut to 200 characters as
+// distinct_id is, so an anonymous id longer than that, stored cut as its events'
+// distinct_id, is the one an $identify or a $create_alias naming it in full merges;
+// and no id longer than 200 characters is stored.
+func TestLongIdentityIDs(t *testing.T) {
+	env := newCaptureEnv(t, edge.Config{})
+	for _, sc := range []struct{ name, merge string }{
+		{"$identify", `{"event":"$identify","distinct_id":"user-%[1]s","properties":{"$anon_distinct_id":%[2]q}}`},
+		{"$create_alias", `{"event":"$create_alias","distinct_id":"user-%[1]s","properties":{"alias":%[2]q}}`},
+	} {
+		t.Run(sc.name, func(t *testing.T) {
+			anon := sc.name + strings.Repeat("x", 300)
+			env.ingest(t, env.token, fmt.Sprintf(`{"event":"pageview","distinct_id":%q}`, anon))
+			env.ingest(t, env.token, fmt.Sprintf(sc.merge, sc.name, anon))
+			persons, _, err := env.warehouse.Persons(context.Background(), env.team, warehouse.PersonFilter{DistinctID: "user-" + sc.name}, 2, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := []string{anon[:200], "user-" + sc.name}; len(persons) != 1 || !slices.Equal(persons[0].DistinctIDs, want) {
+				t.Fatalf("the user's person: %+v, want one with distinct ids %q", persons, want)
+			}
+		})
+	}
+	if n := env.count(t, `SELECT count(*) FROM person_distinct_ids WHERE length(distinct_id) > 200`); n != 0 {
+		t.Fatalf("%d distinct ids longer than 200 characters stored", n)
+	}
+}
+
+// TestHealthQueriesTheDatabase: both listeners' /_health run a query, so once DuckDB has
+// invalidated the database (every statement fails, Ping still succeeds) they answer
+// 503, where they answered 200 before.
+func TestHealthQueriesTheDatabase(t *testing.T) {
+	env := newCaptureEnvWith(t, edge.Config{}, warehouse.Config{MemoryLimit: "64MB"})
+	admin := &captureEnv{url: env.adminURL}
+	for _, l := range []*captureEnv{env, admin} {
+		if a := l.send(t, "GET", "/_health", nil, nil); a.status != 200 || a.body != `{"status":"ok"}` {
+			t.Fatalf("%s/_health of a healthy database: %d %s", l.url, a.status, a.body)
+		}
+	}
+	if err := faults.Invalidate(env.warehouse.DB()); err == nil {
+		t.Fatal("the database was not invalidated")
+	}
+	for _, l := range []*captureEnv{env, admin} {
+		if a := l.send(t, "GET", "/_health", nil, nil); a.status != 503 || a.body != `{"status":"unavailable"}` {
+			t.Fatalf("%s/_health of an invalidated database: %d %s", l.url, a.status, a.body)
+		}
 	}
 }

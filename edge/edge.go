@@ -67,7 +67,8 @@ type Config struct {
 	OverflowRate  float64
 	OverflowBurst float64
 	// Flags holds the projects' flag definitions that /flags/ and /decide/ evaluate,
-	// and People the stored person and group properties they evaluate against.
+	// and People the stored person and group properties they evaluate against; /_health
+	// checks People's database.
 	Flags  *flags.Store
 	People *warehouse.Warehouse
 	// Locations gives a project's time zone, in which flags read dates written without
@@ -156,6 +157,25 @@ func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
 // wait for their commits, have been answered.
 func (s *Server) Shutdown(ctx context.Context) error { return s.srv.ShutdownWithContext(ctx) }
 
+// health answers GET /_health: 200 {"status":"ok"} while a query of the database
+// answers, else 503 {"status":"unavailable"} (see warehouse.Check), as the management
+// listener's does.
+func (s *Server) health(ctx *fasthttp.RequestCtx) {
+	ctx.SetContentType("application/json")
+	c, cancel := context.WithTimeout(context.Background(), healthTimeout)
+	defer cancel()
+	if err := s.people.Check(c); err != nil {
+		s.log.Error("health check failed", "err", err)
+		ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
+		ctx.SetBodyString(`{"status":"unavailable"}`)
+		return
+	}
+	ctx.SetBodyString(`{"status":"ok"}`)
+}
+
+// healthTimeout bounds a health check's wait for the database.
+const healthTimeout = 2 * time.Second
+
 // route is a capture path and how its requests are read.
 type route struct {
 	maxBody int
@@ -180,8 +200,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	// No browser may take an answer for a page or a script.
 	ctx.Response.Header.Set("X-Content-Type-Options", "nosniff")
 	if string(ctx.Path()) == "/_health" {
-		ctx.SetContentType("application/json")
-		ctx.SetBodyString(`{"status":"ok"}`)
+		s.health(ctx)
 		return
 	}
 	rt, ok := routeOf(ctx.Path())

@@ -112,7 +112,14 @@ func personless(props *rawProperties) bool {
 	return bytes.Equal(props.ProcessPersonProfile, []byte("false"))
 }
 
-// maxDistinctIDLength is PostHog's cap; longer ids are cut, not refused.
+// maxDistinctIDLength is PostHog's cap on a distinct_id; longer ids are cut, not
+// refused. Every other id that names a person is cut the same way: $anon_distinct_id
+// (capture's $identify and /flags/), a $create_alias's alias and device ids. An
+// anonymous id longer than the cap was stored cut as its events' distinct_id, so only
+// its cut form finds that person; and no id a client sends can make a row, an index key
+// or a hash input larger than the cap (a 1.9 MB $anon_distinct_id in continuity rows
+// had DuckDB run out of memory rolling back their insert, which invalidates the
+// database).
 const maxDistinctIDLength = 200
 
 // distinctIDOf is the event's distinct_id: the event's own, else $distinct_id, else
@@ -125,11 +132,15 @@ func distinctIDOf(e *rawEvent, props *rawProperties) string {
 			id = jsontext.BytesToString(raw)
 		}
 		if id != "" {
-			return truncateChars(replaceNUL(id), maxDistinctIDLength)
+			return cutID(id)
 		}
 	}
 	return ""
 }
+
+// cutID is an id as capture keeps it: NUL replaced, cut to maxDistinctIDLength
+// characters.
+func cutID(id string) string { return truncateChars(replaceNUL(id), maxDistinctIDLength) }
 
 // truncateChars cuts s to maxChars characters.
 func truncateChars(s string, maxChars int) string {
@@ -268,8 +279,8 @@ func identityOf(name string, e *rawEvent, props *rawProperties) warehouse.Event 
 	if !strip {
 		ev.Set, ev.SetOnce, ev.Unset = jsontext.BytesToString(sets.values[0]), jsontext.BytesToString(sets.values[1]), jsontext.BytesToString(sets.values[2])
 	}
-	ev.AnonDistinctID = jsontext.Text(props.AnonDistinctID)
-	ev.Alias = jsontext.Text(props.Alias)
+	ev.AnonDistinctID = cutID(jsontext.Text(props.AnonDistinctID))
+	ev.Alias = cutID(jsontext.Text(props.Alias))
 	if jsontext.IsObject(props.Groups) {
 		ev.Groups = jsontext.BytesToString(props.Groups)
 	}

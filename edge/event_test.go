@@ -213,6 +213,14 @@ func TestIdentityOf(t *testing.T) {
 		Properties: `{"alias":"account","$groups":{"company":"c1","team":7}}`, Alias: "account", Groups: `{"company":"c1","team":7}`,
 	})
 	f("e", `{"properties":{"$groups":["c1"],"alias":null}}`, warehouse.Event{Properties: `{"$groups":["c1"],"alias":null}`})
+	// The ids that name a person are cut as distinct_id is: to 200 characters, NUL replaced.
+	long := strings.Repeat("é", 250)
+	f("$identify", `{"properties":{"$anon_distinct_id":"`+long+`"}}`, warehouse.Event{
+		Properties: `{"$anon_distinct_id":"` + long + `"}`, AnonDistinctID: strings.Repeat("é", 200),
+	})
+	f("$create_alias", `{"properties":{"alias":"a\u0000`+long+`"}}`, warehouse.Event{
+		Properties: `{"alias":"a\u0000` + long + `"}`, Alias: "a\uFFFD" + strings.Repeat("é", 198),
+	})
 	// Personless: nothing for the identity model, and no sets stored.
 	f("pageview", `{"$set":{"top":1},"properties":{"$process_person_profile":false,"$set":{"a":1},"$set_once":{"b":2},"$unset":["c"],`+
 		`"$anon_distinct_id":"anon","alias":"x","$groups":{"company":"c1"},"k":"v"}}`, warehouse.Event{

@@ -274,9 +274,9 @@ func (s *Server) flagsRequest(ctx *fasthttp.RequestCtx, endpoint flagsEndpoint) 
 		return
 	}
 	r := &flags.Request{
-		DistinctID:              truncateChars(strings.Clone(idText(rawID)), maxDistinctIDLength),
-		AnonDistinctID:          strings.Clone(idText(firstRaw(body.AnonDistinctID, body.AnonDistinctIDAlias))),
-		DeviceID:                strings.Clone(idText(firstRaw(body.DeviceID, body.DollarDeviceID))),
+		DistinctID:              flagsID(rawID),
+		AnonDistinctID:          flagsID(firstRaw(body.AnonDistinctID, body.AnonDistinctIDAlias)),
+		DeviceID:                flagsID(firstRaw(body.DeviceID, body.DollarDeviceID)),
 		PersonPropertyOverrides: firstMap(body.PersonProperties, body.DollarProperties),
 		GroupPropertyOverrides:  firstGroupMap(body.GroupProperties, body.DollarGroupProperties),
 		FlagKeys:                firstKeys(body.FlagKeys, body.FlagKeysToEvaluate),
@@ -288,7 +288,7 @@ func (s *Server) flagsRequest(ctx *fasthttp.RequestCtx, endpoint flagsEndpoint) 
 	if r.DeviceID == "" {
 		// The device id falls back to the one the person properties carry.
 		if d, ok := r.PersonPropertyOverrides["$device_id"].(string); ok {
-			r.DeviceID = d
+			r.DeviceID = truncateChars(d, maxDistinctIDLength)
 		}
 	}
 	groups := body.Groups
@@ -486,6 +486,13 @@ func nonFiniteWord(b []byte) int {
 
 // idText is an id sent as a JSON string or number, as text; anything else is "".
 func idText(raw []byte) string { return jsontext.Text(raw) }
+
+// flagsID is an id of a /flags/ body (distinct_id, $anon_distinct_id, device_id), cut
+// to maxDistinctIDLength characters as capture cuts them (see maxDistinctIDLength), and
+// copied out of the body.
+func flagsID(raw []byte) string {
+	return strings.Clone(truncateChars(idText(raw), maxDistinctIDLength))
+}
 
 func firstRaw(a, b sonic.NoCopyRawMessage) sonic.NoCopyRawMessage {
 	if len(a) > 0 && string(a) != "null" {

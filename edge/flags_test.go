@@ -659,6 +659,53 @@ func TestFlagsExperienceContinuity(t *testing.T) {
 	}
 }
 
+// TestFlagsLongIDs: a /flags/ request's $anon_distinct_id and device ids are cut to
+// 200 characters as distinct_id is: a flag answers for a longer one as for its first
+// 200 characters, and experience continuity stores no longer id.
+func TestFlagsLongIDs(t *testing.T) {
+	env := newCaptureEnv(t, edge.Config{})
+	p := env.newProject(t, "")
+	env.createFlag(t, p.id, "kept", half, func(ch *flags.FlagChange) { ch.EnsureExperienceContinuity = ptr(true) })
+	env.createFlag(t, p.id, "device", half, func(ch *flags.FlagChange) { ch.BucketingIdentifier = ptr("device_id") })
+	ask := func(body map[string]any) map[string]flagDetails {
+		t.Helper()
+		body["token"] = p.token
+		return env.flagsFor(t, "", body, nil).Flags
+	}
+	outcomes := map[bool]int{}
+	for i := range 16 {
+		long := fmt.Sprintf("%d-%s", i, strings.Repeat("x", 5000))
+		cut := long[:200]
+		for _, sc := range []struct {
+			name      string
+			key       string
+			long, cut map[string]any
+		}{
+			{"$anon_distinct_id", "kept", map[string]any{"distinct_id": fmt.Sprint("user-", i), "$anon_distinct_id": long},
+				map[string]any{"distinct_id": cut}},
+			{"device_id", "device", map[string]any{"distinct_id": "u", "device_id": long}, map[string]any{"distinct_id": "u", "device_id": cut}},
+			{"$device_id", "device", map[string]any{"distinct_id": "u", "$device_id": long}, map[string]any{"distinct_id": "u", "$device_id": cut}},
+			{"person_properties.$device_id", "device", map[string]any{"distinct_id": "u", "person_properties": map[string]any{"$device_id": long}},
+				map[string]any{"distinct_id": "u", "device_id": cut}},
+		} {
+			got, want := ask(sc.long)[sc.key], ask(sc.cut)[sc.key]
+			if got.Enabled != want.Enabled || got.Reason.Code != want.Reason.Code {
+				t.Fatalf("%s of %d characters: %v (%s), its first 200: %v (%s)", sc.name, len(long), got.Enabled, got.Reason.Code, want.Enabled, want.Reason.Code)
+			}
+			outcomes[want.Enabled]++
+		}
+	}
+	if outcomes[true] == 0 || outcomes[false] == 0 {
+		t.Fatalf("ids in a 50%% rollout: %v (are they hashed?)", outcomes)
+	}
+	if n := env.count(t, `SELECT count(*) FROM meta.feature_flag_hash_key_overrides WHERE team_id = ?`, p.id); n != 2*16 {
+		t.Fatalf("%d continuity rows stored, want 2 for each of 16 identifies", n)
+	}
+	if n := env.count(t, `SELECT count(*) FROM meta.feature_flag_hash_key_overrides WHERE length(distinct_id) > 200 OR length(hash_key) > 200`); n != 0 {
+		t.Fatalf("%d continuity rows hold an id longer than 200 characters", n)
+	}
+}
+
 // TestFlagsEncodings: /flags/ bodies in every encoding SDKs send them, and the request
 // posthog-js 1.449.2 was recorded sending.
 func TestFlagsEncodings(t *testing.T) {

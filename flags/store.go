@@ -26,7 +26,10 @@ type Config struct {
 	// DefaultMaxProjects); past it the least recently read are dropped, to be read
 	// again from the database when next asked for.
 	MaxProjects int
-	Logger      *slog.Logger
+	// MaxOverrideRows is how many experience continuity rows one project may hold
+	// (default DefaultMaxOverrideRows); see HashKeyOverrides.
+	MaxOverrideRows int
+	Logger          *slog.Logger
 }
 
 // Store is the only reader and writer of the flag and cohort tables, with an
@@ -42,6 +45,7 @@ type Store struct {
 	log        *slog.Logger
 	write      sync.Mutex
 	cache      *definitionsCache
+	overrides  overrideRows
 }
 
 // NewStore returns the store over cfg.DB.
@@ -55,7 +59,11 @@ func NewStore(cfg Config) *Store {
 	if cfg.GroupTypes == nil {
 		cfg.GroupTypes = func(context.Context, int64) ([]warehouse.GroupType, error) { return nil, nil }
 	}
-	return &Store{db: cfg.DB, groupTypes: cfg.GroupTypes, log: cfg.Logger, cache: newDefinitionsCache(cfg.MaxProjects)}
+	if cfg.MaxOverrideRows <= 0 {
+		cfg.MaxOverrideRows = DefaultMaxOverrideRows
+	}
+	return &Store{db: cfg.DB, groupTypes: cfg.GroupTypes, log: cfg.Logger, cache: newDefinitionsCache(cfg.MaxProjects),
+		overrides: overrideRows{max: cfg.MaxOverrideRows, teams: map[int64]*teamOverrides{}}}
 }
 
 // Definitions are the project's flags and cohorts as evaluation reads them, from

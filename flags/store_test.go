@@ -375,3 +375,54 @@ func TestHashKeyOverrides(t *testing.T) {
 		}
 	}
 }
+
+// TestHashKeyOverridesBounded: a request stores the continuity rows of its first 500
+// continuity flags, and a project at most Config.MaxOverrideRows rows; past them rows
+// are not stored and the request is answered with those already stored. A row found
+// stored already takes no room, and another project has its own.
+func TestHashKeyOverridesBounded(t *testing.T) {
+	ctx := context.Background()
+	wh, err := warehouse.Open(ctx, warehouse.Config{Path: filepath.Join(t.TempDir(), "hedge.duckdb"), Logger: testlog.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { wh.Close() })
+	s := NewStore(Config{DB: wh.DB(), MaxOverrideRows: 1006, Logger: testlog.New()})
+	defs := func(team int64, n int) *Definitions {
+		d := &Definitions{Team: team}
+		for i := range n {
+			d.Flags = append(d.Flags, &Flag{Key: fmt.Sprintf("sticky-%03d", i), Active: true, EnsureExperienceContinuity: true})
+		}
+		return d
+	}
+	stored := func(team int64) int {
+		t.Helper()
+		var n int
+		if err := wh.DB().QueryRow(`SELECT count(*) FROM meta.feature_flag_hash_key_overrides WHERE team_id = ?`, team).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	f := func(d *Definitions, distinctID, anonID string, wantOverrides, wantStored int) {
+		t.Helper()
+		o, err := s.HashKeyOverrides(ctx, d, distinctID, anonID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(o) != wantOverrides || stored(d.Team) != wantStored {
+			t.Fatalf("%s (anon %s): %d overrides, %d rows stored; want %d, %d", distinctID, anonID, len(o), stored(d.Team), wantOverrides, wantStored)
+		}
+	}
+	many := defs(1, 501)
+	f(many, "user-1", "anon-1", 500, 1000) // the 501st flag has no row
+	f(many, "user-1", "anon-1", 501, 1002) // until the next request
+	few := defs(1, 2)
+	f(few, "user-1", "anon-1", 2, 1002) // stored already: no room taken
+	f(few, "user-2", "anon-2", 2, 1006) // the last room
+	f(few, "user-3", "anon-3", 0, 1006) // the project is full: nothing stored
+	f(few, "user-2", "anon-3", 2, 1006) // rows stored before still answer
+	f(defs(2, 2), "user-3", "anon-3", 2, 4)
+	// A store started again counts the rows the project holds.
+	s = NewStore(Config{DB: wh.DB(), MaxOverrideRows: 1006, Logger: testlog.New()})
+	f(few, "user-4", "anon-4", 0, 1006)
+}

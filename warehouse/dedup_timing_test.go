@@ -39,7 +39,7 @@ func BenchmarkRecentEventsAdd(b *testing.B) {
 					binary.BigEndian.PutUint32(id[12:], uint32(n))
 					fps[i] = r.fingerprint(1, id)
 				}
-				r.addAll(fps, dups)
+				r.addAll(r.project(1), fps, dups)
 			}
 			events := float64(b.N * len(fps))
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/events, "ns/event")
@@ -101,13 +101,15 @@ func cpuTime(b *testing.B) time.Duration {
 	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
 
-// fill adds n events of uuids of their own to r.
+// fill adds n events of uuids of their own, of project 2, to r.
 func fill(r *recentEvents, n int) {
 	id := uuid.New()
+	p := r.project(2)
 	for i := range n {
 		binary.BigEndian.PutUint32(id[12:], uint32(i))
-		r.add(r.fingerprint(2, id))
+		r.add(p, r.fingerprint(2, id))
 	}
+	r.committed(time.Now())
 }
 
 // BenchmarkRecentEventsLoad is what Open spends rebuilding the deduplication set from

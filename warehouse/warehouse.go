@@ -91,9 +91,9 @@ type Config struct {
 	// with the uuid of one its project stored within the window is answered as accepted
 	// and not stored again (default DefaultDedupWindow).
 	DedupWindow time.Duration
-	// DedupEvents bounds the uuids remembered (default DefaultDedupEvents, 19 bytes of
-	// memory each): past it the oldest are forgotten first, so the window shrinks to
-	// the last DedupEvents events.
+	// DedupEvents bounds the uuids remembered, all projects together (default
+	// DefaultDedupEvents, 23 bytes of memory each): past it the project holding the
+	// most forgets its oldest first, so its window shrinks, not another's.
 	DedupEvents int
 	// CheckpointInterval is how long at most a partly filled row group of events stays
 	// in the WAL only (default DefaultCheckpointInterval): an idle Writer checkpoints
@@ -205,6 +205,12 @@ type Warehouse struct {
 	stored    *storedFilter // the writer's, whose fill must end before the database closes
 	staging   string
 	log       *slog.Logger
+	// invalid is closed when DuckDB has invalidated the database (health.go); the
+	// watchdog probes for it until stopWatch is closed, and closes watchStopped.
+	invalid      *invalidation
+	probe        probe
+	stopWatch    chan struct{}
+	watchStopped chan struct{}
 }
 
 // Open opens (or creates) the DuckDB file, applies pending migrations and starts the
@@ -250,7 +256,7 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 		return nil, fmt.Errorf("cannot open DuckDB file %s (is another hedge using this data directory?): %w", cfg.Path, err)
 	}
 	db := sql.OpenDB(connector)
-	w := &Warehouse{connector: connector, db: db, staging: staging, log: cfg.Logger}
+	w := &Warehouse{connector: connector, db: db, staging: staging, log: cfg.Logger, invalid: newInvalidation()}
 	// DuckDB may touch no file but its own (the database, its WAL, its spill directory)
 	// and the staging directory, and no network, whatever a query asks: a second wall
 	// behind the query checker (see hogql.Check). Then the configuration is locked,
@@ -317,13 +323,15 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 		w.closeDB()
 		return nil, fmt.Errorf("cannot open the writer's connection: %w", err)
 	}
-	writer, err := newWriter(conn, identity, recent, versions, w.slots, &cfg)
+	writer, err := newWriter(conn, identity, recent, versions, w.slots, w.suspect, &cfg)
 	if err != nil {
 		conn.Close()
 		w.closeDB()
 		return nil, err
 	}
 	w.writer = writer
+	w.stopWatch, w.watchStopped = make(chan struct{}), make(chan struct{})
+	go w.watch(w.stopWatch, w.watchStopped)
 	return w, nil
 }
 
@@ -372,6 +380,8 @@ func (w *Warehouse) WaitBackfill(ctx context.Context) error {
 // closes the file.
 func (w *Warehouse) Close() error {
 	start := time.Now()
+	close(w.stopWatch)
+	<-w.watchStopped
 	w.queries.Stop()
 	w.log.Info("queries stopped", "took", time.Since(start).Round(time.Millisecond))
 	w.slots.backfill.stop()
@@ -382,7 +392,9 @@ func (w *Warehouse) Close() error {
 	w.log.Info("writer stopped", "took", time.Since(start).Round(time.Millisecond))
 	start = time.Now()
 	errCheckpoint := w.checkpoint()
-	w.log.Info("database checkpointed", "took", time.Since(start).Round(time.Millisecond))
+	if errCheckpoint == nil {
+		w.log.Info("database checkpointed", "took", time.Since(start).Round(time.Millisecond))
+	}
 	return errors.Join(errCheckpoint, w.closeDB())
 }
 

@@ -82,6 +82,9 @@ type Writer struct {
 	done    chan struct{}
 	cfg     *Config
 	log     *slog.Logger
+	// suspect is told of each commit or checkpoint that failed, which may have failed
+	// because DuckDB invalidated the database (health.go): no retry gets past that.
+	suspect func(error)
 
 	// mu orders Submit's sends on the lanes against Close closing them: senders hold
 	// the read lock while sending, Close takes the write lock to set closing.
@@ -145,9 +148,10 @@ const stagingTables = `
 	CREATE TEMP TABLE staged_distinct_ids (team_id BIGINT, distinct_id VARCHAR, person_id UUID, updated_at TIMESTAMPTZ)`
 
 func newWriter(conn driver.Conn, identity *identity, recent *recentEvents, versions *dataVersions, slots *chosenSlots,
-	cfg *Config) (*Writer, error) {
+	suspect func(error), cfg *Config) (*Writer, error) {
 	w := &Writer{
 		conn:       conn,
+		suspect:    suspect,
 		slots:      slots,
 		statements: map[string]driver.Stmt{},
 		identity:   identity,
@@ -572,6 +576,7 @@ func (w *Writer) commit(group []*submission) (err error) {
 		commitDuration.UpdateDuration(start)
 		if err != nil {
 			failedCommitsTotal.Inc()
+			w.suspect(err)
 		}
 	}()
 	if w.appenders == nil {
@@ -598,7 +603,6 @@ func (w *Writer) commit(group []*submission) (err error) {
 	if err := w.exec("BEGIN TRANSACTION"); err != nil {
 		return err
 	}
-	firstSeq := w.recent.seq()
 	defer func() {
 		if err != nil {
 			// Closing an appender flushes the rows it still holds, so close them while
@@ -607,7 +611,7 @@ func (w *Writer) commit(group []*submission) (err error) {
 			if rbErr := w.exec("ROLLBACK"); rbErr != nil {
 				w.log.Error("cannot roll back a failed commit", "err", rbErr)
 			}
-			w.recent.rollback(firstSeq)
+			w.recent.rollback()
 		}
 	}()
 	a := w.appenders
@@ -734,19 +738,32 @@ func groupEvents(group []*submission) iter.Seq[*Event] {
 }
 
 // deduplicate adds the group's events to the recent ones, as of a commit at
-// insertedAt, and says which of them, in order, are duplicates.
+// insertedAt, and says which of them, in order, are duplicates. The events of a run of
+// one project are added at once: a request's are all of one.
 func (w *Writer) deduplicate(group []*submission, insertedAt time.Time) []bool {
 	w.recent.expire(insertedAt)
-	fps := w.fingerprints[:0]
+	total := 0
 	for _, s := range group {
-		for i := range s.batch.Events {
-			e := &s.batch.Events[i]
-			fps = append(fps, w.recent.fingerprint(e.TeamID, e.UUID))
+		total += len(s.batch.Events)
+	}
+	dups := slices.Grow(w.duplicates[:0], total)[:total]
+	done := 0
+	for _, s := range group {
+		events := s.batch.Events
+		for start := 0; start < len(events); {
+			team := events[start].TeamID
+			fps := w.fingerprints[:0]
+			end := start
+			for ; end < len(events) && events[end].TeamID == team; end++ {
+				fps = append(fps, w.recent.fingerprint(team, events[end].UUID))
+			}
+			w.recent.addAll(w.recent.project(team), fps, dups[done:done+len(fps)])
+			w.fingerprints = fps
+			done += len(fps)
+			start = end
 		}
 	}
-	dups := slices.Grow(w.duplicates[:0], len(fps))[:len(fps)]
-	w.recent.addAll(fps, dups)
-	w.fingerprints, w.duplicates = fps, dups
+	w.duplicates = dups
 	return dups
 }
 
@@ -804,6 +821,7 @@ func (w *Writer) checkpoint() {
 	start := time.Now()
 	if err := w.exec("CHECKPOINT"); err != nil {
 		w.log.Debug("checkpoint postponed", "err", err)
+		w.suspect(err)
 		return
 	}
 	checkpointsTotal.Inc()
