@@ -595,6 +595,9 @@ func TestConsoleInsightAddToDashboard(t *testing.T) {
 		"query": map[string]any{"kind": "InsightVizNode", "source": map[string]any{"kind": "TrendsQuery", "series": []any{map[string]any{"kind": "EventsNode", "event": "signed_up"}}}}}, &made)
 	c.visit(fmt.Sprintf("/project/%d/insights/%s", c.boot.ProjectID, made.ShortID))
 	c.waitText(".add-dashboard", "On no dashboard yet.")
+	waitFor(t, 10*time.Second, "the dashboards to choose from", func() bool {
+		return eval[int](c, `document.querySelectorAll('#field-dashboard option').length`) >= 3
+	})
 	options := eval[[]string](c, `[...document.querySelectorAll('#field-dashboard option')].map(o => o.innerText)`)
 	if strings.Join(options, "|") != "Choose a dashboard…|My App Dashboard|Alpha|Zeta" && strings.Join(options, "|") != "Choose a dashboard…|Alpha|My App Dashboard|Zeta" {
 		t.Errorf("the dashboard choice offers %q", options)
