@@ -602,7 +602,7 @@ func TestConsoleInsightAddToDashboard(t *testing.T) {
 	if strings.Join(options, "|") != "Choose a dashboard…|My App Dashboard|Alpha|Zeta" && strings.Join(options, "|") != "Choose a dashboard…|Alpha|My App Dashboard|Zeta" {
 		t.Errorf("the dashboard choice offers %q", options)
 	}
-	if got := eval[string](c, `(s => s.options[s.selectedIndex].innerText)(document.querySelector('#field-dashboard'))`); got != "Choose a dashboard…" {
+	if got := eval[string](c, `(s => s.selectedIndex < 0 ? '(blank)' : s.options[s.selectedIndex].innerText)(document.querySelector('#field-dashboard'))`); got != "Choose a dashboard…" {
 		t.Errorf("the dashboard choice shows %q before one is picked", got)
 	}
 	if !eval[bool](c, `document.querySelector('.add-dashboard button[type=submit]').disabled`) {
