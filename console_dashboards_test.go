@@ -22,7 +22,9 @@ const seededPageviews = 39
 // Dashboards: the list links the bootstrap dashboard; its 5 tiles render their results
 // in their sm layouts on a 12-column grid; a tile moved by keyboard and one moved by
 // dragging keep their places after a reload; the date range changes the tiles'
-// numbers; a text card is added and removed.
+// numbers; a text card is added and removed. The grid compacts as PostHog's does: a
+// tile moved down into empty room rises back, and two tiles swap when one is dragged
+// past the other.
 func TestConsoleDashboard(t *testing.T) {
 	c := openConsole(t)
 	c.signIn()
@@ -133,7 +135,8 @@ func TestConsoleDashboard(t *testing.T) {
 	}
 
 	// Edit mode, then a keyboard move: the Latest events tile two rows down and four
-	// columns narrower, saved with Enter. Escape puts an unsaved move back.
+	// columns narrower, saved with Enter: nothing is above it to leave room for, so it
+	// rises back to row 11 and only its width holds. Escape puts an unsaved move back.
 	c.clickButton("Edit layout")
 	c.run(chromedp.WaitVisible(chromedp.CSS(`button[aria-label="Move Latest events"]`)))
 	c.checkScreen("dashboard-edit")
@@ -145,20 +148,20 @@ func TestConsoleDashboard(t *testing.T) {
 	}
 	c.waitText(".dash-status", "Latest events: column 1, row 13, 8 wide, 6 high.")
 	c.key("\r")
-	c.waitText(".dash-status", "Latest events saved at column 1, row 13.")
+	c.waitText(".dash-status", "Latest events saved at column 1, row 11.")
 	c.key(kb.ArrowUp)
 	c.key(kb.Escape)
 	c.waitText(".dash-status", "Latest events put back.")
-	if got := c.tileGrid("Latest events"); got != "1 / span 8|13 / span 6" {
+	if got := c.tileGrid("Latest events"); got != "1 / span 8|11 / span 6" {
 		t.Errorf("after Escape the tile is at %s", got)
 	}
 
-	// A drag: the DAU tile's handle two rows down. The Pageviews tile it now covers
-	// is pushed below it; both are saved.
-	c.drag(`button[aria-label="Move Daily active users (DAUs)"]`, 0, 2)
-	c.waitText(".dash-status", "Daily active users (DAUs) saved at column 1, row 3.")
-	if got := c.tileGrid("Pageviews"); got != "1 / span 6|8 / span 5" {
-		t.Errorf("the covered Pageviews tile is at %s, want pushed to row 8", got)
+	// A drag: the DAU tile's handle five rows down, past the Pageviews tile below it.
+	// The two swap, and both are saved.
+	c.drag(`button[aria-label="Move Daily active users (DAUs)"]`, 0, 5)
+	c.waitText(".dash-status", "Daily active users (DAUs) saved at column 1, row 6.")
+	if got := c.tileGrid("Pageviews"); got != "1 / span 6|1 / span 5" {
+		t.Errorf("the covered Pageviews tile is at %s, want risen to row 1", got)
 	}
 	// Its corner resizes a tile: the WAU tile two columns narrower.
 	c.drag(fmt.Sprintf(`%s.querySelector('.resize-corner')`, tileJS("Weekly active users (WAUs)")), -2, 0)
@@ -168,7 +171,7 @@ func TestConsoleDashboard(t *testing.T) {
 	c.visit(dashboardPath + id)
 	c.waitTiles(5)
 	for name, want := range map[string]string{
-		"Latest events": "1 / span 8|13 / span 6", "Daily active users (DAUs)": "1 / span 6|3 / span 5", "Pageviews": "1 / span 6|8 / span 5",
+		"Latest events": "1 / span 8|11 / span 6", "Daily active users (DAUs)": "1 / span 6|6 / span 5", "Pageviews": "1 / span 6|1 / span 5",
 		"Weekly active users (WAUs)": "7 / span 4|1 / span 5",
 	} {
 		if got := c.tileGrid(name); got != want {
@@ -183,7 +186,7 @@ func TestConsoleDashboard(t *testing.T) {
 	}
 	c.adminAPI("GET", api, nil, &saved)
 	for _, tile := range saved.Tiles {
-		if tile.Insight != nil && tile.Insight.Name == "Latest events" && tile.Layouts.SM != (struct{ X, Y, W, H int }{0, 12, 8, 6}) {
+		if tile.Insight != nil && tile.Insight.Name == "Latest events" && tile.Layouts.SM != (struct{ X, Y, W, H int }{0, 10, 8, 6}) {
 			t.Errorf("hedge keeps Latest events at %+v", tile.Layouts.SM)
 		}
 	}
@@ -216,7 +219,7 @@ func TestConsoleDashboard(t *testing.T) {
 	c.visit(dashboardPath + id)
 	c.waitTiles(5)
 	c.waitTileText("Pageviews", fmt.Sprint(seededPageviews))
-	for _, control := range []string{"Edit layout", "Share", "Add text", "Save range"} {
+	for _, control := range []string{"Edit layout", "Share", "Add text", "Add insight", "Save range"} {
 		if eval[bool](c, fmt.Sprintf(`[...document.querySelectorAll('button')].some(b => b.innerText.trim() === %q)`, control)) {
 			t.Errorf("a viewer sees %q", control)
 		}
@@ -443,4 +446,184 @@ func sendPageviews(t *testing.T, captureURL, token string, n int) {
 			"timestamp": time.Now().UTC().Add(-time.Duration(i) * time.Second).Format(time.RFC3339Nano), "properties": map[string]any{"$browser": "Chrome"}})
 	}
 	postBatch(t, captureURL, token, batch)
+}
+
+// A new dashboard is not a dead end: its empty grid offers "Add insight", which adds
+// saved insights found by name and makes new ones; each new tile takes the grid's
+// first free spot (the right half before a new row), and a tile dragged away leaves no
+// gap, the tiles below it rising into its place. A member who may only view it sees
+// no edit control, and its insights open as view only, saved as their own copy
+// instead of a Save that hedge refuses.
+func TestConsoleNewDashboard(t *testing.T) {
+	c := openConsole(t)
+	c.signIn()
+	c.visit(fmt.Sprintf("/project/%d/dashboards", c.boot.ProjectID))
+	c.fill("#field-name", "Launch week")
+	c.run(chromedp.Click(chromedp.CSS(`form[aria-label="New dashboard"] button[type=submit]`)))
+	c.waitText("main h1", "Launch week")
+	c.waitText("main .empty", "This dashboard is empty.")
+	dashboardURL := eval[string](c, `location.pathname`)
+	id := strings.TrimPrefix(dashboardURL, fmt.Sprintf("/project/%d/dashboard/", c.boot.ProjectID))
+	c.checkScreen("dashboard-empty")
+
+	// Saved insights by name: the bootstrap dashboard's five are there.
+	c.clickButton("Add insight")
+	c.run(chromedp.WaitVisible(chromedp.CSS("dialog[open] .insight-picks")))
+	c.fill("#field-insight_search", "pageviews")
+	c.waitText("dialog[open] .insight-picks", "Pageviews by browser")
+	c.checkScreen("dashboard-add-insight")
+	c.clickButton("Add Pageviews")
+	c.waitTiles(1)
+	c.waitText(".dash-status", "Pageviews added at column 1, row 1.")
+	// The next ones fill the right half, then a new row.
+	for n, tile := range []struct{ name, search, at string }{
+		{"Daily active users (DAUs)", "daily", "7 / span 6|1 / span 5"},
+		{"Pageviews by browser", "browser", "1 / span 6|6 / span 5"},
+	} {
+		c.clickButton("Add insight")
+		c.fill("#field-insight_search", tile.search)
+		c.clickButton("Add " + tile.name)
+		c.waitTiles(n + 2)
+		c.run(chromedp.WaitNotPresent(chromedp.CSS("dialog[open]")))
+		if got := c.tileGrid(tile.name); got != tile.at {
+			t.Errorf("the added %s is at %s, want %s", tile.name, got, tile.at)
+		}
+	}
+	c.waitTiles(3)
+	c.waitTileText("Pageviews", fmt.Sprint(seededPageviews))
+	// Already on the dashboard: marked, not offered again.
+	c.clickButton("Add insight")
+	c.fill("#field-insight_search", "daily")
+	c.waitText("dialog[open] .insight-picks", "On this dashboard")
+	c.clickButton("Cancel")
+
+	// Dragging the first tile down past the one below it: that one rises into the
+	// place it left, and it goes below, with no gap above either.
+	if got := eval[string](c, `location.search`); got != "?edit=1" {
+		t.Errorf("the new dashboard opened with %q, want in edit mode", got)
+	}
+	c.drag(`button[aria-label="Move Pageviews"]`, 0, 5)
+	c.waitText(".dash-status", "Pageviews saved at column 1, row 6.")
+	c.visit(dashboardURL)
+	c.waitTiles(3)
+	for name, want := range map[string]string{
+		"Pageviews by browser": "1 / span 6|1 / span 5", "Pageviews": "1 / span 6|6 / span 5", "Daily active users (DAUs)": "7 / span 6|1 / span 5",
+	} {
+		if got := c.tileGrid(name); got != want {
+			t.Errorf("after the drag and a reload %s is at %s, want %s", name, got, want)
+		}
+	}
+	// A text card too takes the first free spot: beside Pageviews.
+	c.visit(dashboardURL + "?edit=1")
+	c.waitTiles(3)
+	c.clickButton("Add text")
+	c.fill("#field-tiles__0__text__body", "Launch numbers.")
+	c.run(chromedp.Click(chromedp.CSS(`dialog button[type="submit"]`)))
+	c.waitTiles(4)
+	if got := c.tileGrid("Text"); got != "7 / span 6|6 / span 2" {
+		t.Errorf("the text card is at %s, want beside Pageviews", got)
+	}
+
+	// A new insight from the dialog is saved onto the dashboard, in the next free spot.
+	c.clickButton("Add insight")
+	c.run(chromedp.Click(chromedp.CSS(`dialog[open] a.button`)))
+	c.waitText(".save-bar button[type=submit]", "Save to dashboard")
+	c.fill("#field-name", "Launch pageviews")
+	c.run(chromedp.Click(chromedp.CSS(`.save-bar button[type=submit]`)))
+	c.waitText("main h1", "Launch week")
+	c.waitTiles(5)
+	c.waitTileText("Launch pageviews", "$pageview")
+	if got := c.tileGrid("Launch pageviews"); got != "7 / span 6|8 / span 5" {
+		t.Errorf("the new insight's tile is at %s, want under the text card", got)
+	}
+	c.checkScreen("dashboard-new")
+
+	// A member who may only view it: no edit control, and its insights are view only.
+	c.adminAPI("PATCH", fmt.Sprintf("/api/projects/%d/dashboards/%s/", c.boot.ProjectID, id), map[string]any{"restriction_level": 37}, nil)
+	viewer, password := c.member("viewer@example.com")
+	c.signOut()
+	c.signInAs(viewer, password)
+	c.run(chromedp.WaitVisible(chromedp.CSS("header.top")))
+	c.visit(dashboardURL)
+	c.waitTiles(5)
+	for _, control := range []string{"Edit layout", "Share", "Add text", "Add insight", "Save range"} {
+		if eval[bool](c, fmt.Sprintf(`[...document.querySelectorAll('button')].some(b => b.innerText.trim() === %q)`, control)) {
+			t.Errorf("a viewer sees %q", control)
+		}
+	}
+	eval[bool](c, fmt.Sprintf(`%s.querySelector('h2 a').click(), true`, tileJS("Launch pageviews")))
+	c.waitText(".save-bar", "View only.")
+	if got := c.text(".save-bar button[type=submit]"); got != "Save as a new insight" {
+		t.Errorf("a viewer's save button says %q", got)
+	}
+	if eval[bool](c, `!!document.querySelector('.add-dashboard')`) {
+		t.Error("a viewer is offered to add a view-only insight to dashboards")
+	}
+	c.checkScreen("insight-view-only")
+	c.fill("#field-name", "My launch pageviews")
+	c.run(chromedp.Click(chromedp.CSS(`.save-bar button[type=submit]`)))
+	c.waitText("main h1", "My launch pageviews")
+	var page struct {
+		Results []savedInsight `json:"results"`
+	}
+	c.adminAPI("GET", fmt.Sprintf("/api/projects/%d/insights/?search=launch", c.boot.ProjectID), nil, &page)
+	names := map[string]bool{}
+	for _, i := range page.Results {
+		names[i.Name] = true
+	}
+	if len(names) != 2 || !names["Launch pageviews"] || !names["My launch pageviews"] {
+		t.Errorf("after the viewer's save the insights are %v, want the original untouched and a copy", names)
+	}
+}
+
+// "Add to dashboard" on an insight: a placeholder until the user picks one of the
+// dashboards, named, that the insight is not on; nothing is added before, and the
+// one picked is the one added, not the first.
+func TestConsoleInsightAddToDashboard(t *testing.T) {
+	c := openConsole(t)
+	c.signIn()
+	dashboards := map[string]int{}
+	for _, name := range []string{"Alpha", "Zeta"} {
+		var d struct{ ID int }
+		c.adminAPI("POST", fmt.Sprintf("/api/projects/%d/dashboards/", c.boot.ProjectID), map[string]any{"name": name}, &d)
+		dashboards[name] = d.ID
+	}
+	made := struct {
+		ShortID string `json:"short_id"`
+	}{}
+	c.adminAPI("POST", fmt.Sprintf("/api/projects/%d/insights/", c.boot.ProjectID), map[string]any{"name": "Signups",
+		"query": map[string]any{"kind": "InsightVizNode", "source": map[string]any{"kind": "TrendsQuery", "series": []any{map[string]any{"kind": "EventsNode", "event": "signed_up"}}}}}, &made)
+	c.visit(fmt.Sprintf("/project/%d/insights/%s", c.boot.ProjectID, made.ShortID))
+	c.waitText(".add-dashboard", "On no dashboard yet.")
+	waitFor(t, 10*time.Second, "the dashboards to choose from", func() bool {
+		return eval[int](c, `document.querySelectorAll('#field-dashboard option').length`) >= 3
+	})
+	options := eval[[]string](c, `[...document.querySelectorAll('#field-dashboard option')].map(o => o.innerText)`)
+	if strings.Join(options, "|") != "Choose a dashboard…|My App Dashboard|Alpha|Zeta" && strings.Join(options, "|") != "Choose a dashboard…|Alpha|My App Dashboard|Zeta" {
+		t.Errorf("the dashboard choice offers %q", options)
+	}
+	if got := eval[string](c, `(s => s.selectedIndex < 0 ? '(blank)' : s.options[s.selectedIndex].innerText)(document.querySelector('#field-dashboard'))`); got != "Choose a dashboard…" {
+		t.Errorf("the dashboard choice shows %q before one is picked", got)
+	}
+	if !eval[bool](c, `document.querySelector('.add-dashboard button[type=submit]').disabled`) {
+		t.Error("Add works before a dashboard is picked")
+	}
+	c.checkScreen("insight-add-to-dashboard")
+	// Enter in the form before a choice adds nothing either.
+	eval[bool](c, `document.querySelector('.add-dashboard').requestSubmit(), true`)
+	time.Sleep(300 * time.Millisecond)
+	if got := c.insightByShortID(made.ShortID).Dashboards; len(got) != 0 {
+		t.Fatalf("without a choice the insight went on %v", got)
+	}
+	// Tab reaches the choice; Zeta picked, Add adds it.
+	c.tabTo("select|field-dashboard")
+	c.fill("#field-dashboard", fmt.Sprint(dashboards["Zeta"]))
+	c.run(chromedp.Click(chromedp.CSS(`.add-dashboard button[type=submit]`)))
+	c.waitText(".add-dashboard [role=status]", "Added to Zeta.")
+	if got := c.insightByShortID(made.ShortID).Dashboards; len(got) != 1 || got[0] != dashboards["Zeta"] {
+		t.Errorf("the insight is on %v, want only Zeta (%d)", got, dashboards["Zeta"])
+	}
+	if got := eval[[]string](c, `[...document.querySelectorAll('#field-dashboard option')].map(o => o.innerText)`); strings.Contains(strings.Join(got, "|"), "Zeta") {
+		t.Errorf("Zeta is still offered: %q", got)
+	}
 }

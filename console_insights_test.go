@@ -131,6 +131,7 @@ func TestConsoleInsightTrends(t *testing.T) {
 	c.run(chromedp.Click(chromedp.CSS(`.save-bar button[type=submit]`)))
 	c.waitText(".save-bar [role=status]", "Saved.")
 	c.waitText("h1", "Browsers")
+	c.fill("#field-dashboard", eval[string](c, `document.querySelector('#field-dashboard option:not([value=""])').value`))
 	c.run(chromedp.Click(chromedp.CSS(`.add-dashboard button[type=submit]`)))
 	c.waitText(".add-dashboard [role=status]", "Added to")
 	insight = c.insightByShortID(shortID)

@@ -11,8 +11,8 @@ import (
 )
 
 // The frame around the screens: Ctrl+K jumps by name, the theme choice applies at
-// once and is kept, and a session that ends sends the user to sign in and back to
-// the same URL afterwards.
+// once and is kept, and a session that ends sends the user to sign in, saying why,
+// and back to the same URL afterwards.
 func TestConsoleFrame(t *testing.T) {
 	c := openConsole(t)
 	c.signIn()
@@ -68,9 +68,10 @@ func TestConsoleFrame(t *testing.T) {
 	c.expect("/api/", 401)
 	c.visit(here)
 	c.run(chromedp.WaitVisible(chromedp.CSS("#field-email")))
-	if got := eval[string](c, `location.pathname + location.search`); got != "/login?next="+strings.NewReplacer("/", "%2F", "?", "%3F", "=", "%3D").Replace(here) {
+	if got := eval[string](c, `location.pathname + location.search`); got != "/login?next="+strings.NewReplacer("/", "%2F", "?", "%3F", "=", "%3D").Replace(here)+"&expired=1" {
 		t.Errorf("an ended session went to %s", got)
 	}
+	c.waitText(".auth-card", "Your session has expired.")
 	c.fill("#field-email", c.boot.UserEmail)
 	c.fill("#field-password", c.boot.AdminPassword)
 	c.run(chromedp.Click(chromedp.CSS(`button[type="submit"]`)), chromedp.WaitVisible(chromedp.CSS("header.top")))

@@ -137,8 +137,12 @@ func TestConsoleProjectSetup(t *testing.T) {
 	}
 	c.waitText("#api-keys table", "ci deploys")
 	c.checkScreen("account-new-key")
+	// The list says the key was used (by the request above) instead of "never".
 	c.visit("/account")
 	c.waitText("#api-keys table", "ci deploys")
+	if row := eval[string](c, `[...document.querySelectorAll('#api-keys tbody tr')].find(r => r.innerText.includes('ci deploys')).innerText`); !strings.Contains(row, "within the last hour") {
+		t.Errorf("the used key's row says %q, want it used within the last hour", row)
+	}
 	if page := c.text("#main"); strings.Contains(page, key) || !strings.Contains(page, key[len(key)-4:]) {
 		t.Errorf("after a reload the page shows the key, or not its mask:\n%s", page)
 	}

@@ -207,7 +207,9 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 	a.bindFeatureFlags()
 	a.bindCohorts()
 	a.bindFlagDefinitions()
-	a.bindConsole()
+	if err := a.bindConsole(); err != nil {
+		return nil, err
+	}
 	return a, nil
 }
 

@@ -1,15 +1,18 @@
 package admin
 
 import (
+	"context"
 	"crypto/subtle"
 	"database/sql"
 	"errors"
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/bytedance/sonic"
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 )
 
 // principal is the authenticated caller of a request: a personal API key and its user,
@@ -93,12 +96,14 @@ func (a *API) authenticate(c *fiber.Ctx) (*principal, error) {
 	}
 	hashed := hashKey(key)
 	var stored, scopes, organizations, teams string
+	var id uuid.UUID
+	var lastUsed sql.NullTime
 	var p principal
 	err := a.db.QueryRowContext(c.UserContext(), `
-		SELECT k.secure_value, k.user_id, k.scopes, k.scoped_organizations, k.scoped_teams
+		SELECT k.id, k.secure_value, k.user_id, k.scopes, k.scoped_organizations, k.scoped_teams, k.last_used_at
 		FROM meta.personal_api_keys k JOIN meta.users u ON u.id = k.user_id
 		WHERE k.secure_value = ? AND u.is_active`, hashed).
-		Scan(&stored, &p.userID, &scopes, &organizations, &teams)
+		Scan(&id, &stored, &p.userID, &scopes, &organizations, &teams, &lastUsed)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && subtle.ConstantTimeCompare([]byte(stored), []byte(hashed)) != 1) {
 		return nil, errAuthenticationFailed("Personal API key found in request " + source + " is invalid.")
 	}
@@ -112,7 +117,28 @@ func (a *API) authenticate(c *fiber.Ctx) (*principal, error) {
 	); err != nil {
 		return nil, fmt.Errorf("cannot read personal API key of user %d: %w", p.userID, err)
 	}
+	if !lastUsed.Valid || time.Since(lastUsed.Time) >= keyUseResolution {
+		a.markKeyUsed(c.UserContext(), id)
+	}
 	return &p, nil
+}
+
+// keyUseResolution is how stale a key's last_used_at may get: PostHog writes it when a
+// key authenticates a request and the stored time is older than an hour, so a key in
+// constant use costs one write an hour, not one per request. The stored time is read
+// by the lookup that authenticates the key anyway, so this needs no state of its own
+// and holds across restarts.
+const keyUseResolution = time.Hour
+
+// markKeyUsed sets the key's last_used_at to now. Requests racing past the hour each
+// try, and the condition lets only the first write; a failed write is logged and the
+// request goes on, since the time is informational.
+func (a *API) markKeyUsed(ctx context.Context, id uuid.UUID) {
+	now := time.Now()
+	if _, err := a.db.ExecContext(ctx, `UPDATE meta.personal_api_keys SET last_used_at = ?
+		WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= ?)`, now, id, now.Add(-keyUseResolution)); err != nil {
+		a.log.Warn("cannot record the use of a personal API key", "key", id, "err", err)
+	}
 }
 
 // jsonColumn is a JSON text column to decode into target.

@@ -1,6 +1,8 @@
 package admin
 
 import (
+	"bytes"
+	"compress/gzip"
 	"fmt"
 	"io/fs"
 	"mime"
@@ -26,12 +28,16 @@ var consolePaths = []string{"/", "/login", "/signup/:invite_id", "/account", "/p
 const consolePolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
 	"frame-ancestors %s; base-uri 'none'; form-action 'self'"
 
-func (a *API) bindConsole() {
-	assets := web.Assets()
+func (a *API) bindConsole() error {
+	assets, err := loadAssets(web.Assets())
+	if err != nil {
+		return err
+	}
 	a.app.Get("/assets/:name", func(c *fiber.Ctx) error { return serveAsset(c, assets, c.Params("name")) })
 	for _, p := range consolePaths {
 		a.app.Get(p, func(c *fiber.Ctx) error { return serveShell(c, "'none'", "same-origin") })
 	}
+	return nil
 }
 
 // serveShell answers the console's page with its security headers. frameAncestors is
@@ -48,18 +54,66 @@ func serveShell(c *fiber.Ctx, frameAncestors, referrer string) error {
 	return c.Send(web.Shell())
 }
 
+// asset is a file of the bundle as served: its bytes, and gzipped when that is smaller.
+type asset struct {
+	contentType string
+	plain       []byte
+	gzipped     []byte // nil when gzip does not make it smaller
+}
+
+// loadAssets reads the bundle's files and gzips each once, at start, so that no
+// request compresses anything: the bundle is a few hundred KB and fixed for the
+// binary's life (its names carry their content's hash).
+func loadAssets(fsys fs.FS) (map[string]asset, error) {
+	entries, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		return nil, fmt.Errorf("cannot list the console's assets: %w", err)
+	}
+	assets := make(map[string]asset, len(entries))
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		b, err := fs.ReadFile(fsys, e.Name())
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the console's asset %s: %w", e.Name(), err)
+		}
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression) // the level is valid
+		if _, err := zw.Write(b); err != nil {
+			return nil, fmt.Errorf("cannot gzip the console's asset %s: %w", e.Name(), err)
+		}
+		if err := zw.Close(); err != nil {
+			return nil, fmt.Errorf("cannot gzip the console's asset %s: %w", e.Name(), err)
+		}
+		a := asset{contentType: mime.TypeByExtension(path.Ext(e.Name())), plain: b}
+		if buf.Len() < len(b) {
+			a.gzipped = buf.Bytes()
+		}
+		assets[e.Name()] = a
+	}
+	return assets, nil
+}
+
 // serveAsset answers a file of the bundle. Its name carries its content's hash, so it
-// is cached for a year and never revalidated.
-func serveAsset(c *fiber.Ctx, assets fs.FS, name string) error {
-	b, err := fs.ReadFile(assets, name)
-	if err != nil || path.Base(name) != name {
+// is cached for a year and never revalidated. It is sent gzipped to a client whose
+// Accept-Encoding allows gzip (q above 0, by name or as *), else as it is; either way
+// the answer varies on Accept-Encoding, so caches keep the two apart.
+func serveAsset(c *fiber.Ctx, assets map[string]asset, name string) error {
+	a, ok := assets[name]
+	if !ok {
 		return errRecordNotFound()
 	}
-	if t := mime.TypeByExtension(path.Ext(name)); t != "" {
-		c.Set(fiber.HeaderContentType, t)
+	if a.contentType != "" {
+		c.Set(fiber.HeaderContentType, a.contentType)
 	}
 	c.Set(fiber.HeaderCacheControl, "public, max-age=31536000, immutable")
-	return c.Send(b)
+	c.Vary(fiber.HeaderAcceptEncoding)
+	if a.gzipped != nil && c.Get(fiber.HeaderAcceptEncoding) != "" && c.AcceptsEncodings("gzip", "identity") == "gzip" {
+		c.Set(fiber.HeaderContentEncoding, "gzip")
+		return c.Send(a.gzipped)
+	}
+	return c.Send(a.plain)
 }
 
 // wantsHTML reports whether the request prefers HTML to JSON: a browser navigating,

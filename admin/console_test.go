@@ -1,9 +1,16 @@
 package admin
 
 import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"io/fs"
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/hedge-analytics/hedge/web"
 )
 
 // The console is served on the management listener: every console path answers its
@@ -45,6 +52,80 @@ func TestConsoleServing(t *testing.T) {
 			status: 401, want: []string{`"type":"authentication_error"`}},
 		{name: "not a console path", method: "GET", path: "/elsewhere", headers: map[string]string{"Accept": "text/html"}, status: 404},
 	})
+}
+
+// The bundle's assets are served gzipped to a client that accepts gzip, and as they
+// are to one that does not (or refuses gzip with q=0), with Vary: Accept-Encoding and
+// the Content-Length of the bytes sent; the gzipped body is the asset.
+func TestConsoleAssetsCompressed(t *testing.T) {
+	env := newTestEnv(t, "")
+	_, shell, _ := env.do(t, "GET", "/", "", nil, "")
+	script := regexp.MustCompile(`src="(/assets/[^"]+\.js)"`).FindStringSubmatch(shell)
+	if script == nil {
+		t.Fatalf("the shell loads no script:\n%s", shell)
+	}
+	plain, err := fs.ReadFile(web.Assets(), strings.TrimPrefix(script[1], "/assets/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A transport that neither asks for gzip on its own nor undoes it: the test sees
+	// the bytes hedge sends.
+	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+	for _, tc := range []struct {
+		accept string
+		gzip   bool
+	}{
+		{"", false},
+		{"gzip", true},
+		{"gzip, deflate, br, zstd", true},
+		{"br;q=1.0, gzip;q=0.8, *;q=0.1", true},
+		{"*", true},
+		{"gzip;q=0", false},
+		{"identity", false},
+		{"br", false},
+	} {
+		for _, method := range []string{"GET", "HEAD"} {
+			req, _ := http.NewRequest(method, env.url+script[1], nil)
+			if tc.accept != "" {
+				req.Header.Set("Accept-Encoding", tc.accept)
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			encoding := resp.Header.Get("Content-Encoding")
+			if resp.StatusCode != 200 || resp.Header.Get("Vary") != "Accept-Encoding" || (encoding == "gzip") != tc.gzip ||
+				(encoding != "gzip" && encoding != "") {
+				t.Fatalf("%s with Accept-Encoding %q: %d, Content-Encoding %q, Vary %q", method, tc.accept, resp.StatusCode, encoding, resp.Header.Get("Vary"))
+			}
+			if method == "HEAD" {
+				continue
+			}
+			if resp.ContentLength != int64(len(body)) {
+				t.Fatalf("Accept-Encoding %q: Content-Length %d for %d bytes", tc.accept, resp.ContentLength, len(body))
+			}
+			if tc.gzip {
+				if len(body) >= len(plain)/2 {
+					t.Fatalf("Accept-Encoding %q: %d bytes gzipped for %d", tc.accept, len(body), len(plain))
+				}
+				zr, err := gzip.NewReader(bytes.NewReader(body))
+				if err != nil {
+					t.Fatalf("Accept-Encoding %q: the body is not gzip: %v", tc.accept, err)
+				}
+				if body, err = io.ReadAll(zr); err != nil {
+					t.Fatalf("Accept-Encoding %q: the body does not gunzip: %v", tc.accept, err)
+				}
+			}
+			if !bytes.Equal(body, plain) {
+				t.Fatalf("Accept-Encoding %q: the body (%d bytes) is not the asset (%d bytes)", tc.accept, len(body), len(plain))
+			}
+		}
+	}
 }
 
 // A shared dashboard's link answers a browser with the console's page, which fetches

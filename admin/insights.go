@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/hedge-analytics/hedge/internal/records"
 )
 
 func (a *API) bindInsights() {
@@ -39,6 +41,56 @@ type insightRecord struct {
 	Tags           []string      `json:"tags"`
 	Dashboards     []int64       `json:"dashboards"`
 	DashboardTiles []insightTile `json:"dashboard_tiles"`
+}
+
+// insightAccessRecord is an insight as the insight endpoints answer it: with what the
+// caller may do with it, PostHog's levels. Its effective restriction is the highest of
+// its live dashboards' (21 on none); its privilege is 37 when the caller may edit it
+// (mayEditContent's rule: edit rights on every one of those dashboards), else 21.
+type insightAccessRecord struct {
+	insightRecord
+	EffectiveRestrictionLevel int `json:"effective_restriction_level"`
+	EffectivePrivilegeLevel   int `json:"effective_privilege_level"`
+}
+
+// withAccess answers insights with the user's levels on each. It reads the project's
+// restricted dashboards and the user's collaborations once, whatever the number of
+// insights.
+func (a *API) withAccess(ctx context.Context, pr project, userID int64, insights ...insightRecord) ([]insightAccessRecord, error) {
+	out := make([]insightAccessRecord, len(insights))
+	for i, r := range insights {
+		out[i] = insightAccessRecord{r, restrictionEveryoneEdits, restrictionOnlyEditors}
+	}
+	restricted, err := records.All(ctx, a.db, fmt.Sprintf("restricted dashboards of project %d", pr.id), scanDashboard,
+		dashboardColumns+` WHERE d.team_id = ? AND NOT d.deleted AND d.restriction_level >= ?`, pr.id, restrictionOnlyEditors)
+	if err != nil || len(restricted) == 0 {
+		return out, err
+	}
+	levels, err := a.collaboratorLevels(ctx, pr.id, userID)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		for _, d := range restricted {
+			if !slices.Contains(out[i].Dashboards, d.id) {
+				continue
+			}
+			out[i].EffectiveRestrictionLevel = max(out[i].EffectiveRestrictionLevel, d.restrictionLevel)
+			if !dashboardAccessFor(d, userID, pr.level, levels[d.id]).canEdit {
+				out[i].EffectivePrivilegeLevel = restrictionEveryoneEdits
+			}
+		}
+	}
+	return out, nil
+}
+
+// sendInsight answers one insight with the caller's levels on it, with status.
+func (a *API) sendInsight(c *fiber.Ctx, pr project, status int, r insightRecord) error {
+	out, err := a.withAccess(c.UserContext(), pr, principalOf(c).userID, r)
+	if err != nil {
+		return err
+	}
+	return c.Status(status).JSON(out[0])
 }
 
 type insightTile struct {
@@ -297,7 +349,11 @@ func (a *API) insightList(c *fiber.Ctx) error {
 		}
 		insights = append(insights, r)
 	}
-	return a.sendPage(c, pg, count, insights)
+	withAccess, err := a.withAccess(ctx, pr, principalOf(c).userID, insights...)
+	if err != nil {
+		return err
+	}
+	return a.sendPage(c, pg, count, withAccess)
 }
 
 // POST /api/projects/{project_id}/insights/ (insight:write)
@@ -335,7 +391,7 @@ func (a *API) insightCreate(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.Status(fiber.StatusCreated).JSON(r)
+	return a.sendInsight(c, pr, fiber.StatusCreated, r)
 }
 
 // GET /api/projects/{project_id}/insights/{id}/ (insight:read)
@@ -354,7 +410,7 @@ func (a *API) insightRetrieve(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(r)
+	return a.sendInsight(c, pr, fiber.StatusOK, r)
 }
 
 // PATCH /api/projects/{project_id}/insights/{id}/ (insight:write)
@@ -423,5 +479,5 @@ func (a *API) insightUpdate(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(r)
+	return a.sendInsight(c, pr, fiber.StatusOK, r)
 }

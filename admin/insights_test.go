@@ -79,6 +79,51 @@ func TestInsightEditRights(t *testing.T) {
 	env.must(t, 404, "GET", env.insightPath(onRestricted), env.owner, "")
 }
 
+// Each insight answer says what the caller may do with it (effective_privilege_level,
+// PostHog's 37 edit and 21 view), by the rule TestInsightEditRights enforces, so that a
+// client shows a view-only insight as such instead of an editor whose Save fails.
+func TestInsightPrivilegeLevels(t *testing.T) {
+	env := newTestEnv(t, "")
+	restricted, _ := env.dashboard(t, `{"name": "Restricted", "restriction_level": 37}`)
+	open, _ := env.dashboard(t, `{"name": "Open"}`)
+	collaboratorID, collaboratorKey := env.member(t, "collaborator@example.com", levelMember, "*")
+	env.must(t, 201, "POST", env.dashPath(restricted, "collaborators/"), env.owner, fmt.Sprintf(`{"user_uuid": %q, "level": 37}`, collaboratorID))
+	_, memberKey := env.member(t, "member@example.com", levelMember, "*")
+	insights := map[string]int64{
+		"on the restricted one": env.insight(t, fmt.Sprintf(`{"name": "Guarded", "query": %s, "dashboards": [%d]}`, viewsQuery, restricted)),
+		"on both":               env.insight(t, fmt.Sprintf(`{"name": "Both", "query": %s, "dashboards": [%d, %d]}`, viewsQuery, restricted, open)),
+		"on the open one":       env.insight(t, fmt.Sprintf(`{"name": "Open", "query": %s, "dashboards": [%d]}`, viewsQuery, open)),
+		"on none":               env.insight(t, fmt.Sprintf(`{"name": "Free", "query": %s}`, viewsQuery)),
+	}
+	for _, tc := range []struct {
+		who, insight           string
+		key                    string
+		restriction, privilege float64
+	}{
+		{"the owner", "on the restricted one", env.owner, 37, 37},
+		{"a member", "on the restricted one", memberKey, 37, 21},
+		{"a member", "on both", memberKey, 37, 21},
+		{"the collaborator", "on both", collaboratorKey, 37, 37},
+		{"a member", "on the open one", memberKey, 21, 37},
+		{"a member", "on none", memberKey, 21, 37},
+	} {
+		id := insights[tc.insight]
+		retrieved := env.must(t, 200, "GET", env.insightPath(id), tc.key, "")
+		page := env.must(t, 200, "GET", fmt.Sprintf("%s/insights/?short_id=%s", env.project, retrieved["short_id"]), tc.key, "")
+		listed := page["results"].([]any)[0].(map[string]any)
+		for where, got := range map[string]map[string]any{"retrieved": retrieved, "listed": listed} {
+			if got["effective_restriction_level"] != tc.restriction || got["effective_privilege_level"] != tc.privilege {
+				t.Errorf("%s, the insight %s %s: restriction %v privilege %v, want %v %v", tc.who, tc.insight, where,
+					got["effective_restriction_level"], got["effective_privilege_level"], tc.restriction, tc.privilege)
+			}
+		}
+	}
+	// Answers to writes carry them too.
+	if i := env.must(t, 200, "PATCH", env.insightPath(insights["on both"]), collaboratorKey, `{"name": "Both, renamed"}`); i["effective_privilege_level"] != 37.0 {
+		t.Errorf("the collaborator's PATCH answers privilege %v", i["effective_privilege_level"])
+	}
+}
+
 func TestInsightUpdateFields(t *testing.T) {
 	env := newTestEnv(t, "")
 	env.ingest(t, warehouse.Event{Name: "signed up", DistinctID: "u1", Timestamp: time.Now().UTC()})

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -120,4 +121,49 @@ func TestPersonalAPIKeyScopedTeams(t *testing.T) {
 			body: `{"label":"x","scopes":["project:read"],"scoped_teams":[1]}`, status: 403,
 			want: []string{`"detail":"This API key does not have access to the requested project: ID 1."`}},
 	})
+}
+
+// A key's last_used_at is set when it authenticates a request, and rewritten only once
+// the stored time is an hour old (PostHog's rule), so a busy key costs a write an hour.
+// Each step uses the key once and says whether the stored time moved; ageing the
+// stored time stands in for waiting.
+func TestPersonalAPIKeyLastUsed(t *testing.T) {
+	env := serveAPI(t, nil)
+	created := env.must(t, 201, "POST", "/api/personal_api_keys/", env.owner, `{"label":"script","scopes":["project:read"]}`)
+	key, path := created["value"].(string), "/api/personal_api_keys/"+created["id"].(string)+"/"
+	lastUsed := func() string {
+		t.Helper()
+		v, _ := env.must(t, 200, "GET", path, env.owner, "")["last_used_at"].(string)
+		return v
+	}
+	if got := lastUsed(); got != "" || created["last_used_at"] != nil {
+		t.Fatalf("a key never used says last_used_at %q", got)
+	}
+	before := lastUsed()
+	for _, step := range []struct {
+		name    string
+		age     string // the stored time is set this far back first ("" leaves it)
+		written bool
+	}{
+		{"the first use sets it", "", true},
+		{"a use a moment later leaves it", "", false},
+		{"a use 59 minutes later leaves it", "59 minutes", false},
+		{"a use an hour later writes it", "61 minutes", true},
+		{"and the next use leaves it again", "", false},
+	} {
+		if step.age != "" {
+			env.exec(t, `UPDATE meta.personal_api_keys SET last_used_at = now() - ?::INTERVAL WHERE id = ?::UUID`, step.age, created["id"])
+			before = lastUsed()
+		}
+		start := time.Now()
+		env.must(t, 200, "GET", env.orgPath("projects/"), key, "")
+		after := lastUsed()
+		if written := after != before; written != step.written {
+			t.Fatalf("%s: last_used_at went from %q to %q", step.name, before, after)
+		}
+		if at, err := time.Parse(time.RFC3339Nano, after); err != nil || (step.written && at.Before(start.Add(-time.Second))) {
+			t.Fatalf("%s: last_used_at is %q, want the time of the use (%s)", step.name, after, start)
+		}
+		before = after
+	}
 }

@@ -1,7 +1,8 @@
 // The console's one way to the management API: same-origin fetch with the session
 // cookie, the CSRF token on unsafe methods (read from its cookie, as PostHog's front
 // end does), and hedge's flat error body {type, code, detail, attr} turned into an
-// ApiError. A 401 anywhere sends the user to sign in and back afterwards.
+// ApiError. A 401 anywhere keeps the open forms' drafts and sends the user to sign in
+// and back afterwards.
 
 export class ApiError extends Error {
   constructor(status, body) {
@@ -25,6 +26,43 @@ let onUnauthorized = () => {};
 // setUnauthorizedHandler is called once by the app: what a 401 does.
 export function setUnauthorizedHandler(fn) {
   onUnauthorized = fn;
+}
+
+// Drafts: a form with unsaved input registers how to read it (keepDraft), and when a
+// 401 ends the session every registered form's state is put in sessionStorage before
+// the page goes to sign in; the form takes it back (takeDraft) when it opens again
+// after sign-in. sessionStorage is this tab's only and goes when the tab closes; keys
+// name the user, so another user signing in here never gets the draft.
+const drafts = new Map();
+const draftPrefix = 'hedge.draft:';
+
+// keepDraft registers read (answering the form's state, or null when there is nothing
+// worth keeping) under key, and answers the function that unregisters it.
+export function keepDraft(key, read) {
+  drafts.set(key, read);
+  return () => drafts.get(key) === read && drafts.delete(key);
+}
+
+// takeDraft answers the state kept under key, once, or null.
+export function takeDraft(key) {
+  try {
+    const text = sessionStorage.getItem(draftPrefix + key);
+    sessionStorage.removeItem(draftPrefix + key);
+    return text ? JSON.parse(text) : null;
+  } catch {
+    return null; // storage refused (private mode, full) or a draft of another version
+  }
+}
+
+function saveDrafts() {
+  for (const [key, read] of drafts) {
+    const state = read();
+    try {
+      if (state !== null) sessionStorage.setItem(draftPrefix + key, JSON.stringify(state));
+    } catch {
+      // storage refused: the draft is lost, as it was before drafts were kept
+    }
+  }
 }
 
 // api sends method path with body (JSON) and answers the parsed JSON, or throws an
@@ -57,7 +95,10 @@ export async function api(path, { method = 'GET', body, signal, quiet401 = false
     }
   }
   if (!res.ok) {
-    if (res.status === 401 && !quiet401) onUnauthorized();
+    if (res.status === 401 && !quiet401) {
+      saveDrafts();
+      onUnauthorized();
+    }
     throw new ApiError(res.status, data);
   }
   return data;

@@ -59,9 +59,16 @@ const routes = [
   ['/project/:project/settings', ({ project }) => <Settings project={project} />],
 ];
 
-function toSignIn() {
+// toSignIn goes to the sign-in page, and back here after it. expired says the session
+// ended (hedge answered 401), which the sign-in page tells the user; without it the
+// browser simply holds no session.
+function toSignIn(expired = false) {
   const here = location.pathname + location.search;
-  location.assign('/login' + (here !== '/' ? '?next=' + encodeURIComponent(here) : ''));
+  const params = new URLSearchParams();
+  if (here !== '/') params.set('next', here);
+  if (expired) params.set('expired', '1');
+  const qs = params.toString();
+  location.assign('/login' + (qs ? '?' + qs : ''));
 }
 
 function App() {
@@ -78,7 +85,7 @@ function SignedIn({ path, params }) {
   const [state, setState] = useState({ me: null, projects: null, error: null });
   const [tick, setTick] = useState(0);
   useEffect(() => {
-    setUnauthorizedHandler(toSignIn);
+    setUnauthorizedHandler(() => toSignIn(true));
     // The CSRF cookie lives as long as the session: without it nobody is signed in,
     // and the sign-in page needs no failed request to say so.
     if (!/(^|;\s*)(__Host-)?hedge_csrftoken=/.test(document.cookie)) {

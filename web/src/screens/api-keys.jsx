@@ -18,7 +18,7 @@ export function ApiKeys() {
     { key: 'mask_value', label: 'Key', render: (k) => <code class="key-mask">{k.mask_value}</code> },
     { key: 'scopes', label: 'Scopes', render: (k) => k.scopes.join(' ') },
     { key: 'created', label: 'Created', render: (k) => relativeTime(k.created_at) },
-    { key: 'used', label: 'Last used', render: (k) => (k.last_used_at ? relativeTime(k.last_used_at) : 'never') },
+    { key: 'used', label: 'Last used', render: (k) => lastUsed(k.last_used_at) },
     {
       key: 'actions',
       label: 'Actions',
@@ -67,6 +67,13 @@ export function ApiKeys() {
       {list.data ? <Table columns={columns} rows={list.data} rowKey={(k) => k.id} empty="No keys yet." /> : !list.error && <Loading />}
     </section>
   );
+}
+
+// lastUsed says when a key last authenticated a request. hedge records it at most once
+// an hour per key (as PostHog does), so a time under an hour old says only that.
+function lastUsed(iso) {
+  if (!iso) return 'never';
+  return Date.now() - new Date(iso).getTime() < 3600e3 ? 'within the last hour' : relativeTime(iso);
 }
 
 function NewKey({ onCreated }) {

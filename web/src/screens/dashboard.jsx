@@ -35,45 +35,90 @@ export function clampLayout(l) {
   return { x: Math.min(COLS - w, Math.max(0, l.x)), y: Math.max(0, l.y), w, h };
 }
 
-// placed gives every tile its sm layout; tiles without one go below the others (text
-// cards two rows high, insights five), as PostHog places them.
-export function placed(tiles) {
-  let bottom = 0;
-  for (const t of tiles) {
-    const l = t.layouts && t.layouts.sm;
-    if (l) bottom = Math.max(bottom, (l.y || 0) + (l.h || 1));
-  }
-  const out = {};
-  for (const t of tiles) {
-    const l = t.layouts && t.layouts.sm;
-    if (l && Number.isFinite(l.x) && Number.isFinite(l.y)) {
-      out[t.id] = clampLayout({ x: l.x, y: l.y, w: l.w || 6, h: l.h || 5 });
-    } else {
-      const h = t.text ? 2 : 5;
-      out[t.id] = { x: 0, y: bottom, w: 6, h };
-      bottom += h;
+// The grid behaves as PostHog's (react-grid-layout, compacted vertically): a tile
+// without a layout goes to the first free spot, a moved tile pushes aside the tiles it
+// covers, and every tile rises as far as it can, so no gap is left where a tile was.
+
+const overlaps = (a, b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
+
+// byPlace orders layout keys of layouts top to bottom, then left to right.
+const byPlace = (layouts) => (a, b) => layouts[a].y - layouts[b].y || layouts[a].x - layouts[b].x || a - b;
+
+// firstFree is the first spot, topmost then leftmost, where a w×h tile fits beside
+// taken (a list of layouts): new tiles fill the grid's holes and right half instead of
+// stacking in its left half.
+export function firstFree(taken, w, h) {
+  for (let y = 0; ; y++) {
+    for (let x = 0; x + w <= COLS; x++) {
+      const l = { x, y, w, h };
+      if (!taken.some((o) => overlaps(o, l))) return l;
     }
+  }
+}
+
+// compact raises every tile (top ones first) as far as the tiles above it allow, as
+// react-grid-layout's vertical compaction does. fixed, when given, is the key of a
+// tile being moved: it stays where it is held and the others flow around it.
+export function compact(layouts, fixed) {
+  const out = {};
+  const done = [];
+  if (fixed !== undefined) {
+    out[fixed] = layouts[fixed];
+    done.push(layouts[fixed]);
+  }
+  for (const k of Object.keys(layouts).sort(byPlace(layouts))) {
+    if (k === String(fixed)) continue;
+    const l = { ...layouts[k] };
+    while (l.y > 0 && !done.some((o) => overlaps(o, { ...l, y: l.y - 1 }))) l.y--;
+    for (let hit; (hit = done.find((o) => overlaps(o, l))); ) l.y = hit.y + hit.h;
+    done.push(l);
+    out[k] = l;
   }
   return out;
 }
 
-const overlaps = (a, b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
+// placed gives every tile its sm layout, compacted; a tile without one (an insight
+// added to the dashboard through the API) takes the first free spot, six columns wide,
+// two rows high for a text card and five for an insight.
+export function placed(tiles) {
+  const out = {};
+  for (const t of tiles) {
+    const l = t.layouts && t.layouts.sm;
+    if (l && Number.isFinite(l.x) && Number.isFinite(l.y)) out[t.id] = clampLayout({ x: l.x, y: l.y, w: l.w || 6, h: l.h || 5 });
+  }
+  for (const t of tiles) {
+    if (!out[t.id]) out[t.id] = firstFree(Object.values(out), 6, t.text ? 2 : 5);
+  }
+  return compact(out);
+}
 
-// moveTo puts tile id at layout l and pushes every tile it now covers down below it,
-// and so on for those (react-grid-layout's collision rule, without compaction, so a
-// tile stays where it was put). It answers the new layouts by tile id.
+// moveTo puts tile id at layout l, held there while it moves (compact's fixed), and
+// answers the new layouts by tile id. A tile it now covers goes above it when there
+// is room there (how react-grid-layout swaps two tiles), else below it, pushing down
+// the tiles that one covers in turn.
 export function moveTo(layouts, id, l) {
-  const next = { ...layouts, [id]: clampLayout(l) };
-  const queue = [String(id)];
+  const key = String(id);
+  const next = { ...layouts, [key]: clampLayout(l) };
+  const moved = next[key];
+  const queue = [];
+  for (const k of Object.keys(next).filter((k) => k !== key && overlaps(moved, next[k])).sort(byPlace(next))) {
+    const above = { ...next[k], y: Math.max(0, moved.y - next[k].h) };
+    if (!Object.keys(next).some((o) => o !== k && overlaps(above, next[o]))) {
+      next[k] = above;
+    } else {
+      next[k] = { ...next[k], y: moved.y + moved.h };
+      queue.push(k);
+    }
+  }
   while (queue.length) {
     const k = queue.shift();
     for (const other of Object.keys(next)) {
-      if (other === k || other === String(id) || !overlaps(next[k], next[other])) continue;
+      if (other === k || other === key || !overlaps(next[k], next[other])) continue;
       next[other] = { ...next[other], y: next[k].y + next[k].h };
       queue.push(other);
     }
   }
-  return next;
+  return compact(next, key);
 }
 
 // tileName is what a tile is called: its insight's name, or "Text".
@@ -347,11 +392,15 @@ function DashboardView({ project, base, dashboard, error, loading, reload, param
   // layoutsRef is the layouts now, also between renders (keys come fast).
   const layoutsRef = useRef(layouts);
   layoutsRef.current = layouts;
-  // saveLayouts sends the layouts that differ from the saved ones: the moved tile and
-  // the tiles it pushed.
+  // saveLayouts compacts the grid with the moved tile let go (it rises into any room
+  // above it too) and sends the layouts that differ from the saved ones: the moved
+  // tile, the tiles it pushed, the tiles that rose, and any tile placed here because
+  // hedge had no layout for it.
   const saveLayouts = async (tile) => {
-    const current = layoutsRef.current;
-    const changed = tiles.filter((t) => JSON.stringify(current[t.id]) !== JSON.stringify(saved.current[t.id]));
+    const current = compact(layoutsRef.current);
+    layoutsRef.current = current;
+    setLayouts(current);
+    const changed = tiles.filter((t) => !(t.layouts && t.layouts.sm) || JSON.stringify(current[t.id]) !== JSON.stringify(saved.current[t.id]));
     if (!changed.length) return;
     const ok = await patch(
       { tiles: changed.map((t) => ({ id: t.id, layouts: { ...(t.layouts || {}), sm: current[t.id] } })) },
@@ -387,7 +436,6 @@ function DashboardView({ project, base, dashboard, error, loading, reload, param
     setRemoved(null);
     if (await patch({ tiles: [{ id: tile.id, deleted: false }] }, `${tileName(tile)} is back.`)) reload();
   };
-  const bottom = Math.max(0, ...Object.values(layouts).map((l) => l.y + l.h));
 
   return (
     <Page
@@ -396,6 +444,11 @@ function DashboardView({ project, base, dashboard, error, loading, reload, param
       actions={
         <>
           <DateRange filters={dashboard.filters || {}} params={params} editable={editable} patch={patch} reload={reload} />
+          {editable && (
+            <button type="button" class="secondary" onClick={() => setDialog('insight')}>
+              Add insight
+            </button>
+          )}
           {editing && (
             <button type="button" class="secondary" onClick={() => setDialog('text')}>
               Add text
@@ -428,7 +481,21 @@ function DashboardView({ project, base, dashboard, error, loading, reload, param
         )}
       </div>
       {tiles.length === 0 ? (
-        <p class="empty">No tiles yet. Add insights to this dashboard from an insight, or add a text card while editing.</p>
+        editable ? (
+          <div class="empty dash-empty">
+            <p>This dashboard is empty. Add an insight you saved or a new one, or a text card.</p>
+            <div class="row">
+              <button type="button" onClick={() => setDialog('insight')}>
+                Add insight
+              </button>
+              <button type="button" class="secondary" onClick={() => setDialog('text')}>
+                Add text
+              </button>
+            </div>
+          </div>
+        ) : (
+          <p class="empty">This dashboard has no tiles yet.</p>
+        )
       ) : (
         <Grid tiles={tiles} layouts={layouts} project={project} edit={edit} announce={setStatus} />
       )}
@@ -436,7 +503,7 @@ function DashboardView({ project, base, dashboard, error, loading, reload, param
         <TextDialog
           close={() => setDialog(null)}
           add={async (body) => {
-            const ok = await patch({ tiles: [{ text: { body }, layouts: { sm: { x: 0, y: bottom, w: 6, h: 2 } } }] }, 'Text card added.');
+            const ok = await patch({ tiles: [{ text: { body }, layouts: { sm: firstFree(Object.values(layoutsRef.current), 6, 2) } }] }, 'Text card added.');
             if (ok) reload();
             return ok;
           }}
@@ -444,6 +511,33 @@ function DashboardView({ project, base, dashboard, error, loading, reload, param
         />
       )}
       {dialog === 'share' && <ShareDialog base={base} close={() => setDialog(null)} />}
+      {dialog === 'insight' && (
+        <InsightDialog
+          project={project}
+          dashboard={dashboard}
+          close={() => setDialog(null)}
+          add={async (insight) => {
+            // The insight joins the dashboard through its dashboards field (PostHog's
+            // way), which makes a tile without a layout; the tile is then put in the
+            // grid's first free spot.
+            try {
+              setFailure(null);
+              const updated = await api(`/api/projects/${project}/insights/${insight.id}/`, {
+                method: 'PATCH',
+                body: { dashboards: [...insight.dashboards, dashboard.id] },
+              });
+              const tile = updated.dashboard_tiles.find((t) => t.dashboard_id === dashboard.id);
+              const spot = firstFree(Object.values(layoutsRef.current), 6, 5);
+              await api(base, { method: 'PATCH', body: { tiles: [{ id: tile.id, layouts: { sm: spot } }] } });
+              setStatus(`${insight.name || 'Untitled insight'} added at column ${spot.x + 1}, row ${spot.y + 1}.`);
+              reload();
+              return null;
+            } catch (e) {
+              return e;
+            }
+          }}
+        />
+      )}
     </Page>
   );
 }
@@ -521,6 +615,73 @@ function TextDialog({ close, add, error }) {
           </button>
         </div>
       </form>
+    </Modal>
+  );
+}
+
+// InsightDialog adds a saved insight to the dashboard, found by name, or goes to the
+// builder for a new one, which is saved onto this dashboard. add answers null when the
+// insight was added, else the error. Insights already on the dashboard are marked, and
+// those the user may only view (on a dashboard they cannot edit) cannot be added.
+function InsightDialog({ project, dashboard, close, add }) {
+  const [search, setSearch] = useState('');
+  const [failure, setFailure] = useState(null);
+  const [busy, setBusy] = useState(null);
+  const list = useAsync(
+    (signal) => api(`/api/projects/${project}/insights/?limit=20&search=${encodeURIComponent(search.trim())}`, { signal }),
+    [project, search],
+  );
+  const choose = async (insight) => {
+    setBusy(insight.id);
+    const err = await add(insight);
+    setBusy(null);
+    if (err) setFailure(err);
+    else close();
+  };
+  const rows = (list.data && list.data.results) || [];
+  return (
+    <Modal title="Add an insight" close={close}>
+      <ErrorNote error={failure || list.error} />
+      <Field label="Search insights by name" name="insight_search">
+        <input type="search" value={search} onInput={(e) => setSearch(e.target.value)} autofocus />
+      </Field>
+      {list.loading && !list.data ? (
+        <Loading />
+      ) : rows.length === 0 ? (
+        <p class="empty">{search.trim() ? `No insight's name contains “${search.trim()}”.` : 'No saved insights yet.'}</p>
+      ) : (
+        <ul class="insight-picks" aria-label="Saved insights">
+          {rows.map((i) => {
+            const name = i.name || 'Untitled insight';
+            const here = i.dashboards.includes(dashboard.id);
+            const viewOnly = i.effective_privilege_level < 37;
+            return (
+              <li key={i.id}>
+                <span class="insight-pick-name">{name}</span>
+                {here ? (
+                  <span class="muted">On this dashboard</span>
+                ) : viewOnly ? (
+                  <span class="muted">View only</span>
+                ) : (
+                  <button type="button" class="secondary small" aria-label={`Add ${name}`} disabled={busy !== null} onClick={() => choose(i)}>
+                    {busy === i.id ? 'Adding…' : 'Add'}
+                  </button>
+                )}
+              </li>
+            );
+          })}
+        </ul>
+      )}
+      <div class="row">
+        <Link class="button" href={projectPath(project, `insights/new?dashboard=${dashboard.id}`)}>
+          New insight
+        </Link>
+        <form method="dialog">
+          <button type="submit" class="secondary">
+            Cancel
+          </button>
+        </form>
+      </div>
     </Modal>
   );
 }

@@ -4,11 +4,11 @@
 // PATCH deleted: true) after a confirm dialog, and see how often SDKs read it: a chart
 // of its $feature_flag_called events per day by the value they answered.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, query } from '../api.js';
+import { api, keepDraft, query, takeDraft } from '../api.js';
 import { TimeChart } from '../chart.jsx';
 import { seriesLabel } from '../insight-result.jsx';
 import { navigate, setQuery } from '../router.jsx';
-import { projectPath } from '../session.jsx';
+import { projectPath, useSession } from '../session.jsx';
 import { ErrorNote, Field, Loading, Page, format, useAsync } from '../ui.jsx';
 import { isMultivariate } from './flags.jsx';
 
@@ -226,8 +226,24 @@ function filtersPart(error, multivariate) {
   return 'conditions';
 }
 
+// FlagForm edits a flag. When the session ends while it holds unsaved input, the input
+// is kept (keepDraft) and comes back here after sign-in, with a note saying so; a draft
+// of an older version of the flag is sent with that version, so hedge refuses it if
+// the flag changed meanwhile instead of overwriting the change.
 function FlagForm({ project, flag, onSaved }) {
-  const [draft, setDraft] = useState(() => draftOf(flag));
+  const { me } = useSession();
+  const draftKey = `flag:${me.id}:${project}:${flag.id || 'new'}`;
+  const [restored] = useState(() => takeDraft(draftKey));
+  const [draft, setDraft] = useState(() => (restored ? restored.draft : draftOf(flag)));
+  // The restored draft's version until it is saved, then the flag's own.
+  const [draftVersion, setDraftVersion] = useState(restored ? restored.version : null);
+  const version = draftVersion ?? flag.version;
+  const draftRef = useRef(draft);
+  draftRef.current = draft;
+  useEffect(() => {
+    const pristine = JSON.stringify(draftOf(flag));
+    return keepDraft(draftKey, () => (JSON.stringify(draftRef.current) === pristine ? null : { version, draft: draftRef.current }));
+  }, [draftKey, flag, version]);
   const [state, setState] = useState({ error: null, saved: false, busy: false });
   const [jsonErrors, setJsonErrors] = useState({});
   const isNew = !flag.id;
@@ -253,8 +269,9 @@ function FlagForm({ project, flag, onSaved }) {
         navigate(projectPath(project, `feature_flags/${created.id}`));
         return;
       }
-      const saved = await api(`/api/projects/${project}/feature_flags/${flag.id}/`, { method: 'PATCH', body: { ...body, version: flag.version } });
+      const saved = await api(`/api/projects/${project}/feature_flags/${flag.id}/`, { method: 'PATCH', body: { ...body, version } });
       setState({ error: null, saved: true, busy: false });
+      setDraftVersion(null);
       onSaved(saved);
     } catch (error) {
       setState({ error, saved: false, busy: false });
@@ -263,6 +280,11 @@ function FlagForm({ project, flag, onSaved }) {
 
   return (
     <form class="flag-form" onSubmit={submit} noValidate aria-label={isNew ? 'New feature flag' : `Edit ${flag.key}`}>
+      {restored && !state.saved && (
+        <p class="draft-note" role="status">
+          Your unsaved changes were kept while you signed in again. Check them and save.
+        </p>
+      )}
       <ErrorNote error={state.error} fields={['key', 'name', 'filters']} />
       <section class="card" aria-labelledby="flag-basics">
         <h2 id="flag-basics">Flag</h2>

@@ -5,7 +5,7 @@
 import { useState } from 'preact/hooks';
 import { api, hogql, query } from '../api.js';
 import { InsightResult, displays, seriesLabel, sourceOf, totalDisplays, totalOf } from '../insight-result.jsx';
-import { navigate, setQuery } from '../router.jsx';
+import { Link, navigate, setQuery } from '../router.jsx';
 import { projectPath } from '../session.jsx';
 import { ErrorNote, Field, Loading, Page, downloadCSV, useAsync } from '../ui.jsx';
 import { BreakdownField, DateRangeFields, Filters, FunnelFields, SeriesFields, fieldError } from './insight-fields.jsx';
@@ -118,7 +118,7 @@ function Builder({ project, params, initial }) {
 
   return (
     <Page title={record ? title : 'New insight'} wide>
-      <SaveBar project={project} record={record} setRecord={setRecord} source={body} dirty={dirty} />
+      <SaveBar project={project} record={record} setRecord={setRecord} source={body} dirty={dirty} forDashboard={Number(params.get('dashboard')) || null} />
       <div class="insight-layout">
         <form class="card insight-form" aria-labelledby="query-title" onSubmit={(e) => e.preventDefault()}>
           <h2 id="query-title">Query</h2>
@@ -199,18 +199,26 @@ function downloadResult(title, source, results) {
   downloadCSV(`${title}.csv`, ['date', ...results.map(seriesLabel)], days.map((d, j) => [d, ...results.map((l) => l.data[j])]));
 }
 
-// SaveBar names, saves and updates the insight, and puts it on dashboards.
-function SaveBar({ project, record, setRecord, source, dirty }) {
+// SaveBar names, saves and updates the insight, and puts it on dashboards. A new
+// insight made from a dashboard's "Add insight" (forDashboard) is saved onto that
+// dashboard and the user goes back to it. An insight the user may only view (it is on
+// a dashboard they cannot edit: effective_privilege_level 21) can be explored but not
+// changed, so the bar offers to save a copy instead of a Save that hedge would refuse.
+function SaveBar({ project, record, setRecord, source, dirty, forDashboard }) {
   const [name, setName] = useState((record && record.name) || '');
   const [state, setState] = useState({ error: null, note: '' });
+  const viewOnly = record && record.effective_privilege_level < 37;
   const save = async (e) => {
     e.preventDefault();
     const body = { name: name.trim() || null, query: { kind: 'InsightVizNode', source } };
     try {
-      if (record) {
+      if (record && !viewOnly) {
         setRecord(await api(`/api/projects/${project}/insights/${record.id}/`, { method: 'PATCH', body }));
         setQuery({ q: null });
         setState({ error: null, note: 'Saved.' });
+      } else if (forDashboard && !record) {
+        await api(`/api/projects/${project}/insights/`, { method: 'POST', body: { ...body, dashboards: [forDashboard] } });
+        navigate(projectPath(project, `dashboard/${forDashboard}`));
       } else {
         const made = await api(`/api/projects/${project}/insights/`, { method: 'POST', body });
         navigate(projectPath(project, `insights/${made.short_id}`));
@@ -219,62 +227,85 @@ function SaveBar({ project, record, setRecord, source, dirty }) {
       setState({ error, note: '' });
     }
   };
+  const label = viewOnly ? 'Save as a new insight' : record ? 'Save changes' : forDashboard ? 'Save to dashboard' : 'Save';
   return (
     <div class="card save-bar">
+      {viewOnly && (
+        <p class="view-only-note">
+          <strong>View only.</strong> This insight is on a dashboard that only its editors may change. You can explore it here; saving makes a new insight of your own.
+        </p>
+      )}
       <form class="row" onSubmit={save} aria-label="Save insight">
         <Field label="Name" name="name" error={state.error}>
           <input value={name} placeholder="Untitled insight" onInput={(e) => setName(e.target.value)} />
         </Field>
-        <button type="submit">{record ? 'Save changes' : 'Save'}</button>
+        <button type="submit">{label}</button>
         <p class="muted" role="status">
           {dirty ? 'Unsaved changes.' : state.note}
         </p>
       </form>
       <ErrorNote error={state.error} fields={['name']} />
-      {record && <AddToDashboard project={project} record={record} setRecord={setRecord} />}
+      {record && !viewOnly && <AddToDashboard project={project} record={record} setRecord={setRecord} />}
     </div>
   );
 }
 
-// AddToDashboard sets the insight's dashboards (PATCH dashboards), which gives it a
-// tile on the one added.
+// AddToDashboard puts the insight on a dashboard the user picks, by name, among those
+// it is not on yet and the user may edit; nothing is added until one is picked. It
+// sets the insight's dashboards (PATCH), which gives it a tile on the one added.
 function AddToDashboard({ project, record, setRecord }) {
   const list = useAsync((signal) => api(`/api/projects/${project}/dashboards/?limit=200`, { signal }), [project]);
   const [choice, setChoice] = useState('');
-  const [state, setState] = useState({ error: null, note: '' });
+  const [state, setState] = useState({ error: null, added: null });
   const dashboards = (list.data && list.data.results) || [];
+  const named = (d) => d.name || 'Untitled dashboard';
   const on = dashboards.filter((d) => record.dashboards.includes(d.id));
-  const off = dashboards.filter((d) => !record.dashboards.includes(d.id));
+  const off = dashboards.filter((d) => !record.dashboards.includes(d.id) && d.effective_privilege_level >= 37);
   const add = async (e) => {
     e.preventDefault();
-    const id = Number(choice || (off[0] && off[0].id));
-    if (!id) return;
+    const target = off.find((d) => d.id === Number(choice));
+    if (!target) return;
     try {
-      setRecord(await api(`/api/projects/${project}/insights/${record.id}/`, { method: 'PATCH', body: { dashboards: [...record.dashboards, id] } }));
+      setRecord(await api(`/api/projects/${project}/insights/${record.id}/`, { method: 'PATCH', body: { dashboards: [...record.dashboards, target.id] } }));
       setChoice('');
-      setState({ error: null, note: `Added to ${dashboards.find((d) => d.id === id).name || 'the dashboard'}.` });
+      setState({ error: null, added: target });
     } catch (error) {
-      setState({ error, note: '' });
+      setState({ error, added: null });
     }
   };
+  if (!list.data) return <ErrorNote error={list.error} />;
   return (
     <form class="row add-dashboard" onSubmit={add} aria-label="Add to dashboard">
       {off.length > 0 && (
         <>
-          <Field label="Dashboard" name="dashboard" error={state.error}>
-            <select value={choice} onChange={(e) => setChoice(e.target.value)}>
+          <Field label="Add to dashboard" name="dashboard" error={state.error}>
+            <select value={choice} required onChange={(e) => setChoice(e.target.value)}>
+              <option value="" disabled>
+                Choose a dashboard…
+              </option>
               {off.map((d) => (
-                <option value={d.id}>{d.name || 'Untitled dashboard'}</option>
+                <option value={String(d.id)}>{named(d)}</option>
               ))}
             </select>
           </Field>
-          <button type="submit" class="secondary">
-            Add to dashboard
+          <button type="submit" class="secondary" disabled={!choice}>
+            Add
           </button>
         </>
       )}
       <p class="muted" role="status">
-        {state.note || (on.length ? `On ${on.map((d) => d.name || 'Untitled dashboard').join(', ')}.` : 'On no dashboard yet.')}
+        {state.added && (
+          <>
+            Added to <Link href={projectPath(project, `dashboard/${state.added.id}`)}>{named(state.added)}</Link>.{' '}
+          </>
+        )}
+        {on.length ? `On ${on.map(named).join(', ')}.` : 'On no dashboard yet.'}
+        {off.length === 0 && on.length === 0 && (
+          <>
+            {' '}
+            <Link href={projectPath(project, 'dashboards')}>Make a dashboard</Link> to put it on one.
+          </>
+        )}
       </p>
       <ErrorNote error={state.error} fields={['dashboard']} />
     </form>

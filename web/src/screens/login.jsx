@@ -1,4 +1,5 @@
-// Sign in with e-mail and password; on success, back to where the user was going.
+// Sign in with e-mail and password; on success, back to where the user was going. Sent
+// here because the session ended (?expired=1), it says so.
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { ErrorNote, Field } from '../ui.jsx';
@@ -38,6 +39,11 @@ export function Login({ params }) {
     <main id="main" class="auth-page">
       <form class="auth-card" onSubmit={submit} aria-labelledby="login-title">
         <h1 id="login-title">Sign in to hedge</h1>
+        {params.get('expired') && (
+          <p class="session-note" role="status">
+            Your session has expired. Sign in again to go back to where you were.
+          </p>
+        )}
         <ErrorNote error={error} fields={['email', 'password']} />
         <Field label="E-mail" name="email" error={error}>
           <input type="email" autocomplete="username" required value={email} onInput={(e) => setEmail(e.target.value)} autofocus />
