@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -626,4 +627,58 @@ func TestConsoleInsightAddToDashboard(t *testing.T) {
 	if got := eval[[]string](c, `[...document.querySelectorAll('#field-dashboard option')].map(o => o.innerText)`); strings.Contains(strings.Join(got, "|"), "Zeta") {
 		t.Errorf("Zeta is still offered: %q", got)
 	}
+}
+
+// A dashboard tile draws the interval that includes now dashed, as the insight screen
+// does, with "now" on the project's clocks: the tile's trend counts days in the
+// project's time zone (Kiritimati, UTC+14), which the browser's (Pago Pago, UTC-11)
+// is always one or two days behind. With the browser's clock the tile would draw two
+// or more days dashed.
+func TestConsoleDashboardInProgress(t *testing.T) {
+	c := openConsole(t)
+	c.signIn()
+	const project, browser = "Pacific/Kiritimati", "Pacific/Pago_Pago"
+	c.run(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: browser})
+		return err
+	}))
+	if status := c.adminAPI("PATCH", fmt.Sprintf("/api/projects/%d/", c.boot.ProjectID), map[string]any{"timezone": project}, nil); status != 200 {
+		t.Fatalf("setting the project's time zone answers %d", status)
+	}
+	var dashboard struct{ ID int }
+	c.adminAPI("POST", fmt.Sprintf("/api/projects/%d/dashboards/", c.boot.ProjectID), map[string]any{"name": "This week"}, &dashboard)
+	if status := c.adminAPI("POST", fmt.Sprintf("/api/projects/%d/insights/", c.boot.ProjectID), map[string]any{
+		"name": "Pageviews this week", "dashboards": []int{dashboard.ID},
+		"query": map[string]any{"kind": "InsightVizNode", "source": map[string]any{"kind": "TrendsQuery", "interval": "day",
+			"dateRange": map[string]any{"date_from": "-7d"}, "series": []any{map[string]any{"kind": "EventsNode", "event": "$pageview"}}}},
+	}, nil); status != 201 {
+		t.Fatalf("creating the insight answers %d", status)
+	}
+
+	c.visit(fmt.Sprintf("/project/%d/dashboard/%d", c.boot.ProjectID, dashboard.ID))
+	c.waitTiles(1)
+	if got := eval[string](c, `Intl.DateTimeFormat().resolvedOptions().timeZone`); got != browser {
+		t.Fatalf("the browser runs in %s, want %s", got, browser)
+	}
+	c.waitTileText("Pageviews this week", "still in progress")
+	type line struct {
+		D, Dash string
+		Points  int
+	}
+	got := eval[[]line](c, `[...document.querySelectorAll('.tile svg.plot path.line')].map(p =>
+		({d: p.getAttribute('d'), dash: p.classList.contains('in-progress') ? getComputedStyle(p).strokeDasharray : '', points: (p.getAttribute('d').match(/[ML]/g) || []).length}))`)
+	days := eval[[]string](c, `[...document.querySelectorAll('.tile svg.plot circle.point')].map(p => p.getAttribute('class'))`)
+	if len(days) != 8 || len(got) != 2 || got[0].Dash != "" || got[0].Points != len(days)-1 || got[1].Dash == "" || got[1].Dash == "none" || got[1].Points != 2 {
+		t.Fatalf("the tile's line is drawn as %+v over %d days, want a solid path to yesterday and a dashed one from yesterday to today in %s", got, len(days), project)
+	}
+	for i, class := range days {
+		if inProgress := strings.Contains(class, "in-progress"); inProgress != (i == len(days)-1) {
+			t.Errorf("day %d of %d is drawn %q", i+1, len(days), class)
+		}
+	}
+	// The note saying what the dashes mean fits in the tile with the chart.
+	if got := eval[map[string]float64](c, `(b => ({scroll: b.scrollHeight, client: b.clientHeight}))(document.querySelector('.tile-body'))`); got["scroll"] > got["client"] {
+		t.Errorf("the tile's body scrolls (%v): its chart and note do not fit", got)
+	}
+	c.checkScreen("dashboard-in-progress")
 }

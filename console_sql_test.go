@@ -185,3 +185,40 @@ func TestConsoleSQLErrorLines(t *testing.T) {
 	}
 	c.checkScreen("sql-error-lines")
 }
+
+// A query that names no LIMIT answers PostHog's default 100 rows, and the screen says
+// so as PostHog's SQL editor does (the default limit was reached, write a LIMIT for
+// more); a query with a LIMIT of its own answers its rows, a page at a time, without
+// that note.
+func TestConsoleSQLDefaultLimit(t *testing.T) {
+	c := openConsole(t)
+	c.signIn()
+	c.visit(fmt.Sprintf("/project/%d/sql", c.boot.ProjectID))
+	c.fill("#field-query", "SELECT range AS n FROM range(250) ORDER BY n")
+	c.run(chromedp.Click(chromedp.CSS(`button.run-query`)))
+	c.waitText(".sql-status", "100 rows in")
+	if n := eval[int](c, `document.querySelectorAll('.sql-result tbody tr').length`); n != 100 {
+		t.Errorf("the table holds %d rows, want the default 100", n)
+	}
+	c.waitText(".sql-more", "Default limit of 100 rows reached")
+	if got := c.text(".sql-more"); !strings.Contains(got, "add a LIMIT") || strings.Contains(got, "--query-max-rows") {
+		t.Errorf("the note says %q, want it to ask for a LIMIT of the query's own (and not to blame --query-max-rows)", got)
+	}
+	if eval[bool](c, `!!document.querySelector('.sql-pager')`) {
+		t.Error("100 rows are paged")
+	}
+	c.checkScreen("sql-default-limit")
+
+	c.fill("#field-query", "SELECT range AS n FROM range(250) ORDER BY n LIMIT 150")
+	c.run(chromedp.Click(chromedp.CSS(`button.run-query`)))
+	c.waitText(".sql-status", "150 rows in")
+	c.waitText(".sql-pager", "Rows 1–100 of 150")
+	if eval[bool](c, `!!document.querySelector('.sql-more')`) {
+		t.Errorf("a query with its own LIMIT shows the default limit's note: %q", c.text(".sql-more"))
+	}
+	c.run(chromedp.Click(chromedp.CSS(`.sql-pager button:last-child`)))
+	c.waitText(".sql-pager", "Rows 101–150 of 150")
+	if got := c.text(".sql-result tbody tr:last-child td"); got != "149" {
+		t.Errorf("the last page ends with %q, want 149", got)
+	}
+}

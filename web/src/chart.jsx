@@ -65,9 +65,15 @@ export function inProgressFrom(days, interval, timeZone, now = new Date()) {
   return i < 0 ? days.length : i;
 }
 
+// noteRoom is the height of the note under a chart that has an interval in progress
+// (.chart-note: a line of 0.85rem at line-height 1.45, 0.25rem above it).
+const noteRoom = 24;
+
 // TimeChart draws series [{label, data}] over labels (ISO dates or date-times) as
 // lines, bars or stacked bars; the buckets from current on (inProgressFrom) are
-// drawn dashed, for they are not over. title names it for assistive technology.
+// drawn dashed, for they are not over, and a note under the plot says so. height is
+// the plot's and the note's together, so that a chart fits a dashboard tile with or
+// without the note. title names it for assistive technology.
 export function TimeChart({ title, labels, series, display = 'line', height = 280, current = labels.length }) {
   const box = useRef();
   const [width, setWidth] = useState(600);
@@ -151,7 +157,7 @@ export function TimeChart({ title, labels, series, display = 'line', height = 28
         </div>
       ) : (
         <div ref={box} class="chart-canvas">
-          <Plot {...{ labels, series, display, hidden, width, height, summary, current }} />
+          <Plot {...{ labels, series, display, hidden, width, summary, current }} height={current < labels.length ? height - noteRoom : height} />
         </div>
       )}
       {!asTable && current < labels.length && <p class="muted chart-note">Dashed: the current interval, still in progress.</p>}

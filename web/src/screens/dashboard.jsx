@@ -135,6 +135,14 @@ export function resultOf(insight) {
   return r;
 }
 
+// timezoneOf is the time zone an insight's result was computed in (trends and funnels
+// answer the project's), which its chart counts intervals in: a tile's "today" is the
+// project's, not the browser's.
+function timezoneOf(insight) {
+  const r = insight.result;
+  return (r && !Array.isArray(r) && r.timezone) || undefined;
+}
+
 // describe says where a layout is, for the live region while a tile moves.
 function describe(name, l) {
   return `${name}: column ${l.x + 1}, row ${l.y + 1}, ${l.w} wide, ${l.h} high.`;
@@ -200,7 +208,7 @@ function Tile({ tile, layout, project, edit, announce }) {
         ) : tile.insight.query_error ? (
           <p class="error-note">{tile.insight.query_error}</p>
         ) : (
-          <InsightResult query={tile.insight.query} result={resultOf(tile.insight)} title={name} height={height} />
+          <InsightResult query={tile.insight.query} result={resultOf(tile.insight)} title={name} height={height} timezone={timezoneOf(tile.insight)} />
         )}
       </div>
       {edit && <ResizeCorner tile={tile} layout={layout} edit={edit} />}

@@ -216,9 +216,11 @@ function stop(project, id) {
 }
 
 // ResultTable shows a HogQL answer, each column's name over its type, pageRows rows at
-// a time.
+// a time. hasMore comes only with a query that named no LIMIT: hedge gave it PostHog's
+// default LIMIT (the answer's limit, 100) and more rows matched. A query with a LIMIT
+// of its own answers all its rows or is refused, so it never has more.
 function ResultTable({ result }) {
-  const { columns, types = [], results, hasMore } = result;
+  const { columns, types = [], results, hasMore, limit } = result;
   const [page, setPage] = useState(0);
   const pages = Math.max(1, Math.ceil(results.length / pageRows));
   const first = page * pageRows;
@@ -227,8 +229,8 @@ function ResultTable({ result }) {
     <>
       {hasMore && (
         <p class="hint sql-more">
-          More rows matched than these {format(results.length)}: a query without a LIMIT gets LIMIT 100, as in PostHog, and hedge returns at most
-          its --query-max-rows. Write a LIMIT to see more, or aggregate.
+          Default limit of {format(limit ?? results.length)} rows reached: a query without a LIMIT answers its first rows only, as in PostHog. To
+          see more, add a LIMIT of your own.
         </p>
       )}
       {pages > 1 && (
