@@ -86,12 +86,25 @@ func (l Lane) String() string {
 	return "unknown"
 }
 
+// LogPosition is a message of the event log: its partition and its stream sequence,
+// which grows within a partition. Sequence 0 is no position.
+type LogPosition struct {
+	Partition int
+	Sequence  uint64
+}
+
 // Batch is what one request submits to one lane: its events and the warnings about the
 // events it skipped, committed together.
 type Batch struct {
 	Lane     Lane
 	Events   []Event
 	Warnings []Warning
+	// Position is the log message the batch came from, or none (a request of the edge).
+	// The Writer records it with the batch's commit, in the same transaction: the
+	// commit that stores the batch's last rows, and only if all of its rows are stored
+	// (see Warehouse.LogPositions). A batch with a position and no rows (a message that
+	// could not be applied) is committed too, for its position.
+	Position LogPosition
 	// Duplicates is set by the Writer: how many of Events it skipped because their
 	// project had stored their uuid already (see recentEvents). Valid once Submit has
 	// returned nil.
@@ -99,6 +112,16 @@ type Batch struct {
 }
 
 func (b *Batch) rows() int { return len(b.Events) + len(b.Warnings) }
+
+// queuedRows is what b takes of the Writer's queue budget (MaxQueuedRows): its rows, or
+// one for a batch with a position and no rows, which still takes a place in its lane;
+// 0 for a batch that does not go to the Writer at all.
+func (b *Batch) queuedRows() int {
+	if n := b.rows(); n > 0 || b.Position.Sequence == 0 {
+		return n
+	}
+	return 1
+}
 
 // team is the project of the batch's rows (a batch is one request's, so one project's).
 func (b *Batch) team() int64 {
@@ -117,4 +140,5 @@ func (b *Batch) Reset() {
 	clear(b.Warnings)
 	b.Events, b.Warnings = b.Events[:0], b.Warnings[:0]
 	b.Duplicates = 0
+	b.Position = LogPosition{}
 }

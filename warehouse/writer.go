@@ -113,6 +113,10 @@ type Writer struct {
 	// order; their arrays are kept for the next commit.
 	fingerprints []uint64
 	duplicates   []bool
+	// partitions and sequences are the log positions the commit records
+	// (collectPositions); their arrays are kept for the next commit.
+	partitions []int64
+	sequences  []uint64
 	// lastSquash is when the person overrides were last squashed (person_overrides.go):
 	// zero at start, so that the first commit, or the first idle tick, squashes those
 	// left from before.
@@ -123,6 +127,9 @@ type Writer struct {
 type submission struct {
 	batch *Batch
 	done  chan error // buffered: the writer never blocks on a submitter
+	// rest is, for the first part of a split submission, the part carried to a later
+	// group, which loses its position should this part fail (see answer).
+	rest *submission
 }
 
 var submissionPool = sync.Pool{New: func() any { return &submission{done: make(chan error, 1)} }}
@@ -187,11 +194,12 @@ func newWriter(conn driver.Conn, identity *identity, recent *recentEvents, versi
 // returns once all of them are committed (nil) or one of their commits failed. It never
 // returns while the Writer may still read them, which is what lets their strings alias
 // the caller's buffers. If the rows cannot be queued within QueueTimeout, nothing is
-// queued and it answers ErrOverloaded; a closing Writer answers ErrClosed.
+// queued and it answers ErrOverloaded; a closing Writer answers ErrClosed. A batch with
+// neither rows nor a position is not submitted: nil at once, when all are so.
 func (w *Writer) Submit(batches ...*Batch) error {
 	rows := 0
 	for _, b := range batches {
-		rows += b.rows()
+		rows += b.queuedRows()
 	}
 	if rows == 0 {
 		return nil
@@ -219,8 +227,9 @@ func (w *Writer) Submit(batches ...*Batch) error {
 	return err
 }
 
-// enqueue sends each non-empty batch to its lane, recording the sent submissions in
-// pending[:*n] so that Submit waits for every one of them even when a later send fails.
+// enqueue sends each batch that has rows or a position to its lane, recording the sent
+// submissions in pending[:*n] so that Submit waits for every one of them even when a
+// later send fails.
 func (w *Writer) enqueue(batches []*Batch, pending *[laneCount]*submission, n *int) error {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
@@ -228,7 +237,7 @@ func (w *Writer) enqueue(batches []*Batch, pending *[laneCount]*submission, n *i
 		return ErrClosed
 	}
 	for _, b := range batches {
-		if b.rows() == 0 {
+		if b.queuedRows() == 0 {
 			continue
 		}
 		if b.Lane >= laneCount || *n == len(pending) {
@@ -321,11 +330,12 @@ func (w *Writer) run() {
 // checkpoint rewrites together with its neighbours to pack them (measured: checkpoints
 // of 0.5–0.9 s), so a bulk group holds exactly RowGroupRows events: the submission
 // that crosses that count is split, its first events committed in the bulk group and
-// the rest, with its warnings, carried to the next group (split). So when the writer
-// has fallen behind, by a row group of events waiting, at the start of a row group
-// (one partly filled could not be packed any more), its next group is a bulk one. The
-// backlog then drains at the bulk rate, with no checkpoint in front of the commits,
-// and the row groups filled through the WAL before it wait for the next checkpoint.
+// the rest, with its warnings and its log position, carried to the next group (split).
+// So when the writer has fallen behind, by a row group of events waiting, at the start
+// of a row group (one partly filled could not be packed any more), its next group is a
+// bulk one. The backlog then drains at the bulk rate, with no checkpoint in front of
+// the commits, and the row groups filled through the WAL before it wait for the next
+// checkpoint.
 
 // bulk reports whether the group that begins with a submission of events is a bulk
 // one.
@@ -361,16 +371,19 @@ func (w *Writer) gatherBulk(first *submission) {
 
 // split divides s after its first k events, 0 < k < len(s.batch.Events): it returns
 // the submission of those events, and carries the submission of the rest, with s's
-// warnings, to the next group. s's submitter is answered once both are committed: with
-// the first error, if either failed. A failed second part leaves the first stored, and
-// an SDK's retry of the request skips those events as duplicates of their uuids.
+// warnings and its log position, to the next group: the position is recorded with the
+// batch's last rows, and not at all if the first part failed (answer). s's submitter
+// is answered once both are committed: with the first error, if either failed. A
+// failed second part leaves the first stored, and an SDK's retry of the request (or
+// the log consumer's of the message) skips those events as duplicates of their uuids.
 func (w *Writer) split(s *submission, k int) *submission {
 	whole := s.batch
 	first, rest := *whole, *whole
-	first.Events, first.Warnings = whole.Events[:k], nil
+	first.Events, first.Warnings, first.Position = whole.Events[:k], nil, LogPosition{}
 	rest.Events = whole.Events[k:]
 	head, tail := submissionPool.Get().(*submission), submissionPool.Get().(*submission)
 	head.batch, tail.batch = &first, &rest
+	head.rest = tail
 	w.carried[whole.Lane] = tail
 	go func() {
 		err := <-head.done
@@ -561,13 +574,25 @@ func (w *Writer) commitGroup() {
 	err := w.commit(all)
 	if err != nil && len(all) > 1 {
 		for i := range all {
-			all[i].done <- w.commit(all[i : i+1])
+			answer(all[i], w.commit(all[i:i+1]))
 		}
 		return
 	}
 	for _, s := range all {
-		s.done <- err
+		answer(s, err)
 	}
+}
+
+// answer wakes s's submitter with the result of its commit. When s is the first part
+// of a split submission and failed, the rest, carried to a later group (and committed
+// only after this one is answered), drops the batch's position: recorded, it would tell
+// the log consumer that the message is applied, events missing.
+func answer(s *submission, err error) {
+	if err != nil && s.rest != nil {
+		s.rest.batch.Position = LogPosition{}
+	}
+	s.rest = nil // before done: split's goroutine then returns s to the pool
+	s.done <- err
 }
 
 func (w *Writer) commit(group []*submission) (err error) {
@@ -689,6 +714,11 @@ func (w *Writer) commit(group []*submission) (err error) {
 			return fmt.Errorf("cannot flush appended rows: %w", err)
 		}
 	}
+	if w.collectPositions(group); len(w.partitions) > 0 {
+		if err := w.exec(recordPositions, w.partitions, w.sequences); err != nil {
+			return fmt.Errorf("cannot record the log positions: %w", err)
+		}
+	}
 	if err := w.exec("COMMIT"); err != nil {
 		return err
 	}
@@ -696,7 +726,9 @@ func (w *Writer) commit(group []*submission) (err error) {
 	w.recent.committed(insertedAt)
 	dedupHeld.Set(float64(w.recent.n))
 	for _, s := range group {
-		w.versions.bump(s.batch.team())
+		if s.batch.rows() > 0 { // not a batch of a position alone
+			w.versions.bump(s.batch.team())
+		}
 	}
 	commitsTotal.Inc()
 	warningsTotal.Add(warnings)
@@ -720,8 +752,59 @@ func (w *Writer) commit(group []*submission) (err error) {
 	if w.room() <= 0 {
 		w.checkpointDue = true
 	}
-	w.rowsSinceCheckpoint += warnings
+	w.rowsSinceCheckpoint += warnings + len(w.partitions)
 	return nil
+}
+
+// recordPositions moves each partition of the lists to its sequence, unless it is
+// further already: a later commit of an earlier message never moves it back.
+const recordPositions = `INSERT INTO meta.log_positions SELECT unnest(?::BIGINT[]), unnest(?::UBIGINT[])
+	ON CONFLICT (partition_id) DO UPDATE SET sequence = greatest(sequence, excluded.sequence)`
+
+// LogPositions are the recorded positions of the event log: for each partition, the
+// greatest sequence among the batches committed with one. It tells that every message
+// up to it is applied only if the consumer submits a partition's messages one after
+// the other, and submits again a message whose Submit failed before the next.
+func (w *Warehouse) LogPositions(ctx context.Context) (map[int]uint64, error) {
+	rows, err := w.db.QueryContext(ctx, `SELECT partition_id, sequence FROM meta.log_positions`)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the log positions: %w", err)
+	}
+	defer rows.Close()
+	positions := map[int]uint64{}
+	for rows.Next() {
+		var partition int
+		var sequence uint64
+		if err := rows.Scan(&partition, &sequence); err != nil {
+			return nil, fmt.Errorf("cannot read the log positions: %w", err)
+		}
+		positions[partition] = sequence
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("cannot read the log positions: %w", err)
+	}
+	return positions, nil
+}
+
+// collectPositions puts in w.partitions and w.sequences the greatest sequence of each
+// partition among the positions of the group's batches: a split batch's only in the
+// part of its last rows (split). A batch whose events were all skipped as duplicates,
+// or that has no rows, records its position too. The partitions are few (a linear
+// search), and this is per batch, not per event.
+func (w *Writer) collectPositions(group []*submission) {
+	w.partitions, w.sequences = w.partitions[:0], w.sequences[:0]
+	for _, s := range group {
+		p := s.batch.Position
+		if p.Sequence == 0 {
+			continue
+		}
+		if i := slices.Index(w.partitions, int64(p.Partition)); i < 0 {
+			w.partitions = append(w.partitions, int64(p.Partition))
+			w.sequences = append(w.sequences, p.Sequence)
+		} else if p.Sequence > w.sequences[i] {
+			w.sequences[i] = p.Sequence
+		}
+	}
 }
 
 // groupEvents are the events of a group's submissions, in the order they are committed.

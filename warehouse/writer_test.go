@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -570,5 +571,181 @@ func TestWriterBulkCommit(t *testing.T) {
 		if want := RowGroupRows + 2499; n != want {
 			t.Errorf("%d events after %s, want %d", n, name, want)
 		}
+	}
+}
+
+// logPositions reads w's recorded log positions.
+func logPositions(t *testing.T, w *Warehouse) map[int]uint64 {
+	t.Helper()
+	positions, err := w.LogPositions(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return positions
+}
+
+// A log position is recorded with its batch's commit and read back after a restart.
+func TestLogPositionsAfterReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hedge.duckdb")
+	w := openTestWarehouse(t, path, Config{})
+	if got := logPositions(t, w); len(got) != 0 {
+		t.Fatalf("a new database has positions %v", got)
+	}
+	for _, p := range []LogPosition{{Partition: 0, Sequence: 3}, {Partition: 1, Sequence: 7}} {
+		if err := w.Writer().Submit(&Batch{Events: []Event{testEvent(1, "e")}, Position: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w = openTestWarehouse(t, path, Config{})
+	defer w.Close()
+	if got, want := logPositions(t, w), map[int]uint64{0: 3, 1: 7}; !maps.Equal(got, want) {
+		t.Fatalf("positions after reopening %v, want %v", got, want)
+	}
+}
+
+// Each partition's position is the greatest sequence committed, within a group
+// commit (not its last batch's) and across commits (a later commit of a lower one
+// does not move it back).
+func TestLogPositionsGreatestWins(t *testing.T) {
+	w := openTestWarehouse(t, filepath.Join(t.TempDir(), "hedge.duckdb"), Config{FlushInterval: 200 * time.Millisecond})
+	defer w.Close()
+	commits := 0
+	f := func(sent []LogPosition, want map[int]uint64) {
+		t.Helper()
+		var wg sync.WaitGroup
+		for _, p := range sent {
+			b := &Batch{Events: []Event{testEvent(1, "e")}, Position: p}
+			wg.Go(func() {
+				if err := w.Writer().Submit(b); err != nil {
+					t.Error(err)
+				}
+			})
+			time.Sleep(20 * time.Millisecond) // arrive in this order, within one linger
+		}
+		wg.Wait()
+		commits++
+		var n int
+		if err := w.DB().QueryRow(`SELECT count(DISTINCT inserted_at) FROM events`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != commits {
+			t.Fatalf("%d commits, want %v in one", n-commits+1, sent)
+		}
+		if got := logPositions(t, w); !maps.Equal(got, want) {
+			t.Fatalf("after %v: positions %v, want %v", sent, got, want)
+		}
+	}
+	f([]LogPosition{{1, 5}, {1, 9}, {1, 7}, {2, 3}}, map[int]uint64{1: 9, 2: 3})
+	f([]LogPosition{{1, 4}}, map[int]uint64{1: 9, 2: 3})
+	f([]LogPosition{{2, 10}, {3, 1}, {1, 8}}, map[int]uint64{1: 9, 2: 10, 3: 1})
+	f([]LogPosition{{4, 0}}, map[int]uint64{1: 9, 2: 10, 3: 1}) // no position
+	f([]LogPosition{{3, 1 << 63}}, map[int]uint64{1: 9, 2: 10, 3: 1 << 63})
+}
+
+// A failed commit records no position: the submissions of a failed group, committed
+// again one by one, record each its own, and the one DuckDB refuses none.
+func TestLogPositionsFailedCommit(t *testing.T) {
+	w := openTestWarehouse(t, filepath.Join(t.TempDir(), "hedge.duckdb"), Config{FlushInterval: 100 * time.Millisecond})
+	defer w.Close()
+	var wg sync.WaitGroup
+	for i := range 8 {
+		b := &Batch{Events: []Event{testEvent(1, "good")}, Position: LogPosition{Partition: 1, Sequence: uint64(i + 1)}}
+		wg.Go(func() {
+			if err := w.Writer().Submit(b); err != nil {
+				t.Errorf("good submission %d: %v", i, err)
+			}
+		})
+	}
+	poison := testEvent(1, "poison")
+	poison.Properties = "{\"bad\":\"\xff\"}"
+	for _, p := range []LogPosition{{Partition: 1, Sequence: 100}, {Partition: 2, Sequence: 1}} {
+		b := &Batch{Events: []Event{poison}, Position: p}
+		wg.Go(func() {
+			if err := w.Writer().Submit(b); err == nil {
+				t.Error("the invalid submission was accepted")
+			}
+		})
+	}
+	wg.Wait()
+	if got, want := logPositions(t, w), map[int]uint64{1: 8}; !maps.Equal(got, want) {
+		t.Fatalf("positions %v, want %v", got, want)
+	}
+}
+
+// A batch split by a bulk commit records its position with its last events, and only
+// if all of them are stored: not when either part fails.
+func TestLogPositionsBulkSplit(t *testing.T) {
+	poisoned := func(e *Event) { e.Properties = "{\"bad\":\"\xff\"}" }
+	f := func(poison int, wantStored int, want map[int]uint64) {
+		t.Helper()
+		w := openTestWarehouse(t, filepath.Join(t.TempDir(), "hedge.duckdb"), Config{})
+		defer w.Close()
+		big := &Batch{Events: make([]Event, RowGroupRows+500), Position: LogPosition{Partition: 2, Sequence: 41}}
+		for i := range big.Events {
+			big.Events[i] = testEvent(1, "e")
+		}
+		if poison >= 0 {
+			poisoned(&big.Events[poison])
+		}
+		bulks := bulkCommitsTotal.Get()
+		if err := w.Writer().Submit(big); (err != nil) != (poison >= 0) {
+			t.Fatalf("submit with the event %d refused: %v", poison, err)
+		}
+		if stored := len(storedUUIDs(t, w)); stored != wantStored {
+			t.Fatalf("%d events stored, want %d", stored, wantStored)
+		}
+		if wantStored >= RowGroupRows && bulkCommitsTotal.Get() == bulks {
+			t.Fatal("no bulk commit")
+		}
+		if got := logPositions(t, w); !maps.Equal(got, want) {
+			t.Fatalf("positions %v, want %v", got, want)
+		}
+	}
+	f(-1, RowGroupRows+500, map[int]uint64{2: 41})
+	f(RowGroupRows+10, RowGroupRows, map[int]uint64{}) // the second part failed
+	f(10, 500, map[int]uint64{})                       // the first part failed
+}
+
+// A batch whose events are all duplicates, or that has neither events nor warnings,
+// records its position; a batch with neither rows nor a position is not submitted.
+func TestLogPositionsWithoutRows(t *testing.T) {
+	w := openTestWarehouse(t, filepath.Join(t.TempDir(), "hedge.duckdb"), Config{})
+	events := []Event{testEvent(1, "e"), testEvent(1, "e")}
+	if err := w.Writer().Submit(&Batch{Events: events}); err != nil {
+		t.Fatal(err)
+	}
+	again := &Batch{Events: events, Position: LogPosition{Partition: 1, Sequence: 6}}
+	if err := w.Writer().Submit(again); err != nil {
+		t.Fatal(err)
+	}
+	if again.Duplicates != len(events) {
+		t.Fatalf("%d duplicates, want %d", again.Duplicates, len(events))
+	}
+	if err := w.Writer().Submit(&Batch{Position: LogPosition{Partition: 2, Sequence: 9}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := logPositions(t, w), map[int]uint64{1: 6, 2: 9}; !maps.Equal(got, want) {
+		t.Fatalf("positions %v, want %v", got, want)
+	}
+	var rows int
+	if err := w.DB().QueryRow(`SELECT (SELECT count(*) FROM events) + (SELECT count(*) FROM ingestion_warnings)`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != len(events) {
+		t.Fatalf("%d rows stored, want the %d first events", rows, len(events))
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Empty batches without a position are answered nil at once, even by a closed
+	// Writer, as before positions; one with a position goes to the Writer.
+	if err := w.Writer().Submit(&Batch{}, &Batch{Lane: laneCount}); err != nil {
+		t.Fatalf("empty batches after close: %v, want nil", err)
+	}
+	if err := w.Writer().Submit(&Batch{Position: LogPosition{Partition: 2, Sequence: 10}}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("a positioned empty batch after close: %v, want ErrClosed", err)
 	}
 }
