@@ -272,6 +272,9 @@ func TestBinaryCrashAndShutdown(t *testing.T) {
 	if strings.Contains(restarted.log(), "bootstrapped") {
 		t.Fatal("the restart bootstrapped again")
 	}
+	if os.Getenv("HEDGE_LOG") == "jetstream" && !strings.Contains(restarted.log(), `msg="event log open"`) {
+		t.Fatalf("HEDGE_LOG=jetstream, and hedge did not open the event log:\n%s", restarted.log())
+	}
 	// The killed process left its commits in the WAL, which the restart replays and says so.
 	if !regexp.MustCompile(`msg="replaying the write-ahead log before serving" wal=\S+ wal_bytes=[1-9]`).MatchString(restarted.log()) {
 		t.Fatalf("the restart did not say it replays the WAL:\n%s", restarted.log())

@@ -22,6 +22,7 @@ import (
 	"github.com/hedge-analytics/hedge/admin"
 	"github.com/hedge-analytics/hedge/batchexport"
 	"github.com/hedge-analytics/hedge/edge"
+	"github.com/hedge-analytics/hedge/eventlog"
 	"github.com/hedge-analytics/hedge/flags"
 	"github.com/hedge-analytics/hedge/warehouse"
 )
@@ -49,10 +50,21 @@ type serveConfig struct {
 	shutdownTimeout time.Duration
 	warehouse       warehouse.Config
 	edge            edge.Config
+	// logMode is how events reach the warehouse: logDirect or logJetStream.
+	logMode string
+	log     eventlog.Config
 }
 
+// The --log modes. Direct: the edge hands events to the Writer and answers 200 once
+// they are committed to DuckDB. JetStream: the edge answers 200 once the embedded log
+// holds them, fsynced, and the warehouse applies the log behind it (eventlog).
+const (
+	logDirect    = "direct"
+	logJetStream = "jetstream"
+)
+
 func serveCommand(args []string, stderr io.Writer) int {
-	var cfg serveConfig
+	cfg := serveConfig{logMode: logDirect}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.dataDir, "data", "./hedge-data", "data directory: the DuckDB file and bootstrap.json")
@@ -90,6 +102,16 @@ func serveCommand(args []string, stderr io.Writer) int {
 	fs.IntVar(&cfg.edge.MaxConnsPerIP, "max-conns-per-ip", edge.DefaultMaxConnsPerIP, "connections one client address may hold open on the capture listener; behind a proxy, which every client shares the address of, raise it")
 	fs.Float64Var(&cfg.edge.OverflowRate, "overflow-rate", edge.DefaultOverflowRate, "events a second one distinct_id of a project may send before its events go to the overflow lane; 0: no overflow lane")
 	fs.Float64Var(&cfg.edge.OverflowBurst, "overflow-burst", edge.DefaultOverflowBurst, "events one distinct_id may send at once before the overflow rate applies")
+	fs.Func("log", "how events reach the warehouse: direct (a 200 means committed to DuckDB) or jetstream (a 200 means fsynced in the embedded NATS JetStream log under <data>/log, which the warehouse applies behind it, exactly once)", func(mode string) error {
+		if mode != logDirect && mode != logJetStream {
+			return fmt.Errorf("want %s or %s", logDirect, logJetStream)
+		}
+		cfg.logMode = mode
+		return nil
+	})
+	fs.IntVar(&cfg.log.Partitions, "log-partitions", eventlog.DefaultPartitions, "partitions of a new log (--log jetstream), by hash of project and distinct_id; fixed once the log exists")
+	fs.Int64Var(&cfg.log.MaxBytes, "log-max-bytes", eventlog.DefaultMaxBytes, "bytes the log may hold (--log jetstream), all partitions together; when the warehouse falls that far behind, capture answers 503")
+	fs.DurationVar(&cfg.log.MaxAge, "log-max-age", eventlog.DefaultMaxAge, "how long an event may wait in the log for the warehouse (--log jetstream)")
 	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -138,13 +160,17 @@ func serveCommand(args []string, stderr io.Writer) int {
 
 // server is the running process: the warehouse and the two listeners over it.
 type server struct {
-	cfg        serveConfig
-	log        *slog.Logger
-	warehouse  *warehouse.Warehouse
-	api        *admin.API
-	exports    *batchexport.Runner
-	flags      *flags.Store // the flag definitions, which the management API edits
-	capture    *edge.Server
+	cfg       serveConfig
+	log       *slog.Logger
+	warehouse *warehouse.Warehouse
+	api       *admin.API
+	exports   *batchexport.Runner
+	flags     *flags.Store // the flag definitions, which the management API edits
+	capture   *edge.Server
+	// eventLog and consumer run with --log jetstream: the log the edge publishes to,
+	// and what applies it to the warehouse.
+	eventLog   *eventlog.Node
+	consumer   *eventlog.Consumer
 	adminURL   string
 	captureURL string
 	// bootstrap is what this start created on an empty database, or nil.
@@ -185,6 +211,7 @@ func start(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *server, e
 					ln.Close()
 				}
 			}
+			s.stopLog(nil)
 			s.warehouse.Close()
 		}
 	}()
@@ -242,7 +269,12 @@ func start(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *server, e
 		return nil, err
 	}
 	edgeConfig := cfg.edge
-	edgeConfig.Writer, edgeConfig.Teams, edgeConfig.Logger = s.warehouse.Writer(), s.api.ProjectTokens().Team, log
+	edgeConfig.Handoff, edgeConfig.Teams, edgeConfig.Logger = s.warehouse.Writer(), s.api.ProjectTokens().Team, log
+	if cfg.logMode == logJetStream {
+		if edgeConfig.Handoff, err = s.startLog(ctx); err != nil {
+			return nil, err
+		}
+	}
 	edgeConfig.Flags, edgeConfig.People, edgeConfig.SDKAPI = s.flags, s.warehouse, s.api.Handler()
 	edgeConfig.Locations = s.api.ProjectTokens().Location
 	s.capture = edge.New(edgeConfig)
@@ -251,6 +283,43 @@ func start(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *server, e
 	s.serve("capture", func() error { return s.capture.Serve(newRetryingListener(captureLn, "capture", log)) })
 	log.Info("serving", "admin_url", s.adminURL, "capture_url", s.captureURL)
 	return s, nil
+}
+
+// startLog opens the log under <data>/log and starts applying it to the warehouse
+// from the positions the warehouse recorded; it returns the edge's hand-off into it.
+func (s *server) startLog(ctx context.Context) (edge.Handoff, error) {
+	positions, err := s.warehouse.LogPositions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cfg := s.cfg.log
+	cfg.Dir, cfg.Logger = filepath.Join(s.cfg.dataDir, "log"), s.log
+	if s.eventLog, err = eventlog.Open(ctx, cfg); err != nil {
+		return nil, err
+	}
+	s.consumer = eventlog.StartConsumer(s.eventLog, s.warehouse.Writer(), positions, s.log)
+	s.log.Info("event log open", "dir", cfg.Dir, "partitions", s.eventLog.Partitions())
+	return eventlog.NewPublisher(s.eventLog), nil
+}
+
+// stopLog lets the warehouse apply what the log holds until ctx ends (nil: not at
+// all), stops applying it, then closes it; what the warehouse has not applied stays
+// in it for the next start.
+func (s *server) stopLog(ctx context.Context) {
+	if s.consumer != nil {
+		if ctx != nil {
+			begin := time.Now()
+			if err := s.consumer.Drain(ctx); err != nil {
+				s.log.Warn("the event log was not drained; the rest is applied at the next start", "err", err)
+			} else {
+				s.log.Info("event log drained", "took", time.Since(begin).Round(time.Millisecond))
+			}
+		}
+		s.consumer.Stop()
+	}
+	if s.eventLog != nil {
+		s.eventLog.Close()
+	}
 }
 
 func (s *server) serve(name string, serve func() error) {
@@ -267,8 +336,9 @@ func (s *server) serve(name string, serve func() error) {
 // queries (their requests answer 503 at once, rather than hold the shutdown until
 // their time limit), stop accepting and let in-flight requests finish (each waits for
 // its commit), stop the batch exports (a run in progress runs again at the next
-// start), then close the warehouse, which commits anything still queued and
-// checkpoints.
+// start), stop applying the log and close it (with --log jetstream: what is not
+// applied waits in it), then close the warehouse, which commits anything still queued
+// and checkpoints.
 func (s *server) stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.shutdownTimeout)
 	defer cancel()
@@ -285,6 +355,7 @@ func (s *server) stop() error {
 	s.serving.Wait()
 	s.log.Info("listeners stopped", "took", time.Since(begin).Round(time.Millisecond))
 	s.exports.Close()
+	s.stopLog(ctx)
 	return errors.Join(err, s.warehouse.Close())
 }
 

@@ -36,7 +36,7 @@ func startInProcess(b *testing.B) (string, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := edge.New(edge.Config{Writer: wh.Writer(), Teams: api.ProjectTokens().Team, Logger: log})
+	srv := edge.New(edge.Config{Handoff: wh.Writer(), Teams: api.ProjectTokens().Team, Logger: log})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)

@@ -79,7 +79,7 @@ func newCaptureEnvWith(t *testing.T, cfg edge.Config, whCfg warehouse.Config) *c
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Writer, cfg.Teams, cfg.Logger = wh.Writer(), api.ProjectTokens().Team, log
+	cfg.Handoff, cfg.Teams, cfg.Logger = wh.Writer(), api.ProjectTokens().Team, log
 	cfg.Flags, cfg.People, cfg.SDKAPI, cfg.Locations = store, wh, api.Handler(), api.ProjectTokens().Location
 	srv := edge.New(cfg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -43,7 +43,11 @@ const (
 
 // Config is what the edge needs.
 type Config struct {
-	Writer *warehouse.Writer
+	// Handoff takes each request's events: the warehouse's Writer, which commits them
+	// before Submit returns, or the log's Publisher, which returns once the log holds
+	// them (eventlog). The edge answers 200 only after Submit returned nil, and 503
+	// with Retry-After when it answers warehouse.ErrOverloaded or ErrClosed.
+	Handoff Handoff
 	// Teams resolves a project API token to the project's id.
 	Teams func(token string) (team int64, ok bool)
 	// MaxInflightBytes bounds the bytes that requests hold at once, bodies and
@@ -85,10 +89,16 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// Handoff is where the edge puts a request's batches (at most one per lane): Submit
+// returns nil once they are durable, and is done with their memory when it returns.
+type Handoff interface {
+	Submit(batches ...*warehouse.Batch) error
+}
+
 // Server is the capture listener.
 type Server struct {
 	srv      *fasthttp.Server
-	writer   *warehouse.Writer
+	handoff  Handoff
 	teams    func(string) (int64, bool)
 	budget   *budget
 	bodyIdle time.Duration
@@ -116,7 +126,7 @@ func New(cfg Config) *Server {
 		cfg.BodyIdleTimeout = DefaultBodyIdleTimeout
 	}
 	s := &Server{
-		writer:   cfg.Writer,
+		handoff:  cfg.Handoff,
 		teams:    cfg.Teams,
 		budget:   newBudget(cfg.MaxInflightBytes, time.Second),
 		bodyIdle: cfg.BodyIdleTimeout,
@@ -342,8 +352,8 @@ func (s *Server) capture(ctx *fasthttp.RequestCtx, rt route, q *request) *captur
 	if cerr := s.sort(q, team, rt, sentAt, time.Now().UTC()); cerr != nil {
 		return cerr
 	}
-	// The events alias q's buffers: Submit returns only once the Writer is done with them.
-	if err := s.writer.Submit(&q.batches[0], &q.batches[1], &q.batches[2]); err != nil {
+	// The events alias q's buffers: Submit returns only once it is done with them.
+	if err := s.handoff.Submit(&q.batches[0], &q.batches[1], &q.batches[2]); err != nil {
 		if !errors.Is(err, warehouse.ErrOverloaded) && !errors.Is(err, warehouse.ErrClosed) {
 			s.log.Error("cannot commit events", "team", team, "err", err)
 		}

@@ -1,0 +1,204 @@
+package eventlog
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+	"unsafe"
+
+	"github.com/hedge-analytics/hedge/warehouse"
+)
+
+// A message is a version byte, the lane, the events (a count, then each event's
+// fields) and the warnings (likewise). Integers are varints, strings a uvarint length
+// and their bytes, a time its Unix nanoseconds (the instant, not the location), a
+// uuid its 16 bytes.
+const messageVersion = 1
+
+// eventStrings and warningStrings are how many strings each holds.
+const (
+	eventStrings   = 12
+	warningStrings = 4
+	// minEventBytes and minWarningBytes are the fewest bytes one takes encoded: a
+	// count in a message is checked against them before anything is sized by it.
+	minEventBytes   = 16 + 1 + 1 + 1 + eventStrings
+	minWarningBytes = 1 + 1 + warningStrings + 1
+)
+
+// AppendMessage appends the message of lane's events and warnings to dst.
+func AppendMessage(dst []byte, lane warehouse.Lane, events []warehouse.Event, warnings []warehouse.Warning) []byte {
+	dst = append(dst, messageVersion, byte(lane))
+	dst = binary.AppendUvarint(dst, uint64(len(events)))
+	for i := range events {
+		e := &events[i]
+		dst = append(dst, e.UUID[:]...)
+		dst = binary.AppendVarint(dst, e.TeamID)
+		dst = binary.AppendVarint(dst, e.Timestamp.UnixNano())
+		personless := byte(0)
+		if e.Personless {
+			personless = 1
+		}
+		dst = append(dst, personless)
+		for _, s := range [eventStrings]string{e.Name, e.DistinctID, e.Properties, e.Set, e.SetOnce, e.Unset,
+			e.AnonDistinctID, e.Alias, e.Groups, e.GroupType, e.GroupKey, e.GroupSet} {
+			dst = appendString(dst, s)
+		}
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(warnings)))
+	for i := range warnings {
+		w := &warnings[i]
+		dst = binary.AppendVarint(dst, w.TeamID)
+		dst = binary.AppendVarint(dst, w.Time.UnixNano())
+		for _, s := range [warningStrings]string{w.Type, w.Event, w.DistinctID, w.Details} {
+			dst = appendString(dst, s)
+		}
+	}
+	return dst
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+var errTruncated = errors.New("truncated")
+
+// DecodeMessage decodes msg into b, reusing b's slices; b's Position is the caller's.
+// The strings of b alias msg: msg must stay unchanged while b is in use. A message
+// that is not one AppendMessage wrote is an error, never a panic.
+func DecodeMessage(msg []byte, b *warehouse.Batch) error {
+	position := b.Position
+	b.Reset()
+	b.Position = position
+	d := decoder{msg: msg}
+	if version := d.byte(); version != messageVersion {
+		if d.err != nil {
+			return fmt.Errorf("cannot decode a log message: %w", d.err)
+		}
+		return fmt.Errorf("cannot decode a log message: version %d, want %d", version, messageVersion)
+	}
+	lane := warehouse.Lane(d.byte())
+	if d.err == nil && lane >= warehouse.Lane(laneCount) {
+		return fmt.Errorf("cannot decode a log message: lane %d", lane)
+	}
+	b.Lane = lane
+	events := d.count(minEventBytes)
+	for i := 0; i < events && d.err == nil; i++ {
+		var e warehouse.Event
+		copy(e.UUID[:], d.bytes(16))
+		e.TeamID = d.varint()
+		e.Timestamp = time.Unix(0, d.varint()).UTC()
+		switch d.byte() {
+		case 0:
+		case 1:
+			e.Personless = true
+		default:
+			d.fail(errors.New("personless is neither 0 nor 1"))
+		}
+		e.Name, e.DistinctID, e.Properties = d.string(), d.string(), d.string()
+		e.Set, e.SetOnce, e.Unset = d.string(), d.string(), d.string()
+		e.AnonDistinctID, e.Alias, e.Groups = d.string(), d.string(), d.string()
+		e.GroupType, e.GroupKey, e.GroupSet = d.string(), d.string(), d.string()
+		if d.err != nil {
+			return fmt.Errorf("cannot decode a log message: event %d: %w", i, d.err)
+		}
+		b.Events = append(b.Events, e)
+	}
+	warnings := d.count(minWarningBytes)
+	for i := 0; i < warnings && d.err == nil; i++ {
+		var w warehouse.Warning
+		w.TeamID = d.varint()
+		w.Time = time.Unix(0, d.varint()).UTC()
+		w.Type, w.Event, w.DistinctID, w.Details = d.string(), d.string(), d.string(), d.string()
+		if d.err != nil {
+			return fmt.Errorf("cannot decode a log message: warning %d: %w", i, d.err)
+		}
+		b.Warnings = append(b.Warnings, w)
+	}
+	if d.err != nil {
+		return fmt.Errorf("cannot decode a log message: %w", d.err)
+	}
+	if len(d.msg) != 0 {
+		return fmt.Errorf("cannot decode a log message: %d bytes after its end", len(d.msg))
+	}
+	return nil
+}
+
+// decoder reads a message from its front; the first failure sticks, and every read
+// after it returns zero values.
+type decoder struct {
+	msg []byte
+	err error
+}
+
+func (d *decoder) fail(err error) {
+	if d.err == nil {
+		d.err = err
+	}
+	d.msg = nil
+}
+
+func (d *decoder) byte() byte {
+	if len(d.msg) < 1 {
+		d.fail(errTruncated)
+		return 0
+	}
+	c := d.msg[0]
+	d.msg = d.msg[1:]
+	return c
+}
+
+func (d *decoder) bytes(n int) []byte {
+	if len(d.msg) < n {
+		d.fail(errTruncated)
+		return nil
+	}
+	p := d.msg[:n]
+	d.msg = d.msg[n:]
+	return p
+}
+
+func (d *decoder) varint() int64 {
+	v, n := binary.Varint(d.msg)
+	if n <= 0 {
+		d.fail(errTruncated)
+		return 0
+	}
+	d.msg = d.msg[n:]
+	return v
+}
+
+func (d *decoder) uvarint() uint64 {
+	v, n := binary.Uvarint(d.msg)
+	if n <= 0 {
+		d.fail(errTruncated)
+		return 0
+	}
+	d.msg = d.msg[n:]
+	return v
+}
+
+// count reads a count of items of at least minBytes each, refusing one that the bytes
+// left cannot hold, so that nothing is sized by a forged count.
+func (d *decoder) count(minBytes int) int {
+	n := d.uvarint()
+	if d.err == nil && n > uint64(len(d.msg)/minBytes) {
+		d.fail(fmt.Errorf("a count of %d in %d bytes", n, len(d.msg)))
+		return 0
+	}
+	return int(n)
+}
+
+// string reads a string that aliases the message.
+func (d *decoder) string() string {
+	n := d.uvarint()
+	if d.err == nil && n > uint64(len(d.msg)) {
+		d.fail(errTruncated)
+	}
+	if d.err != nil || n == 0 {
+		return ""
+	}
+	p := d.bytes(int(n))
+	return unsafe.String(&p[0], len(p))
+}

@@ -1,0 +1,146 @@
+package eventlog
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/hedge-analytics/hedge/warehouse"
+)
+
+// fullEvent sets every field of an event.
+func fullEvent(i int) warehouse.Event {
+	return warehouse.Event{
+		UUID: uuid.Must(uuid.NewV7()), TeamID: int64(i + 1), Name: "$identify", DistinctID: fmt.Sprintf("user-%d", i),
+		Timestamp:  time.Date(2026, 11, 28, 10, 0, 0, i, time.UTC),
+		Properties: `{"$current_url":"https://example.com/ü","n":1}`, Personless: i%2 == 1,
+		Set: `{"email":"a@example.com"}`, SetOnce: `{"first":"x"}`, Unset: `["old"]`,
+		AnonDistinctID: "anon-ü-😀", Alias: "alias", Groups: `{"company":"acme"}`,
+		GroupType: "company", GroupKey: "acme", GroupSet: `{"name":"Acme"}`,
+	}
+}
+
+func TestMessageRoundTrip(t *testing.T) {
+	warning := warehouse.Warning{TeamID: 3, Time: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), Type: "skipped", Event: "e", DistinctID: "d", Details: `{"why":"x"}`}
+	for _, c := range []struct {
+		name     string
+		lane     warehouse.Lane
+		events   []warehouse.Event
+		warnings []warehouse.Warning
+	}{
+		{"empty", warehouse.LaneRealtime, nil, nil},
+		{"warnings only", warehouse.LaneRealtime, nil, []warehouse.Warning{warning, {}}},
+		{"every field", warehouse.LaneHistorical, []warehouse.Event{fullEvent(0), fullEvent(1)}, []warehouse.Warning{warning}},
+		{"empty strings and zero time", warehouse.LaneOverflow, []warehouse.Event{{TeamID: -1, Timestamp: time.Unix(0, 0).UTC()}}, nil},
+		{"far timestamps", warehouse.LaneRealtime, []warehouse.Event{
+			{Timestamp: time.Date(1970, 1, 1, 0, 0, 0, 1, time.UTC)}, {Timestamp: time.Date(2262, 4, 11, 0, 0, 0, 0, time.UTC)}}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			msg := AppendMessage([]byte("kept"), c.lane, c.events, c.warnings)
+			if !bytes.HasPrefix(msg, []byte("kept")) {
+				t.Fatal("AppendMessage overwrote dst")
+			}
+			b := warehouse.Batch{Position: warehouse.LogPosition{Partition: 2, Sequence: 9}}
+			if err := DecodeMessage(msg[4:], &b); err != nil {
+				t.Fatal(err)
+			}
+			if b.Lane != c.lane || len(b.Events) != len(c.events) || len(b.Warnings) != len(c.warnings) {
+				t.Fatalf("decoded lane %v, %d events, %d warnings", b.Lane, len(b.Events), len(b.Warnings))
+			}
+			for i := range c.events {
+				if !reflect.DeepEqual(b.Events[i], c.events[i]) {
+					t.Errorf("event %d:\n got %+v\nwant %+v", i, b.Events[i], c.events[i])
+				}
+			}
+			for i := range c.warnings {
+				if !c.warnings[i].Time.Equal(b.Warnings[i].Time) && !c.warnings[i].Time.IsZero() {
+					t.Errorf("warning %d time %v, want %v", i, b.Warnings[i].Time, c.warnings[i].Time)
+				}
+				got, want := b.Warnings[i], c.warnings[i]
+				got.Time, want.Time = time.Time{}, time.Time{}
+				if got != want {
+					t.Errorf("warning %d:\n got %+v\nwant %+v", i, got, want)
+				}
+			}
+			if b.Position != (warehouse.LogPosition{Partition: 2, Sequence: 9}) {
+				t.Errorf("position %+v: DecodeMessage must leave it to the caller", b.Position)
+			}
+		})
+	}
+}
+
+func TestMessageRefused(t *testing.T) {
+	valid := AppendMessage(nil, warehouse.LaneRealtime, []warehouse.Event{fullEvent(0)}, []warehouse.Warning{{Type: "t"}})
+	var b warehouse.Batch
+	for n := range len(valid) {
+		if err := DecodeMessage(valid[:n], &b); err == nil {
+			t.Fatalf("the first %d of %d bytes decoded", n, len(valid))
+		}
+	}
+	for name, msg := range map[string][]byte{
+		"another version":   append([]byte{2}, valid[1:]...),
+		"an unknown lane":   append([]byte{messageVersion, 7}, valid[2:]...),
+		"trailing bytes":    append(append([]byte{}, valid...), 0),
+		"a forged count":    {messageVersion, 0, 0xff, 0xff, 0xff, 0xff, 0x0f},
+		"personless 2":      bytes.Replace(append([]byte{}, valid...), []byte{0, 9, '$', 'i'}, []byte{2, 9, '$', 'i'}, 1),
+		"a string too long": {messageVersion, 0, 0, 1, 0, 0, 0xff, 0x01},
+	} {
+		if err := DecodeMessage(msg, &b); err == nil {
+			t.Errorf("%s: decoded", name)
+		}
+	}
+}
+
+func FuzzDecodeMessage(f *testing.F) {
+	f.Add(AppendMessage(nil, warehouse.LaneRealtime, []warehouse.Event{fullEvent(0)}, []warehouse.Warning{{Type: "t"}}))
+	f.Add(AppendMessage(nil, warehouse.LaneOverflow, nil, nil))
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		var b warehouse.Batch
+		if DecodeMessage(msg, &b) != nil {
+			return
+		}
+		// What decodes is what AppendMessage writes for it (times are instants).
+		again := AppendMessage(nil, b.Lane, b.Events, b.Warnings)
+		if !bytes.Equal(again, msg) {
+			t.Fatalf("%x decoded and encoded again as %x", msg, again)
+		}
+	})
+}
+
+func benchmarkEvents() []warehouse.Event {
+	events := make([]warehouse.Event, 1000)
+	for i := range events {
+		events[i] = warehouse.Event{
+			UUID: uuid.Must(uuid.NewV7()), TeamID: 1, Name: "$pageview", DistinctID: fmt.Sprintf("0190a2b4-%d", i),
+			Timestamp:  time.Now(),
+			Properties: `{"$current_url":"https://example.com/pricing","$browser":"Chrome","$os":"Mac OS X","$lib":"web","$lib_version":"1.200.0","$session_id":"0190a2b4-5c1e-7b2a-9f3d-0a1b2c3d4e5f","$screen_height":1080,"$screen_width":1920}`,
+		}
+	}
+	return events
+}
+
+func BenchmarkAppendMessage(b *testing.B) {
+	events := benchmarkEvents()
+	var dst []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		dst = AppendMessage(dst[:0], warehouse.LaneRealtime, events, nil)
+	}
+	b.SetBytes(int64(len(dst)))
+}
+
+func BenchmarkDecodeMessage(b *testing.B) {
+	msg := AppendMessage(nil, warehouse.LaneRealtime, benchmarkEvents(), nil)
+	var batch warehouse.Batch
+	b.ReportAllocs()
+	b.SetBytes(int64(len(msg)))
+	for b.Loop() {
+		if err := DecodeMessage(msg, &batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

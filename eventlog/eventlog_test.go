@@ -1,0 +1,270 @@
+package eventlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hedge-analytics/hedge/internal/testlog"
+	"github.com/hedge-analytics/hedge/warehouse"
+)
+
+// logEnv is a warehouse and a log in one directory, as hedge serve --log jetstream
+// runs them: the consumer applies the log to the warehouse's Writer.
+type logEnv struct {
+	dir       string
+	cfg       Config
+	warehouse *warehouse.Warehouse
+	node      *Node
+	consumer  *Consumer
+	publisher *Publisher
+}
+
+// openLog opens the warehouse and the log in dir; with consume, it starts applying
+// the log from the positions the warehouse recorded. close undoes it, as a graceful
+// stop does.
+func openLog(t *testing.T, dir string, cfg Config, consume bool) *logEnv {
+	t.Helper()
+	ctx := context.Background()
+	log := testlog.New()
+	wh, err := warehouse.Open(ctx, warehouse.Config{Path: filepath.Join(dir, "hedge.duckdb"), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Dir, cfg.Logger = filepath.Join(dir, "log"), log
+	node, err := Open(ctx, cfg)
+	if err != nil {
+		wh.Close()
+		t.Fatal(err)
+	}
+	e := &logEnv{dir: dir, cfg: cfg, warehouse: wh, node: node, publisher: NewPublisher(node)}
+	if consume {
+		positions, err := wh.LogPositions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.consumer = StartConsumer(node, wh.Writer(), positions, log)
+	}
+	t.Cleanup(e.close)
+	return e
+}
+
+func (e *logEnv) close() {
+	if e.node == nil {
+		return
+	}
+	if e.consumer != nil {
+		e.consumer.Stop()
+	}
+	e.node.Close()
+	e.warehouse.Close()
+	e.node = nil
+}
+
+// batch is a realtime batch of n events of team, from distinct ids spread over the
+// partitions, and one warning, which the warehouse does not deduplicate, so that a
+// message applied twice shows.
+func batch(team int64, n int) *warehouse.Batch {
+	b := &warehouse.Batch{Lane: warehouse.LaneRealtime}
+	for i := range n {
+		b.Events = append(b.Events, warehouse.Event{
+			UUID: uuid.Must(uuid.NewV7()), TeamID: team, Name: "$pageview",
+			DistinctID: fmt.Sprintf("user-%d", i%37), Timestamp: time.Date(2026, 11, 28, 10, 0, i%60, 0, time.UTC),
+			Properties: `{"$current_url":"https://example.com/"}`,
+		})
+	}
+	b.Warnings = append(b.Warnings, warehouse.Warning{TeamID: team, Time: time.Now().UTC(), Type: "test", Event: "$pageview", DistinctID: "user-0"})
+	return b
+}
+
+// waitStored waits until the warehouse holds events events and warnings warnings of
+// team, and fails when it holds more, or when they do not come within 30 s.
+func waitStored(t *testing.T, wh *warehouse.Warehouse, team int64, events, warnings int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var e, w int
+		err := wh.DB().QueryRow(`SELECT (SELECT count(*) FROM events WHERE team_id = ?), (SELECT count(*) FROM ingestion_warnings WHERE team_id = ?)`, team, team).Scan(&e, &w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e > events || w > warnings {
+			t.Fatalf("stored %d events and %d warnings, want %d and %d", e, w, events, warnings)
+		}
+		if e == events && w == warnings {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stored %d events and %d warnings after 30 s, want %d and %d", e, w, events, warnings)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestLogAppliesOnceAcrossRestarts(t *testing.T) {
+	dir := t.TempDir()
+	e := openLog(t, dir, Config{Partitions: 4}, true)
+	for range 10 {
+		if err := e.publisher.Submit(batch(1, 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitStored(t, e.warehouse, 1, 1000, 10)
+	positions, err := e.warehouse.LogPositions(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(positions) != 4 { // every partition's realtime lane had events
+		t.Errorf("positions %v, want one for each partition's realtime lane", positions)
+	}
+	e.close()
+
+	// Reopened, the consumer starts after what was applied: nothing twice, whether or
+	// not the log was purged yet, and what comes next is applied.
+	e = openLog(t, dir, Config{Partitions: 4}, true)
+	if err := e.publisher.Submit(batch(1, 50)); err != nil {
+		t.Fatal(err)
+	}
+	waitStored(t, e.warehouse, 1, 1050, 11)
+	time.Sleep(300 * time.Millisecond) // a replay would show by now
+	waitStored(t, e.warehouse, 1, 1050, 11)
+}
+
+// TestLogAppliedButNotPurged is a crash between the warehouse's commit and the log's
+// purge: the messages are still in the log, and the consumer that starts again must
+// skip them by the positions the commit recorded.
+func TestLogAppliedButNotPurged(t *testing.T) {
+	dir := t.TempDir()
+	e := openLog(t, dir, Config{Partitions: 2}, false)
+	for range 3 {
+		if err := e.publisher.Submit(batch(1, 20)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Applied by a consumer that stops before its first purge is due.
+	e.consumer = startConsumer(e.node, e.warehouse.Writer(), nil, testlog.New(), time.Hour)
+	waitStored(t, e.warehouse, 1, 60, 3)
+	e.consumer.Stop()
+	e.consumer = nil
+	var held uint64
+	for p := range 2 {
+		info, err := e.node.js.Stream(context.Background(), streamName(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		held += info.CachedInfo().State.Msgs
+	}
+	if held == 0 {
+		t.Fatal("the log was purged already; the test needs the applied messages in it")
+	}
+	e.close()
+
+	e = openLog(t, dir, Config{Partitions: 2}, true)
+	time.Sleep(500 * time.Millisecond)
+	waitStored(t, e.warehouse, 1, 60, 3)
+}
+
+func TestLogRetriedPublishStoredOnce(t *testing.T) {
+	e := openLog(t, t.TempDir(), Config{Partitions: 1}, true)
+	b := batch(1, 10)
+	data := AppendMessage(nil, b.Lane, b.Events, b.Warnings)
+	for range 3 { // the Publisher's re-send after a lost acknowledgement
+		msg := &nats.Msg{Subject: subject(0, b.Lane), Data: data, Header: nats.Header{jetstream.MsgIDHeader: []string{"request-1.0.0.0"}}}
+		if _, err := e.node.js.PublishMsg(context.Background(), msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitStored(t, e.warehouse, 1, 10, 1)
+	time.Sleep(300 * time.Millisecond)
+	waitStored(t, e.warehouse, 1, 10, 1)
+}
+
+func TestLogFullAnswersOverloaded(t *testing.T) {
+	// No consumer: nothing is applied, so the log fills.
+	e := openLog(t, t.TempDir(), Config{Partitions: 1, MaxBytes: 256 << 10}, false)
+	var err error
+	for i := 0; i < 100 && err == nil; i++ {
+		err = e.publisher.Submit(batch(1, 100))
+	}
+	if !errors.Is(err, ErrFull) || !errors.Is(err, warehouse.ErrOverloaded) {
+		t.Fatalf("Submit into a full log: %v, want ErrFull (an ErrOverloaded)", err)
+	}
+	// Once the warehouse applies it, the log takes events again.
+	e.consumer = StartConsumer(e.node, e.warehouse.Writer(), nil, testlog.New())
+	deadline := time.Now().Add(30 * time.Second)
+	for err != nil && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		err = e.publisher.Submit(batch(1, 10))
+	}
+	if err != nil {
+		t.Fatalf("the log stayed full after the warehouse applied it: %v", err)
+	}
+}
+
+func TestLogDeadLetters(t *testing.T) {
+	e := openLog(t, t.TempDir(), Config{Partitions: 1}, true)
+	ctx := context.Background()
+	if _, err := e.node.js.Publish(ctx, subject(0, warehouse.LaneRealtime), []byte("not a message")); err != nil {
+		t.Fatal(err)
+	}
+	// The partition goes on past it.
+	if err := e.publisher.Submit(batch(1, 5)); err != nil {
+		t.Fatal(err)
+	}
+	waitStored(t, e.warehouse, 1, 5, 1)
+	dead, err := e.node.js.Stream(ctx, deadLetterStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := dead.GetLastMsgForSubject(ctx, "dead.0.rt")
+	if err != nil {
+		t.Fatalf("no dead letter: %v", err)
+	}
+	if string(msg.Data) != "not a message" || msg.Header.Get("Hedge-Sequence") != "1" || msg.Header.Get("Hedge-Error") == "" {
+		t.Errorf("dead letter %q %v, want the message, its sequence and why", msg.Data, msg.Header)
+	}
+	positions, err := e.warehouse.LogPositions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if positions[position(0, warehouse.LaneRealtime)] != 2 {
+		t.Errorf("positions %v, want the realtime lane at 2, past the dead letter", positions)
+	}
+}
+
+func TestLogPartitionsFixed(t *testing.T) {
+	dir := t.TempDir()
+	e := openLog(t, dir, Config{Partitions: 2}, false)
+	e.close()
+	_, err := Open(context.Background(), Config{Dir: filepath.Join(dir, "log"), Partitions: 3})
+	if err == nil {
+		t.Fatal("a log of 2 partitions opened with 3")
+	}
+}
+
+func TestPartitionIsFixed(t *testing.T) {
+	// The hash is part of the log's format: a change would move people's events
+	// between the partitions of an existing log, out of order.
+	for _, c := range []struct {
+		team int64
+		id   string
+		n    int
+		want int
+	}{
+		{1, "user-1", 32, 29},
+		{2, "", 32, 7},
+		{7, "0190a2b4-anon", 8, 6},
+		{-5, "ü", 1000, 606},
+	} {
+		if got := Partition(c.team, c.id, c.n); got != c.want {
+			t.Errorf("Partition(%d, %q, %d) = %d, want %d", c.team, c.id, c.n, got, c.want)
+		}
+	}
+}
