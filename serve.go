@@ -167,9 +167,10 @@ type server struct {
 	exports   *batchexport.Runner
 	flags     *flags.Store // the flag definitions, which the management API edits
 	capture   *edge.Server
-	// eventLog and consumer run with --log jetstream: the log the edge publishes to,
-	// and what applies it to the warehouse.
+	// eventLog, publisher and consumer run with --log jetstream: the log, the edge's
+	// hand-off into it, and what applies it to the warehouse.
 	eventLog   *eventlog.Node
+	publisher  *eventlog.Publisher
 	consumer   *eventlog.Consumer
 	adminURL   string
 	captureURL string
@@ -298,14 +299,18 @@ func (s *server) startLog(ctx context.Context) (edge.Handoff, error) {
 		return nil, err
 	}
 	s.consumer = eventlog.StartConsumer(s.eventLog, s.warehouse.Writer(), positions, s.log)
+	s.publisher = eventlog.NewPublisher(s.eventLog)
 	s.log.Info("event log open", "dir", cfg.Dir, "partitions", s.eventLog.Partitions())
-	return eventlog.NewPublisher(s.eventLog), nil
+	return s.publisher, nil
 }
 
 // stopLog lets the warehouse apply what the log holds until ctx ends (nil: not at
 // all), stops applying it, then closes it; what the warehouse has not applied stays
 // in it for the next start.
 func (s *server) stopLog(ctx context.Context) {
+	if s.publisher != nil {
+		s.publisher.Close()
+	}
 	if s.consumer != nil {
 		if ctx != nil {
 			begin := time.Now()

@@ -43,6 +43,9 @@ type abuse struct {
 // abuseBaseline is the scenario that runs the abuse scenario's load alone, just before it.
 const abuseBaseline = "abuse-baseline"
 
+// logSuffix ends the name of a scenario that runs through the event log (scenario.Log).
+const logSuffix = "-log"
+
 // perSource is how many of the abuse's connections come from one address: half of
 // hedge's default cap on one address's connections, so that the abuse measures the
 // timeouts, not the cap.

@@ -52,11 +52,16 @@ func TestTiny(t *testing.T) {
 		t.Fatalf("%d scenarios in the report, want %d", len(file.Scenarios), len(names))
 	}
 
-	wh, err := warehouse.Open(context.Background(), warehouse.Config{Path: filepath.Join(data, "hedge.duckdb")})
-	if err != nil {
-		t.Fatal(err)
+	// The scenarios through the log ran on a hedge of their own, on its own data.
+	var warehouses [2]*warehouse.Warehouse
+	for i, dir := range []string{data, data + logSuffix} {
+		wh, err := warehouse.Open(context.Background(), warehouse.Config{Path: filepath.Join(dir, "hedge.duckdb")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer wh.Close()
+		warehouses[i] = wh
 	}
-	defer wh.Close()
 	for _, res := range file.Scenarios {
 		if q := res.Queries; q != nil {
 			// Its own hedge served a copy of generated events: every figure was
@@ -91,6 +96,10 @@ func TestTiny(t *testing.T) {
 					t.Fatalf("%s run %s: %d intervals of %d sends, want %d of %d", sc.Name, r.RunID, len(r.Intervals), sends, want, res.Latency.Count)
 				}
 			}
+		}
+		wh := warehouses[0]
+		if res.Scenario.Log {
+			wh = warehouses[1]
 		}
 		for _, r := range res.Runs {
 			runID, err := strconv.ParseUint(r.RunID, 16, 32)

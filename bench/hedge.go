@@ -100,8 +100,8 @@ var servingLine = regexp.MustCompile(`msg=serving admin_url=(\S+) capture_url=(\
 // startHedge runs `hedge serve` on dataDir with both listeners on free loopback ports
 // and waits until it serves. HEDGE_* variables are not passed on, so that the suite
 // measures hedge's defaults whatever the shell has set.
-func startHedge(binary, dataDir string, pprof bool) (*hedgeProcess, error) {
-	args := []string{"serve", "--data", dataDir, "--admin-addr", "127.0.0.1:0", "--capture-addr", "127.0.0.1:0"}
+func startHedge(binary, dataDir string, pprof bool, flags ...string) (*hedgeProcess, error) {
+	args := append([]string{"serve", "--data", dataDir, "--admin-addr", "127.0.0.1:0", "--capture-addr", "127.0.0.1:0"}, flags...)
 	if pprof {
 		args = append(args, "--pprof")
 	}

@@ -350,20 +350,28 @@ func ceilings(results []*result, stages []*stage) {
 		writeNoP   = "BenchmarkWriterAppender10k/personless"
 		evaluate   = "BenchmarkEvaluate/parallel"
 	)
-	var baseline *result
+	// The abuse's baseline, and that of the abuse through the log (scenario.Log).
+	var baselines [2]*result
 	for _, res := range results {
-		if res.Scenario.Name == abuseBaseline {
-			baseline = res
+		switch res.Scenario.Name {
+		case abuseBaseline:
+			baselines[0] = res
+		case abuseBaseline + logSuffix:
+			baselines[1] = res
 		}
 	}
 	for _, res := range results {
 		sc := res.Scenario
+		baseline := baselines[0]
+		if sc.Log {
+			baseline = baselines[1]
+		}
 		switch {
 		case sc.Queries != nil:
 			// Each of its figures has a ceiling of its own (queryFigure).
 		case sc.Abuse != nil && baseline != nil && baseline.EventsPerSecond > 0:
 			// The abused load's bound is the same load alone, measured just before.
-			res.Ceiling = &ceiling{Value: baseline.EventsPerSecond, Unit: "events/s", Bound: abuseBaseline,
+			res.Ceiling = &ceiling{Value: baseline.EventsPerSecond, Unit: "events/s", Bound: baseline.Scenario.Name,
 				Ratio: res.EventsPerSecond / baseline.EventsPerSecond}
 		case sc.Flags && sc.Rate > 0:
 			res.Ceiling = &ceiling{Value: sc.Rate, Unit: "req/s", Bound: "offered rate", Ratio: res.RequestsPerSecond / sc.Rate}

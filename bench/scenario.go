@@ -18,6 +18,10 @@ type scenario struct {
 	Events   int  `json:"events_per_body"`
 	MaxBytes int  `json:"max_body_bytes,omitempty"`
 	Gzip     bool `json:"gzip,omitempty"` // posthog-js style: gzip sent as text/plain, unannounced
+	// Log runs the scenario against a hedge of its own that serves with --log
+	// jetstream: a 200 means in the log, and the row check waits for the warehouse to
+	// apply it (rowCheck.CaughtUp).
+	Log bool `json:"log,omitempty"`
 	// Historical sends historical_migration batches with month-old timestamps.
 	Historical bool `json:"historical,omitempty"`
 	// Personless is the share of ordinary events sent personless (posthog-js: 0.3).
@@ -216,9 +220,19 @@ func plan(mode string) ([]scenario, error) {
 	if mode != "quick" {
 		scenarios = append(scenarios, abusedConns)
 	}
+	// The same loads through the event log, on a hedge of their own (runSuite): what a
+	// client's 200 costs when it waits for the log's fsync rather than the warehouse's
+	// commit, and the abuse beside it.
+	viaLog := func(sc scenario) scenario {
+		sc.Name, sc.Log = sc.Name+logSuffix, true
+		return sc
+	}
+	batch1kLog := viaLog(batch1k)
+	batch1kLog.Duration = d.long
+	scenarios = append(scenarios, abused, viaLog(capture), batch1kLog, viaLog(baseline), viaLog(abused))
 	// The queries scenario runs on a hedge of its own, once the other scenarios' has
 	// stopped (runSuite).
-	return append(scenarios, abused, scenario{Name: "queries", Queries: &queries}), nil
+	return append(scenarios, scenario{Name: "queries", Queries: &queries}), nil
 }
 
 // pick keeps the scenarios named in list (comma-separated), in plan order, and the

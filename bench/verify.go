@@ -34,6 +34,9 @@ type rowCheck struct {
 	StoredUnanswered int64 `json:"stored_unanswered_sends"`
 	StoredRefused    int64 `json:"stored_refused_sends"`
 	OK               bool  `json:"ok"`
+	// CaughtUp is how long after the run the check waited for the acknowledged
+	// events to be readable: through the log, the warehouse's lag at the run's end.
+	CaughtUp time.Duration `json:"caught_up_ns,omitempty"`
 }
 
 // sendSQL is the send number in a stamped uuid's text (gen.Body).
@@ -54,18 +57,21 @@ func (r *runner) checkRows(runID uint32, all *sendStats, bodyEvents int) (rowChe
 		Sends:       all.acked + int64(len(all.refused)+len(all.unanswered)),
 	}
 	where := runSQL(runID)
-	deadline := time.Now().Add(r.settle)
+	begin := time.Now()
+	deadline := begin.Add(r.settle)
 	for {
 		row, err := api.count(`SELECT count(), count(DISTINCT uuid), count(DISTINCT ` + sendSQL + `) FROM events WHERE ` + where)
 		if err != nil {
 			return c, err
 		}
 		c.Rows, c.UUIDs, c.StoredSends = row[0], row[1], row[2]
-		if c.StoredSends >= c.AckedSends || time.Now().After(deadline) {
+		// Through the log a send is applied a partition at a time: wait for its rows.
+		if c.StoredSends >= c.AckedSends && c.UUIDs >= c.AckedEvents || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	c.CaughtUp = time.Since(begin)
 	c.DuplicatedEvents = c.Rows - c.UUIDs
 	torn, err := api.hogql(fmt.Sprintf(`SELECT %s, count() FROM events WHERE %s GROUP BY 1 HAVING count() <> %d ORDER BY 1 LIMIT 10`,
 		sendSQL, where, bodyEvents))

@@ -10,10 +10,13 @@ import (
 	"github.com/hedge-analytics/hedge/warehouse"
 )
 
-// A message is a version byte, the lane, the events (a count, then each event's
-// fields) and the warnings (likewise). Integers are varints, strings a uvarint length
-// and their bytes, a time its Unix nanoseconds (the instant, not the location), a
-// uuid its 16 bytes.
+// A message is a version byte and one or more frames, each the part of one request:
+// the lane, the events (a count, then each event's fields) and the warnings
+// (likewise). Every frame of a message has the lane of the message's subject; the
+// Publisher puts concurrent requests' frames for one subject into one message, so that
+// the log fsyncs them at once. Integers are varints, strings a uvarint length and
+// their bytes, a time its Unix nanoseconds (the instant, not the location), a uuid its
+// 16 bytes.
 const messageVersion = 1
 
 // eventStrings and warningStrings are how many strings each holds.
@@ -26,9 +29,14 @@ const (
 	minWarningBytes = 1 + 1 + warningStrings + 1
 )
 
-// AppendMessage appends the message of lane's events and warnings to dst.
+// AppendMessage appends the message of one frame, lane's events and warnings, to dst.
 func AppendMessage(dst []byte, lane warehouse.Lane, events []warehouse.Event, warnings []warehouse.Warning) []byte {
-	dst = append(dst, messageVersion, byte(lane))
+	return appendFrame(append(dst, messageVersion), lane, events, warnings)
+}
+
+// appendFrame appends a frame of lane's events and warnings to dst.
+func appendFrame(dst []byte, lane warehouse.Lane, events []warehouse.Event, warnings []warehouse.Warning) []byte {
+	dst = append(dst, byte(lane))
 	dst = binary.AppendUvarint(dst, uint64(len(events)))
 	for i := range events {
 		e := &events[i]
@@ -78,9 +86,24 @@ func DecodeMessage(msg []byte, b *warehouse.Batch) error {
 		}
 		return fmt.Errorf("cannot decode a log message: version %d, want %d", version, messageVersion)
 	}
+	for frame := 0; ; frame++ {
+		if err := d.frame(b, frame); err != nil {
+			return err
+		}
+		if len(d.msg) == 0 {
+			return nil
+		}
+	}
+}
+
+// frame decodes a frame into b, appending to its events and warnings.
+func (d *decoder) frame(b *warehouse.Batch, frame int) error {
 	lane := warehouse.Lane(d.byte())
 	if d.err == nil && lane >= warehouse.Lane(laneCount) {
-		return fmt.Errorf("cannot decode a log message: lane %d", lane)
+		return fmt.Errorf("cannot decode a log message: frame %d: lane %d", frame, lane)
+	}
+	if d.err == nil && frame > 0 && lane != b.Lane {
+		return fmt.Errorf("cannot decode a log message: frame %d: lane %s after %s", frame, lane, b.Lane)
 	}
 	b.Lane = lane
 	events := d.count(minEventBytes)
@@ -101,7 +124,7 @@ func DecodeMessage(msg []byte, b *warehouse.Batch) error {
 		e.AnonDistinctID, e.Alias, e.Groups = d.string(), d.string(), d.string()
 		e.GroupType, e.GroupKey, e.GroupSet = d.string(), d.string(), d.string()
 		if d.err != nil {
-			return fmt.Errorf("cannot decode a log message: event %d: %w", i, d.err)
+			return fmt.Errorf("cannot decode a log message: frame %d: event %d: %w", frame, i, d.err)
 		}
 		b.Events = append(b.Events, e)
 	}
@@ -112,15 +135,12 @@ func DecodeMessage(msg []byte, b *warehouse.Batch) error {
 		w.Time = time.Unix(0, d.varint()).UTC()
 		w.Type, w.Event, w.DistinctID, w.Details = d.string(), d.string(), d.string(), d.string()
 		if d.err != nil {
-			return fmt.Errorf("cannot decode a log message: warning %d: %w", i, d.err)
+			return fmt.Errorf("cannot decode a log message: frame %d: warning %d: %w", frame, i, d.err)
 		}
 		b.Warnings = append(b.Warnings, w)
 	}
 	if d.err != nil {
-		return fmt.Errorf("cannot decode a log message: %w", d.err)
-	}
-	if len(d.msg) != 0 {
-		return fmt.Errorf("cannot decode a log message: %d bytes after its end", len(d.msg))
+		return fmt.Errorf("cannot decode a log message: frame %d: %w", frame, d.err)
 	}
 	return nil
 }

@@ -73,6 +73,23 @@ func TestMessageRoundTrip(t *testing.T) {
 	}
 }
 
+func TestMessageFrames(t *testing.T) {
+	// Two requests' frames in one message decode as one batch, in order.
+	first, second := []warehouse.Event{fullEvent(0)}, []warehouse.Event{fullEvent(1), fullEvent(2)}
+	msg := appendFrame(AppendMessage(nil, warehouse.LaneOverflow, first, nil), warehouse.LaneOverflow, second, []warehouse.Warning{{Type: "w"}})
+	var b warehouse.Batch
+	if err := DecodeMessage(msg, &b); err != nil {
+		t.Fatal(err)
+	}
+	if b.Lane != warehouse.LaneOverflow || len(b.Events) != 3 || b.Events[2].UUID != second[1].UUID || len(b.Warnings) != 1 {
+		t.Fatalf("decoded %+v", b)
+	}
+	mixed := appendFrame(AppendMessage(nil, warehouse.LaneOverflow, first, nil), warehouse.LaneRealtime, second, nil)
+	if err := DecodeMessage(mixed, &b); err == nil {
+		t.Fatal("a message of two lanes decoded")
+	}
+}
+
 func TestMessageRefused(t *testing.T) {
 	valid := AppendMessage(nil, warehouse.LaneRealtime, []warehouse.Event{fullEvent(0)}, []warehouse.Warning{{Type: "t"}})
 	var b warehouse.Batch
@@ -103,10 +120,14 @@ func FuzzDecodeMessage(f *testing.F) {
 		if DecodeMessage(msg, &b) != nil {
 			return
 		}
-		// What decodes is what AppendMessage writes for it (times are instants).
+		// What decodes, frames joined, decodes the same from one frame.
 		again := AppendMessage(nil, b.Lane, b.Events, b.Warnings)
-		if !bytes.Equal(again, msg) {
-			t.Fatalf("%x decoded and encoded again as %x", msg, again)
+		var b2 warehouse.Batch
+		if err := DecodeMessage(again, &b2); err != nil {
+			t.Fatalf("%x decoded, and its encoding %x does not: %v", msg, again, err)
+		}
+		if !reflect.DeepEqual(b, b2) {
+			t.Fatalf("%x decoded as %+v, and encoded again as %+v", msg, b, b2)
 		}
 	})
 }

@@ -268,3 +268,39 @@ func TestPartitionIsFixed(t *testing.T) {
 		}
 	}
 }
+
+func TestLogJoinsConcurrentRequests(t *testing.T) {
+	// No consumer: the stream keeps every message, to count them.
+	e := openLog(t, t.TempDir(), Config{Partitions: 1}, false)
+	const requests = 200
+	errs := make(chan error, requests)
+	for range requests {
+		go func() {
+			b := batch(1, 1)
+			b.Warnings = nil
+			errs <- e.publisher.Submit(b)
+		}()
+	}
+	for range requests {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	stream, err := e.node.js.Stream(context.Background(), streamName(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs := stream.CachedInfo().State.Msgs; msgs == 0 || msgs > requests/2 {
+		t.Fatalf("%d requests of one event each made %d messages: concurrent requests must share messages", requests, msgs)
+	}
+	e.consumer = StartConsumer(e.node, e.warehouse.Writer(), nil, testlog.New())
+	waitStored(t, e.warehouse, 1, requests, 0)
+}
+
+func TestLogPublisherClosed(t *testing.T) {
+	e := openLog(t, t.TempDir(), Config{Partitions: 1}, false)
+	e.publisher.Close()
+	if err := e.publisher.Submit(batch(1, 1)); !errors.Is(err, warehouse.ErrClosed) {
+		t.Fatalf("Submit after Close: %v, want ErrClosed", err)
+	}
+}

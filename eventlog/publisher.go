@@ -3,7 +3,7 @@ package eventlog
 import (
 	"errors"
 	"fmt"
-	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -48,64 +48,108 @@ var (
 
 // Publisher puts requests' events into the log; it is the edge's hand-off when the
 // log is on. Submit is safe for concurrent use.
+//
+// Group publish. The log fsyncs each message it stores, so a message per request
+// would cap capture at the disk's fsync rate (measured: 6,300 single-event requests/s
+// over 8 partitions, against 14,400 through the Writer's group commit). So requests'
+// parts for one subject (a frame each, codec.go) are joined into one message while the
+// subject's previous message is in flight, as the Writer joins requests into one
+// commit: each subject has one message in flight at a time, and a message holds up to
+// MessageBytes of frames, past which the next one starts.
 type Publisher struct {
-	node *Node
-	pool sync.Pool // *publishing
+	node     *Node
+	subjects []*subjectQueue // by position(partition, lane)
+	pool     sync.Pool       // *publishing
+	closed   chan struct{}
+	flushers sync.WaitGroup
 }
 
-// NewPublisher returns a Publisher into node's streams.
+// NewPublisher returns a Publisher into node's streams, which publishes until Close.
 func NewPublisher(node *Node) *Publisher {
-	return &Publisher{node: node, pool: sync.Pool{New: func() any { return new(publishing) }}}
+	p := &Publisher{node: node, pool: sync.Pool{New: func() any { return new(publishing) }}, closed: make(chan struct{})}
+	for part := range node.Partitions() {
+		for lane := range warehouse.Lane(laneCount) {
+			q := &subjectQueue{subject: subject(part, lane), wake: make(chan struct{}, 1)}
+			p.subjects = append(p.subjects, q)
+			p.flushers.Add(1)
+			go func() {
+				defer p.flushers.Done()
+				p.flush(q)
+			}()
+		}
+	}
+	return p
 }
 
-// publishing is one Submit's scratch, pooled: the events regrouped by partition, the
-// messages' bytes back to back, and the messages in flight.
+// Close stops publishing; a Submit after it, or waiting on a message that was not
+// sent, answers warehouse.ErrClosed. The edge stops before it.
+func (p *Publisher) Close() {
+	close(p.closed)
+	p.flushers.Wait()
+}
+
+// subjectQueue is one subject's messages in the making: the first is sent next (or is
+// in flight), and frames join the last until it holds MessageBytes.
+type subjectQueue struct {
+	subject string
+	wake    chan struct{} // a message is waiting to be sent
+	mu      sync.Mutex
+	waiting []*message
+}
+
+// message is one message of joined frames and what its requests wait on.
+type message struct {
+	data []byte        // messageVersion, then the frames
+	sent chan struct{} // closed when err is final
+	err  error
+}
+
+// publishing is one Submit's scratch, pooled: the events regrouped by partition, its
+// frames' bytes back to back, and the messages they joined.
 type publishing struct {
-	events  []warehouse.Event
-	parts   []int32 // each event's partition, in the batch's order
-	counts  []int32 // events per partition, then each partition's start in events
-	data    []byte
-	msgs    []outgoing
-	futures []jetstream.PubAckFuture
-}
-
-// outgoing is one message: its subject, id and bytes (data[start:end]).
-type outgoing struct {
-	subject    string
-	id         string
-	start, end int
+	events []warehouse.Event
+	parts  []int32 // each event's partition, in the batch's order
+	counts []int32 // events per partition, then each partition's end in events
+	data   []byte
+	joined []*message
 }
 
 // Submit publishes the batches' events and warnings and returns once the log has
-// acknowledged every message, each fsynced: then the events are durable and will
-// reach the warehouse exactly once. Duplicates stays 0: the warehouse, not the log,
-// knows which uuids it stored. The batches are not kept.
+// acknowledged every message holding them, each fsynced: then the events are durable
+// and will reach the warehouse exactly once. Duplicates stays 0: the warehouse, not
+// the log, knows which uuids it stored. The batches are not kept.
 func (p *Publisher) Submit(batches ...*warehouse.Batch) error {
 	w := p.pool.Get().(*publishing)
 	defer func() {
 		clear(w.events)
-		clear(w.msgs)
-		clear(w.futures)
-		w.events, w.msgs, w.futures, w.data = w.events[:0], w.msgs[:0], w.futures[:0], w.data[:0]
+		clear(w.joined)
+		w.events, w.joined, w.data = w.events[:0], w.joined[:0], w.data[:0]
 		p.pool.Put(w)
 	}()
-	request := nuid.Next()
 	for _, b := range batches {
 		if len(b.Events) == 0 && len(b.Warnings) == 0 {
 			continue
 		}
-		p.encode(w, request, b)
+		p.encode(w, b)
 	}
-	if len(w.msgs) == 0 {
-		return nil
+	var err error
+	for _, m := range w.joined {
+		select {
+		case <-m.sent:
+		case <-p.closed:
+			return warehouse.ErrClosed
+		}
+		if m.err != nil && (err == nil || errors.Is(m.err, ErrFull)) {
+			err = m.err
+		}
 	}
-	return p.publish(w)
+	return err
 }
 
-// encode appends b's messages to w: its events grouped by partition in their order
-// (a counting sort, no map), each partition's cut at MessageBytes; the warnings go
-// with the first message.
-func (p *Publisher) encode(w *publishing, request string, b *warehouse.Batch) {
+// encode joins b's frames to their subjects' messages: its events grouped by
+// partition in their order (a counting sort, no map), each partition's cut at
+// MessageBytes; the warnings go with the first frame.
+func (p *Publisher) encode(w *publishing, b *warehouse.Batch) {
 	n := p.node.Partitions()
 	w.parts = w.parts[:0]
 	w.counts = append(w.counts[:0], make([]int32, n+1)...)
@@ -117,12 +161,11 @@ func (p *Publisher) encode(w *publishing, request string, b *warehouse.Batch) {
 	for i := 1; i <= n; i++ {
 		w.counts[i] += w.counts[i-1]
 	}
-	base := len(w.events)
-	w.events = append(w.events, b.Events...) // sized; overwritten in partition order below
+	w.events = append(w.events[:0], b.Events...) // sized; overwritten in partition order below
 	next := w.counts[:n]
 	for i := range b.Events {
 		part := w.parts[i]
-		w.events[base+int(next[part])] = b.Events[i]
+		w.events[next[part]] = b.Events[i]
 		next[part]++
 	}
 	// next[part] is now the end of each partition's run; its start is the previous end.
@@ -132,32 +175,68 @@ func (p *Publisher) encode(w *publishing, request string, b *warehouse.Batch) {
 		end := next[part]
 		for from := start; from < end; {
 			to, size := from, 0
-			for to < end && (to == from || size+eventSize(&w.events[base+int(to)]) <= MessageBytes) {
-				size += eventSize(&w.events[base+int(to)])
+			for to < end && (to == from || size+eventSize(&w.events[to]) <= MessageBytes) {
+				size += eventSize(&w.events[to])
 				to++
 			}
-			w.add(request, part, b.Lane, w.events[base+int(from):base+int(to)], warnings)
+			p.join(w, part, b.Lane, w.events[from:to], warnings)
 			warnings = nil
 			from = to
 		}
 		start = end
 	}
 	if warnings != nil { // a batch of warnings only
-		w.add(request, Partition(warnings[0].TeamID, "", n), b.Lane, nil, warnings)
+		p.join(w, Partition(warnings[0].TeamID, "", n), b.Lane, nil, warnings)
 	}
 }
 
-func (w *publishing) add(request string, part int, lane warehouse.Lane, events []warehouse.Event, warnings []warehouse.Warning) {
-	start := len(w.data)
-	w.data = AppendMessage(w.data, lane, events, warnings)
-	chunk := len(w.msgs)
-	w.msgs = append(w.msgs, outgoing{
-		subject: subject(part, lane),
-		// The id is the request's, partition's, lane's and chunk's, so that a re-send
-		// of this message is recognised by the stream and no other message shares it.
-		id:    request + "." + strconv.Itoa(part) + "." + strconv.Itoa(int(lane)) + "." + strconv.Itoa(chunk),
-		start: start, end: len(w.data),
-	})
+// join encodes a frame and adds it to the last message waiting on its subject, or to
+// a new one when that is full or none waits, and wakes the subject's flusher.
+func (p *Publisher) join(w *publishing, part int, lane warehouse.Lane, events []warehouse.Event, warnings []warehouse.Warning) {
+	w.data = appendFrame(w.data[:0], lane, events, warnings)
+	q := p.subjects[position(part, lane)]
+	q.mu.Lock()
+	var m *message
+	if k := len(q.waiting); k > 0 && len(q.waiting[k-1].data)+len(w.data) <= MessageBytes {
+		m = q.waiting[k-1]
+	} else {
+		m = &message{data: append(make([]byte, 0, 1+len(w.data)), messageVersion), sent: make(chan struct{})}
+		q.waiting = append(q.waiting, m)
+	}
+	m.data = append(m.data, w.data...)
+	q.mu.Unlock()
+	if !slices.Contains(w.joined, m) {
+		w.joined = append(w.joined, m)
+	}
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// flush sends q's messages one at a time, until Close: the first waiting leaves the
+// queue as it is sent, so frames join the next one meanwhile.
+func (p *Publisher) flush(q *subjectQueue) {
+	for {
+		select {
+		case <-q.wake:
+		case <-p.closed:
+			return
+		}
+		for {
+			q.mu.Lock()
+			if len(q.waiting) == 0 {
+				q.mu.Unlock()
+				break
+			}
+			m := q.waiting[0]
+			q.waiting[0] = nil
+			q.waiting = q.waiting[1:]
+			q.mu.Unlock()
+			m.err = p.publish(q.subject, m.data)
+			close(m.sent)
+		}
+	}
 }
 
 // eventSize is about the bytes an event takes in a message.
@@ -166,58 +245,36 @@ func eventSize(e *warehouse.Event) int {
 		len(e.AnonDistinctID) + len(e.Alias) + len(e.Groups) + len(e.GroupType) + len(e.GroupKey) + len(e.GroupSet)
 }
 
-// publish sends w's messages at once and waits for every acknowledgement, sending
-// again, with the same ids, those not acknowledged in publishTimeout, until
-// submitDeadline.
-func (p *Publisher) publish(w *publishing) error {
+// publish sends a message and waits for its acknowledgement, sending it again, with
+// the same Nats-Msg-Id, which the stream stores once, when none comes within
+// publishTimeout, until submitDeadline.
+func (p *Publisher) publish(subject string, data []byte) error {
 	deadline := time.Now().Add(submitDeadline)
-	pending := make([]int, len(w.msgs))
-	for i := range pending {
-		pending[i] = i
-	}
+	id := nuid.Next()
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
-			publishResendsTotal.Add(len(pending))
+			publishResendsTotal.Inc()
+			time.Sleep(50 * time.Millisecond)
 		}
-		w.futures = w.futures[:0]
-		for _, i := range pending {
-			m := &w.msgs[i]
-			msg := &nats.Msg{Subject: m.subject, Data: w.data[m.start:m.end], Header: nats.Header{jetstream.MsgIDHeader: []string{m.id}}}
-			f, err := p.node.js.PublishMsgAsync(msg)
-			if err != nil {
-				f = nil // sent again on the next attempt
-			}
-			w.futures = append(w.futures, f)
-		}
-		failed := pending[:0]
-		var full bool
-		for k, f := range w.futures {
-			if f == nil {
-				failed = append(failed, pending[k])
-				continue
-			}
+		msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{jetstream.MsgIDHeader: []string{id}}}
+		f, err := p.node.js.PublishMsgAsync(msg)
+		if err == nil {
 			select {
 			case <-f.Ok():
 				publishedMessagesTotal.Inc()
-			case err := <-f.Err():
-				if isFull(err) {
-					full = true
-				}
-				failed = append(failed, pending[k])
+				return nil
+			case err = <-f.Err():
+			case <-p.closed:
+				return warehouse.ErrClosed
 			}
 		}
-		if full {
+		if isFull(err) {
 			logFullTotal.Inc()
 			return ErrFull
-		}
-		if len(failed) == 0 {
-			return nil
 		}
 		if time.Now().After(deadline) {
 			return ErrUnavailable
 		}
-		pending = failed
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
