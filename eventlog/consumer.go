@@ -52,7 +52,10 @@ type Consumer struct {
 	// purgeEvery is how often at most a reader purges (purgeInterval), the first time
 	// a purgeEvery after it starts.
 	purgeEvery time.Duration
-	behind     []atomic.Int64 // per (partition, lane): messages read but not applied, by the last read's count
+	// behind and appliedAt are per (partition, lane), as of its last apply: the
+	// messages after the last one applied, and that one's time in the log (Unix ns).
+	behind    []atomic.Int64
+	appliedAt []atomic.Int64
 }
 
 // StartConsumer starts applying node's partitions with writer, each (partition, lane)
@@ -65,7 +68,8 @@ func StartConsumer(node *Node, writer Writer, positions map[int]uint64, log *slo
 func startConsumer(node *Node, writer Writer, positions map[int]uint64, log *slog.Logger, purgeEvery time.Duration) *Consumer {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Consumer{node: node, writer: writer, log: log, cancel: cancel, purgeEvery: purgeEvery,
-		behind: make([]atomic.Int64, node.Partitions()*laneCount)}
+		behind: make([]atomic.Int64, node.Partitions()*laneCount), appliedAt: make([]atomic.Int64, node.Partitions()*laneCount)}
+	metered.Store(c)
 	for p := range node.Partitions() {
 		for lane := range warehouse.Lane(laneCount) {
 			r := &reader{c: c, partition: p, lane: lane, applied: positions[position(p, lane)], lastPurge: time.Now()}
@@ -77,21 +81,36 @@ func startConsumer(node *Node, writer Writer, positions map[int]uint64, log *slo
 				r.run(ctx)
 			}()
 		}
-		metrics.GetOrCreateGauge(`hedge_log_backlog_messages{partition="`+strconv.Itoa(p)+`"}`, func() float64 {
-			return float64(c.Backlog(p))
+		label := `{partition="` + strconv.Itoa(p) + `"}`
+		metrics.GetOrCreateGauge(`hedge_log_backlog_messages`+label, func() float64 {
+			messages, _ := metered.Load().Backlog(p)
+			return float64(messages)
+		})
+		metrics.GetOrCreateGauge(`hedge_log_backlog_seconds`+label, func() float64 {
+			_, behind := metered.Load().Backlog(p)
+			return behind.Seconds()
 		})
 	}
 	return c
 }
 
+// metered is the Consumer the /metrics gauges read: the last one started.
+var metered atomic.Pointer[Consumer]
+
 // Backlog is how many messages of partition p the log holds that the warehouse has
-// not applied, as of each lane's last read.
-func (c *Consumer) Backlog(p int) int64 {
-	var n int64
+// not applied, and how far behind it is: how long ago the last message it applied
+// of a lane with messages after it entered the log (0 when none waits), as of each
+// lane's last apply.
+func (c *Consumer) Backlog(p int) (messages int64, behind time.Duration) {
+	now := time.Now()
 	for lane := range laneCount {
-		n += c.behind[position(p, warehouse.Lane(lane))].Load()
+		k := position(p, warehouse.Lane(lane))
+		if n := c.behind[k].Load(); n > 0 {
+			messages += n
+			behind = max(behind, now.Sub(time.Unix(0, c.appliedAt[k].Load())))
+		}
 	}
-	return n
+	return messages, behind
 }
 
 // Stop stops reading and returns once no reader submits any more; what was not
@@ -256,7 +275,9 @@ func (r *reader) apply(ctx context.Context) error {
 	metrics.GetOrCreateCounter(`hedge_capture_events_dropped_total{reason="duplicate_uuid"}`).Add(duplicates)
 	r.applied = last.Sequence.Stream
 	r.done.Store(r.applied)
-	r.c.behind[position(r.partition, r.lane)].Store(int64(last.NumPending))
+	k := position(r.partition, r.lane)
+	r.c.appliedAt[k].Store(last.Timestamp.UnixNano())
+	r.c.behind[k].Store(int64(last.NumPending))
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -302,5 +303,55 @@ func TestLogPublisherClosed(t *testing.T) {
 	e.publisher.Close()
 	if err := e.publisher.Submit(batch(1, 1)); !errors.Is(err, warehouse.ErrClosed) {
 		t.Fatalf("Submit after Close: %v, want ErrClosed", err)
+	}
+}
+
+// gatedWriter passes its first Submit to the Writer and holds the others until open
+// is closed: a warehouse that stopped keeping up.
+type gatedWriter struct {
+	writer Writer
+	calls  atomic.Int32
+	open   chan struct{}
+}
+
+func (g *gatedWriter) Submit(batches ...*warehouse.Batch) error {
+	if g.calls.Add(1) > 1 {
+		<-g.open
+	}
+	return g.writer.Submit(batches...)
+}
+
+func TestLogBacklog(t *testing.T) {
+	e := openLog(t, t.TempDir(), Config{Partitions: 1}, false)
+	for range gatherMessages + 4 { // one message each: one request at a time
+		if err := e.publisher.Submit(batch(1, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gate := &gatedWriter{writer: e.warehouse.Writer(), open: make(chan struct{})}
+	e.consumer = StartConsumer(e.node, gate, nil, testlog.New())
+	// The first gather is applied, the next one held: the rest is the backlog.
+	var applied int64
+	for deadline := time.Now().Add(30 * time.Second); applied == 0 && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		if err := e.warehouse.DB().QueryRow(`SELECT count(*) FROM events`).Scan(&applied); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if messages, behind := e.consumer.Backlog(0); applied == 0 || messages != gatherMessages+4-applied || behind < 10*time.Millisecond {
+		t.Errorf("%d messages applied, a backlog of %d, %v behind; want the other %d, and at least 10 ms behind",
+			applied, messages, behind, gatherMessages+4-applied)
+	}
+	close(gate.open)
+	waitStored(t, e.warehouse, 1, gatherMessages+4, gatherMessages+4)
+	// The reader notes what it applied once the commit returns, just after the rows show.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		messages, behind := e.consumer.Backlog(0)
+		if messages == 0 && behind == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("backlog %d messages, %v behind once applied; want none", messages, behind)
+		}
 	}
 }
