@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -116,7 +117,7 @@ func runSuite(ctx context.Context, cfg suiteConfig) (*report, string, error) {
 		if len(group.scenarios) == 0 {
 			continue
 		}
-		done, hedgeErr, err := runScenarios(ctx, cfg, binary, group.data, group.scenarios, group.flags...)
+		done, hedgeErr, err := runScenarios(ctx, cfg, binary, group.data, group.scenarios, runs, group.flags...)
 		if err != nil {
 			return nil, "", err
 		}
@@ -151,10 +152,11 @@ func runSuite(ctx context.Context, cfg suiteConfig) (*report, string, error) {
 // what was acknowledged.
 const logSettle = 10 * time.Minute
 
-// runScenarios starts hedge on data (with flags), runs the scenarios against it and stops it. An
+// runScenarios starts hedge on data (with flags), after the runs before on another
+// hedge (whose rates a scenario may take: RateOf), runs the scenarios against it and stops it. An
 // unclean stop is returned apart (hedgeErr), as a finding of the report rather than a
 // failure to measure.
-func runScenarios(ctx context.Context, cfg suiteConfig, binary, data string, scenarios []scenario, flags ...string) (runs []*scenarioRun, hedgeErr, err error) {
+func runScenarios(ctx context.Context, cfg suiteConfig, binary, data string, scenarios []scenario, before []*scenarioRun, flags ...string) (runs []*scenarioRun, hedgeErr, err error) {
 	if cfg.profile != "" {
 		if err := os.MkdirAll(cfg.profile, 0o755); err != nil {
 			return nil, nil, fmt.Errorf("cannot make the profile directory: %w", err)
@@ -181,7 +183,7 @@ func runScenarios(ctx context.Context, cfg suiteConfig, binary, data string, sce
 	}
 	fmt.Fprintf(cfg.log, "hedge serving: capture %s, management %s, pid %d, data %s\n", p.captureURL, p.adminURL, p.pid(), data)
 	for _, sc := range scenarios {
-		sc, err := resolveRate(sc, runs)
+		sc, err := resolveRate(sc, slices.Concat(before, runs))
 		if err != nil {
 			p.kill()
 			return nil, nil, err
