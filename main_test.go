@@ -62,4 +62,5 @@ func TestCommands(t *testing.T) {
 	f([]string{"frobnicate"}, 2, "")
 	f([]string{"serve", "--no-such-flag"}, 2, "")
 	f([]string{"serve", "--trusted-proxies", "10.0.0.0/8,proxy.example"}, 2, "")
+	f([]string{"serve", "--log", "kafka"}, 2, "")
 }
