@@ -25,6 +25,7 @@ import (
 
 	"github.com/hedge-analytics/hedge/admin"
 	"github.com/hedge-analytics/hedge/edge"
+	"github.com/hedge-analytics/hedge/eventlog"
 	"github.com/hedge-analytics/hedge/flags"
 	"github.com/hedge-analytics/hedge/internal/faults"
 	"github.com/hedge-analytics/hedge/warehouse"
@@ -79,7 +80,10 @@ func newCaptureEnvWith(t *testing.T, cfg edge.Config, whCfg warehouse.Config) *c
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Handoff, cfg.Teams, cfg.Logger = wh.Writer(), api.ProjectTokens().Team, log
+	if cfg.Handoff == nil {
+		cfg.Handoff = wh.Writer()
+	}
+	cfg.Teams, cfg.Logger = api.ProjectTokens().Team, log
 	cfg.Flags, cfg.People, cfg.SDKAPI, cfg.Locations = store, wh, api.Handler(), api.ProjectTokens().Location
 	srv := edge.New(cfg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -824,6 +828,32 @@ func TestWriterUnavailable(t *testing.T) {
 		// The queue is free again once the first commit is done.
 		if a := env.send(t, "POST", "/capture/", capture(env, uuid.NewString()), nil); a.status != 200 {
 			t.Fatalf("after the commit: %d %s", a.status, a.body)
+		}
+	})
+
+	t.Run("full log", func(t *testing.T) {
+		// The log holds 64 KB and nothing applies it: once full, capture answers 503
+		// with Retry-After, never 200 from memory.
+		node, err := eventlog.Open(context.Background(), eventlog.Config{Dir: t.TempDir(), Partitions: 1, MaxBytes: 64 << 10, Logger: testLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		publisher := eventlog.NewPublisher(node)
+		t.Cleanup(func() {
+			publisher.Close()
+			node.Close()
+		})
+		env := newCaptureEnv(t, edge.Config{Handoff: publisher})
+		body := fmt.Appendf(nil, `{"api_key":%q,"batch":[{"event":"e","distinct_id":"u","properties":{"pad":%q}}]}`, env.token, strings.Repeat("x", 8<<10))
+		for i := 0; ; i++ {
+			a := env.send(t, "POST", "/batch/", body, nil)
+			if a.status == 503 {
+				check503(t, a)
+				break
+			}
+			if a.status != 200 || i > 100 {
+				t.Fatalf("send %d into a 64 KB log: %d %s", i, a.status, a.body)
+			}
 		}
 	})
 
