@@ -294,7 +294,7 @@ func (s *server) startLog(ctx context.Context) (edge.Handoff, error) {
 		return nil, err
 	}
 	cfg := s.cfg.log
-	cfg.Dir, cfg.Logger = filepath.Join(s.cfg.dataDir, "log"), s.log
+	cfg.Dir, cfg.Positions, cfg.Logger = filepath.Join(s.cfg.dataDir, "log"), positions, s.log
 	if s.eventLog, err = eventlog.Open(ctx, cfg); err != nil {
 		return nil, err
 	}

@@ -25,8 +25,8 @@ const (
 	warningStrings = 4
 	// minEventBytes and minWarningBytes are the fewest bytes one takes encoded: a
 	// count in a message is checked against them before anything is sized by it.
-	minEventBytes   = 16 + 1 + 1 + 1 + eventStrings
-	minWarningBytes = 1 + 1 + warningStrings + 1
+	minEventBytes   = 16 + 1 + 2 + 1 + eventStrings // uuid, team, time, personless, strings
+	minWarningBytes = 1 + 2 + warningStrings
 )
 
 // AppendMessage appends the message of one frame, lane's events and warnings, to dst.
@@ -42,7 +42,7 @@ func appendFrame(dst []byte, lane warehouse.Lane, events []warehouse.Event, warn
 		e := &events[i]
 		dst = append(dst, e.UUID[:]...)
 		dst = binary.AppendVarint(dst, e.TeamID)
-		dst = binary.AppendVarint(dst, e.Timestamp.UnixNano())
+		dst = appendTime(dst, e.Timestamp)
 		personless := byte(0)
 		if e.Personless {
 			personless = 1
@@ -57,12 +57,18 @@ func appendFrame(dst []byte, lane warehouse.Lane, events []warehouse.Event, warn
 	for i := range warnings {
 		w := &warnings[i]
 		dst = binary.AppendVarint(dst, w.TeamID)
-		dst = binary.AppendVarint(dst, w.Time.UnixNano())
+		dst = appendTime(dst, w.Time)
 		for _, s := range [warningStrings]string{w.Type, w.Event, w.DistinctID, w.Details} {
 			dst = appendString(dst, s)
 		}
 	}
 	return dst
+}
+
+// appendTime appends t's Unix seconds and nanoseconds: exact for every instant, where
+// Unix nanoseconds alone end in 2262.
+func appendTime(dst []byte, t time.Time) []byte {
+	return binary.AppendUvarint(binary.AppendVarint(dst, t.Unix()), uint64(t.Nanosecond()))
 }
 
 func appendString(dst []byte, s string) []byte {
@@ -111,7 +117,7 @@ func (d *decoder) frame(b *warehouse.Batch, frame int) error {
 		var e warehouse.Event
 		copy(e.UUID[:], d.bytes(16))
 		e.TeamID = d.varint()
-		e.Timestamp = time.Unix(0, d.varint()).UTC()
+		e.Timestamp = d.time()
 		switch d.byte() {
 		case 0:
 		case 1:
@@ -132,7 +138,7 @@ func (d *decoder) frame(b *warehouse.Batch, frame int) error {
 	for i := 0; i < warnings && d.err == nil; i++ {
 		var w warehouse.Warning
 		w.TeamID = d.varint()
-		w.Time = time.Unix(0, d.varint()).UTC()
+		w.Time = d.time()
 		w.Type, w.Event, w.DistinctID, w.Details = d.string(), d.string(), d.string(), d.string()
 		if d.err != nil {
 			return fmt.Errorf("cannot decode a log message: frame %d: warning %d: %w", frame, i, d.err)
@@ -197,6 +203,18 @@ func (d *decoder) uvarint() uint64 {
 	}
 	d.msg = d.msg[n:]
 	return v
+}
+
+// time reads an instant that appendTime wrote, in UTC.
+func (d *decoder) time() time.Time {
+	sec, nsec := d.varint(), d.uvarint()
+	if nsec >= 1e9 {
+		d.fail(fmt.Errorf("%d nanoseconds in a second", nsec))
+	}
+	if d.err != nil {
+		return time.Time{}
+	}
+	return time.Unix(sec, int64(nsec)).UTC()
 }
 
 // count reads a count of items of at least minBytes each, refusing one that the bytes

@@ -37,7 +37,8 @@ func TestMessageRoundTrip(t *testing.T) {
 		{"every field", warehouse.LaneHistorical, []warehouse.Event{fullEvent(0), fullEvent(1)}, []warehouse.Warning{warning}},
 		{"empty strings and zero time", warehouse.LaneOverflow, []warehouse.Event{{TeamID: -1, Timestamp: time.Unix(0, 0).UTC()}}, nil},
 		{"far timestamps", warehouse.LaneRealtime, []warehouse.Event{
-			{Timestamp: time.Date(1970, 1, 1, 0, 0, 0, 1, time.UTC)}, {Timestamp: time.Date(2262, 4, 11, 0, 0, 0, 0, time.UTC)}}, nil},
+			{Timestamp: time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)}, {Timestamp: time.Date(1500, 1, 1, 0, 0, 0, 1, time.UTC)},
+			{Timestamp: time.Date(1969, 12, 31, 23, 59, 59, 999_999_999, time.UTC)}, {Timestamp: time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC)}}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			msg := AppendMessage([]byte("kept"), c.lane, c.events, c.warnings)

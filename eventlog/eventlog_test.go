@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -39,7 +40,11 @@ func openLog(t *testing.T, dir string, cfg Config, consume bool) *logEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Dir, cfg.Logger = filepath.Join(dir, "log"), log
+	positions, err := wh.LogPositions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Dir, cfg.Positions, cfg.Logger = filepath.Join(dir, "log"), positions, log
 	node, err := Open(ctx, cfg)
 	if err != nil {
 		wh.Close()
@@ -47,10 +52,6 @@ func openLog(t *testing.T, dir string, cfg Config, consume bool) *logEnv {
 	}
 	e := &logEnv{dir: dir, cfg: cfg, warehouse: wh, node: node, publisher: NewPublisher(node)}
 	if consume {
-		positions, err := wh.LogPositions(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
 		e.consumer = StartConsumer(node, wh.Writer(), positions, log)
 	}
 	t.Cleanup(e.close)
@@ -354,4 +355,26 @@ func TestLogBacklog(t *testing.T) {
 			t.Fatalf("backlog %d messages, %v behind once applied; want none", messages, behind)
 		}
 	}
+}
+
+// TestLogRecreated: the log's directory removed (its events all applied), a new log
+// numbers its messages after the warehouse's positions, and they are applied.
+func TestLogRecreated(t *testing.T) {
+	dir := t.TempDir()
+	e := openLog(t, dir, Config{Partitions: 1}, true)
+	for range 5 {
+		if err := e.publisher.Submit(batch(1, 3)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitStored(t, e.warehouse, 1, 15, 5)
+	e.close()
+	if err := os.RemoveAll(filepath.Join(dir, "log")); err != nil {
+		t.Fatal(err)
+	}
+	e = openLog(t, dir, Config{Partitions: 1}, true)
+	if err := e.publisher.Submit(batch(1, 3)); err != nil {
+		t.Fatal(err)
+	}
+	waitStored(t, e.warehouse, 1, 18, 6)
 }

@@ -48,7 +48,12 @@ type Config struct {
 	// partition holds at most MaxBytes/Partitions, and a full one refuses publishes.
 	MaxBytes int64
 	MaxAge   time.Duration
-	Logger   *slog.Logger
+	// Positions are the warehouse's (warehouse.Warehouse.LogPositions): a partition
+	// whose stream is made anew, the log's directory having been removed, numbers its
+	// messages after them, so that the Consumer, which reads after them, reads its
+	// new messages rather than waiting for their sequence numbers to pass the old ones.
+	Positions map[int]uint64
+	Logger    *slog.Logger
 }
 
 // Node is an embedded JetStream node and the client connection hedge uses to it,
@@ -137,7 +142,15 @@ func (n *Node) connect(ctx context.Context) error {
 		return fmt.Errorf("the log in %s has %d partitions, not %d: the count is fixed when the log is created", n.cfg.Dir, existing, n.cfg.Partitions)
 	}
 	for p := range n.cfg.Partitions {
-		if _, err := n.js.CreateOrUpdateStream(ctx, n.streamConfig(p)); err != nil {
+		cfg := n.streamConfig(p)
+		_, err := n.js.UpdateStream(ctx, cfg)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			for lane := range laneCount {
+				cfg.FirstSeq = max(cfg.FirstSeq, n.cfg.Positions[position(p, warehouse.Lane(lane))]+1)
+			}
+			_, err = n.js.CreateStream(ctx, cfg)
+		}
+		if err != nil {
 			return fmt.Errorf("cannot create the log's partition %d: %w", p, err)
 		}
 	}
