@@ -72,8 +72,8 @@ func startConsumer(node *Node, writer Writer, positions map[int]uint64, log *slo
 	metered.Store(c)
 	for p := range node.Partitions() {
 		for lane := range warehouse.Lane(laneCount) {
-			r := &reader{c: c, partition: p, lane: lane, applied: positions[position(p, lane)], lastPurge: time.Now()}
-			r.done.Store(r.applied)
+			r := &reader{c: c, partition: p, lane: lane, lastPurge: time.Now()}
+			r.applied.Store(positions[position(p, lane)])
 			c.readers = append(c.readers, r)
 			c.running.Add(1)
 			go func() {
@@ -136,7 +136,7 @@ func (c *Consumer) Drain(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("cannot drain the log: %w", err)
 		}
-		for r.done.Load() < last.Sequence {
+		for r.applied.Load() < last.Sequence {
 			if !sleep(ctx, 10*time.Millisecond) {
 				return fmt.Errorf("cannot drain the log: %w", ctx.Err())
 			}
@@ -150,8 +150,7 @@ type reader struct {
 	c         *Consumer
 	partition int
 	lane      warehouse.Lane
-	applied   uint64        // the last stream sequence the warehouse recorded
-	done      atomic.Uint64 // applied, for Drain
+	applied   atomic.Uint64 // the last stream sequence the warehouse recorded; Drain reads it
 	purged    uint64
 	lastPurge time.Time
 	msgs      []jetstream.Msg
@@ -180,7 +179,7 @@ func (r *reader) read(ctx context.Context) error {
 	cons, err := js.OrderedConsumer(ctx, streamName(r.partition), jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{subject(r.partition, r.lane)},
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:    r.applied + 1,
+		OptStartSeq:    r.applied.Load() + 1,
 	})
 	if err != nil {
 		return err
@@ -273,8 +272,7 @@ func (r *reader) apply(ctx context.Context) error {
 	// The edge's counter of retried events: with the log, the warehouse finds them
 	// after the 200, so the consumer counts them (the edge counts none).
 	metrics.GetOrCreateCounter(`hedge_capture_events_dropped_total{reason="duplicate_uuid"}`).Add(duplicates)
-	r.applied = last.Sequence.Stream
-	r.done.Store(r.applied)
+	r.applied.Store(last.Sequence.Stream)
 	k := position(r.partition, r.lane)
 	r.c.appliedAt[k].Store(last.Timestamp.UnixNano())
 	r.c.behind[k].Store(int64(last.NumPending))
@@ -337,16 +335,17 @@ func (r *reader) deadLetter(ctx context.Context, msg jetstream.Msg, sequence uin
 // purge removes from the log what the warehouse applied of this lane, at most once a
 // purgeInterval: the log then holds only what the warehouse still needs.
 func (r *reader) purge(ctx context.Context, stream jetstream.Stream) {
-	if r.applied == r.purged || time.Since(r.lastPurge) < r.c.purgeEvery {
+	applied := r.applied.Load()
+	if applied == r.purged || time.Since(r.lastPurge) < r.c.purgeEvery {
 		return
 	}
 	r.lastPurge = time.Now()
-	err := stream.Purge(ctx, jetstream.WithPurgeSubject(subject(r.partition, r.lane)), jetstream.WithPurgeSequence(r.applied+1))
+	err := stream.Purge(ctx, jetstream.WithPurgeSubject(subject(r.partition, r.lane)), jetstream.WithPurgeSequence(applied+1))
 	if err != nil {
 		r.c.log.Warn("cannot purge the log", "partition", r.partition, "lane", r.lane.String(), "err", err)
 		return
 	}
-	r.purged = r.applied
+	r.purged = applied
 }
 
 // sleep waits d or until ctx ends, and reports whether it waited d.

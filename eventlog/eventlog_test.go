@@ -70,6 +70,17 @@ func (e *logEnv) close() {
 	e.node = nil
 }
 
+// publish publishes requests batches of events events each, one after the other
+// (so each is a message of its own), and fails the test on an error.
+func (e *logEnv) publish(t *testing.T, requests, events int) {
+	t.Helper()
+	for range requests {
+		if err := e.publisher.Submit(batch(1, events)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // batch is a realtime batch of n events of team, from distinct ids spread over the
 // partitions, and one warning, which the warehouse does not deduplicate, so that a
 // message applied twice shows.
@@ -113,11 +124,7 @@ func waitStored(t *testing.T, wh *warehouse.Warehouse, team int64, events, warni
 func TestLogAppliesOnceAcrossRestarts(t *testing.T) {
 	dir := t.TempDir()
 	e := openLog(t, dir, Config{Partitions: 4}, true)
-	for range 10 {
-		if err := e.publisher.Submit(batch(1, 100)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e.publish(t, 10, 100)
 	waitStored(t, e.warehouse, 1, 1000, 10)
 	positions, err := e.warehouse.LogPositions(context.Background())
 	if err != nil {
@@ -131,9 +138,7 @@ func TestLogAppliesOnceAcrossRestarts(t *testing.T) {
 	// Reopened, the consumer starts after what was applied: nothing twice, whether or
 	// not the log was purged yet, and what comes next is applied.
 	e = openLog(t, dir, Config{Partitions: 4}, true)
-	if err := e.publisher.Submit(batch(1, 50)); err != nil {
-		t.Fatal(err)
-	}
+	e.publish(t, 1, 50)
 	waitStored(t, e.warehouse, 1, 1050, 11)
 	time.Sleep(300 * time.Millisecond) // a replay would show by now
 	waitStored(t, e.warehouse, 1, 1050, 11)
@@ -145,11 +150,7 @@ func TestLogAppliesOnceAcrossRestarts(t *testing.T) {
 func TestLogAppliedButNotPurged(t *testing.T) {
 	dir := t.TempDir()
 	e := openLog(t, dir, Config{Partitions: 2}, false)
-	for range 3 {
-		if err := e.publisher.Submit(batch(1, 20)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e.publish(t, 3, 20)
 	// Applied by a consumer that stops before its first purge is due.
 	e.consumer = startConsumer(e.node, e.warehouse.Writer(), nil, testlog.New(), time.Hour)
 	waitStored(t, e.warehouse, 1, 60, 3)
@@ -217,9 +218,7 @@ func TestLogDeadLetters(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The partition goes on past it.
-	if err := e.publisher.Submit(batch(1, 5)); err != nil {
-		t.Fatal(err)
-	}
+	e.publish(t, 1, 5)
 	waitStored(t, e.warehouse, 1, 5, 1)
 	dead, err := e.node.js.Stream(ctx, deadLetterStream)
 	if err != nil {
@@ -324,11 +323,7 @@ func (g *gatedWriter) Submit(batches ...*warehouse.Batch) error {
 
 func TestLogBacklog(t *testing.T) {
 	e := openLog(t, t.TempDir(), Config{Partitions: 1}, false)
-	for range gatherMessages + 4 { // one message each: one request at a time
-		if err := e.publisher.Submit(batch(1, 1)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e.publish(t, gatherMessages+4, 1) // one message each: one request at a time
 	gate := &gatedWriter{writer: e.warehouse.Writer(), open: make(chan struct{})}
 	e.consumer = StartConsumer(e.node, gate, nil, testlog.New())
 	// The first gather is applied, the next one held: the rest is the backlog.
@@ -362,19 +357,13 @@ func TestLogBacklog(t *testing.T) {
 func TestLogRecreated(t *testing.T) {
 	dir := t.TempDir()
 	e := openLog(t, dir, Config{Partitions: 1}, true)
-	for range 5 {
-		if err := e.publisher.Submit(batch(1, 3)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e.publish(t, 5, 3)
 	waitStored(t, e.warehouse, 1, 15, 5)
 	e.close()
 	if err := os.RemoveAll(filepath.Join(dir, "log")); err != nil {
 		t.Fatal(err)
 	}
 	e = openLog(t, dir, Config{Partitions: 1}, true)
-	if err := e.publisher.Submit(batch(1, 3)); err != nil {
-		t.Fatal(err)
-	}
+	e.publish(t, 1, 3)
 	waitStored(t, e.warehouse, 1, 18, 6)
 }
