@@ -4,6 +4,7 @@
 //
 //	hedge serve [flags]                  run both listeners over one DuckDB file
 //	hedge passwd --email EMAIL [--data]  set a user's console password, read from stdin
+//	hedge cluster up|down --dir DIR      start or stop a three-node cluster on loopback
 //	hedge version                        print hedge's and DuckDB's versions
 //
 // Every flag of serve can also be set with an environment variable: --admin-addr is
@@ -36,6 +37,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return serveCommand(args[1:], stderr)
 	case "passwd":
 		return passwdCommand(args[1:], stdin, stderr)
+	case "cluster":
+		return clusterCommand(args[1:], stdout, stderr)
 	case "version":
 		duckdbVersion, err := warehouse.DuckDBVersion()
 		if err != nil {
@@ -59,6 +62,7 @@ func usage(w io.Writer) {
 Usage:
   hedge serve [flags]                   run the management and capture listeners over one DuckDB file
   hedge passwd --email EMAIL [--data]   set a user's password for the web console, read from stdin
+  hedge cluster up|down [--dir DIR]     start (or start again) or stop a three-node cluster on loopback
   hedge version                         print hedge's and DuckDB's versions
 
 Run "hedge serve -h" for the flags; each has a HEDGE_* environment variable.

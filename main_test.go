@@ -63,4 +63,11 @@ func TestCommands(t *testing.T) {
 	f([]string{"serve", "--no-such-flag"}, 2, "")
 	f([]string{"serve", "--trusted-proxies", "10.0.0.0/8,proxy.example"}, 2, "")
 	f([]string{"serve", "--log", "kafka"}, 2, "")
+	f([]string{"serve", "--warehouse=false"}, 2, "") // an edge-only node needs a cluster
+	f([]string{"serve", "--log", "direct", "--log-cluster", "127.0.0.1:6222", "--log-routes", "127.0.0.1:6222"}, 2, "")
+	f([]string{"serve", "--log-cluster", "127.0.0.1:6222"}, 2, "") // no routes
+	f([]string{"cluster"}, 2, "")
+	f([]string{"cluster", "sideways"}, 2, "")
+	f([]string{"cluster", "up", "extra"}, 2, "")
+	f([]string{"cluster", "down", "--dir", t.TempDir()}, 1, "") // no cluster.json there
 }

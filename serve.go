@@ -53,6 +53,10 @@ type serveConfig struct {
 	// logMode is how events reach the warehouse: logDirect or logJetStream.
 	logMode string
 	log     eventlog.Config
+	// cluster: the node is one of a JetStream cluster (--log-cluster), and edgeOnly:
+	// it holds no warehouse (--warehouse=false).
+	cluster  eventlog.Cluster
+	edgeOnly bool
 }
 
 // The --log modes. Direct: the edge hands events to the Writer and answers 200 once
@@ -64,7 +68,7 @@ const (
 )
 
 func serveCommand(args []string, stderr io.Writer) int {
-	cfg := serveConfig{logMode: logDirect}
+	cfg := serveConfig{}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.dataDir, "data", "./hedge-data", "data directory: the DuckDB file and bootstrap.json")
@@ -112,10 +116,28 @@ func serveCommand(args []string, stderr io.Writer) int {
 	fs.IntVar(&cfg.log.Partitions, "log-partitions", eventlog.DefaultPartitions, "partitions of a new log (--log jetstream), by hash of project and distinct_id; fixed once the log exists")
 	fs.Int64Var(&cfg.log.MaxBytes, "log-max-bytes", eventlog.DefaultMaxBytes, "bytes the log may hold (--log jetstream), all partitions together; when the warehouse falls that far behind, capture answers 503")
 	fs.DurationVar(&cfg.log.MaxAge, "log-max-age", eventlog.DefaultMaxAge, "how long an event may wait in the log for the warehouse (--log jetstream)")
+	fs.StringVar(&cfg.cluster.Listen, "log-cluster", "", "host:port this node takes its log cluster peers' routes on; set, the node is one of a JetStream cluster (implies --log jetstream) whose streams are replicated on --log-replicas nodes")
+	fs.Func("log-routes", "comma-separated host:port of every node's --log-cluster address (this node's may be among them)", func(list string) error {
+		for _, r := range strings.Split(list, ",") {
+			if r = strings.TrimSpace(r); r != "" {
+				cfg.cluster.Routes = append(cfg.cluster.Routes, r)
+			}
+		}
+		return nil
+	})
+	fs.IntVar(&cfg.cluster.Replicas, "log-replicas", 3, "replicas of each of the log's streams in a cluster: a 200 means a majority of them hold the events")
+	fs.StringVar(&cfg.cluster.Name, "node-name", "", "this node's name in the log cluster, unique and the same at every start (default: the host name and the --log-cluster port)")
+	fs.StringVar(&cfg.cluster.Secret, "log-cluster-secret", "", "secret shared by the cluster's nodes, which authenticates their routes (set it in the environment, HEDGE_LOG_CLUSTER_SECRET, to keep it out of the process list); empty: routes are not authenticated")
+	warehouseNode := fs.Bool("warehouse", true, "this node holds the warehouse: the DuckDB file, the management API and console, and the log's consumer; in a cluster exactly one node does, the others (--warehouse=false) run an edge that publishes into the log and forwards the flag routes to it")
 	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
+		fmt.Fprintln(stderr, "hedge serve:", err)
+		return 2
+	}
+	cfg.edgeOnly = !*warehouseNode
+	if err := cfg.checkCluster(); err != nil {
 		fmt.Fprintln(stderr, "hedge serve:", err)
 		return 2
 	}
@@ -143,7 +165,7 @@ func serveCommand(args []string, stderr io.Writer) int {
 	case err := <-s.failed:
 		log.Error("listener failed", "err", err)
 		code = 1 // a supervisor restarts what failed
-	case <-s.warehouse.Invalidated():
+	case <-s.invalidated():
 		// Every statement fails until the file is opened again, which only a new
 		// process can do: exit for the supervisor to restart hedge, which replays the
 		// WAL, rather than answer 503 and 500 until someone does.
@@ -169,11 +191,13 @@ type server struct {
 	capture   *edge.Server
 	// eventLog, publisher and consumer run with --log jetstream: the log, the edge's
 	// hand-off into it, and what applies it to the warehouse.
-	eventLog   *eventlog.Node
-	publisher  *eventlog.Publisher
-	consumer   *eventlog.Consumer
-	adminURL   string
-	captureURL string
+	eventLog  *eventlog.Node
+	publisher *eventlog.Publisher
+	consumer  *eventlog.Consumer
+	// stopSharing ends the sharing of project tokens with the cluster (shareTokens).
+	stopSharing context.CancelFunc
+	adminURL    string
+	captureURL  string
 	// bootstrap is what this start created on an empty database, or nil.
 	bootstrap *admin.Bootstrap
 	// failed receives the error of a listener that stopped by itself.
@@ -185,12 +209,48 @@ type server struct {
 	listeners []net.Listener
 }
 
+// checkCluster completes and checks the log's flags: the log is direct unless set or
+// on a cluster (--log-cluster implies jetstream), and an edge-only node needs a
+// cluster to publish into.
+func (cfg *serveConfig) checkCluster() error {
+	if cfg.cluster.Listen == "" {
+		if cfg.edgeOnly {
+			return errors.New("--warehouse=false needs --log-cluster: an edge-only node publishes into a cluster's log")
+		}
+		if cfg.logMode == "" {
+			cfg.logMode = logDirect
+		}
+		return nil
+	}
+	if cfg.logMode == logDirect {
+		return errors.New("--log-cluster needs --log jetstream")
+	}
+	cfg.logMode = logJetStream
+	if len(cfg.cluster.Routes) == 0 {
+		return errors.New("--log-cluster needs --log-routes: the nodes of the cluster")
+	}
+	if cfg.cluster.Name == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return fmt.Errorf("cannot name the node (set --node-name): %w", err)
+		}
+		_, port, _ := net.SplitHostPort(cfg.cluster.Listen)
+		cfg.cluster.Name = host + "-" + port
+	}
+	cfg.log.Cluster = &cfg.cluster
+	cfg.log.EdgeOnly = cfg.edgeOnly
+	return nil
+}
+
 // start opens the warehouse, bootstraps an empty one, and starts both listeners. The
 // listeners bind before anything answers on them, so their addresses (port 0 in tests)
 // are known to the bootstrap.
 func start(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *server, err error) {
 	if err := os.MkdirAll(cfg.dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("cannot create data directory: %w", err)
+	}
+	if cfg.edgeOnly {
+		return startEdgeOnly(ctx, cfg, log)
 	}
 	cfg.warehouse.Path = filepath.Join(cfg.dataDir, databaseFile)
 	cfg.warehouse.Logger = log
@@ -275,6 +335,9 @@ func start(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *server, e
 		if edgeConfig.Handoff, err = s.startLog(ctx); err != nil {
 			return nil, err
 		}
+		if err = s.shareWithCluster(ctx, listenerURL(captureLn)); err != nil {
+			return nil, err
+		}
 	}
 	edgeConfig.Flags, edgeConfig.People, edgeConfig.SDKAPI = s.flags, s.warehouse, s.api.Handler()
 	edgeConfig.Locations = s.api.ProjectTokens().Location
@@ -304,10 +367,56 @@ func (s *server) startLog(ctx context.Context) (edge.Handoff, error) {
 	return s.publisher, nil
 }
 
+// shareWithCluster writes to the log's directory what the edge-only nodes of a
+// cluster need of the warehouse node: where its capture listener is, and the project
+// tokens, now and after every change, until stopLog. (On a node alone nobody reads
+// them; they cost a few writes at start.)
+func (s *server) shareWithCluster(ctx context.Context, captureURL string) error {
+	if err := s.eventLog.ShareWarehouse(ctx, captureURL); err != nil {
+		return err
+	}
+	tokens := s.api.ProjectTokens()
+	if err := s.eventLog.ShareTokens(ctx, tokens.Tokens()); err != nil {
+		return err
+	}
+	sharing, stop := context.WithCancel(context.Background())
+	s.stopSharing = stop
+	go func() {
+		for {
+			select {
+			case <-tokens.Changed():
+			case <-sharing.Done():
+				return
+			}
+			// A failure (no quorum) is tried again at the next change, or retried here
+			// until the tokens are shared: an edge-only node refuses a token it has not
+			// been told of.
+			for {
+				c, cancel := context.WithTimeout(sharing, 10*time.Second)
+				err := s.eventLog.ShareTokens(c, tokens.Tokens())
+				cancel()
+				if err == nil || sharing.Err() != nil {
+					break
+				}
+				s.log.Warn("cannot share project tokens with the cluster; retrying", "err", err)
+				select {
+				case <-time.After(time.Second):
+				case <-sharing.Done():
+					return
+				}
+			}
+		}
+	}()
+	return nil
+}
+
 // stopLog lets the warehouse apply what the log holds until ctx ends (nil: not at
 // all), stops applying it, then closes it; what the warehouse has not applied stays
 // in it for the next start.
 func (s *server) stopLog(ctx context.Context) {
+	if s.stopSharing != nil {
+		s.stopSharing()
+	}
 	if s.publisher != nil {
 		s.publisher.Close()
 	}
@@ -340,28 +449,92 @@ func (s *server) serve(name string, serve func() error) {
 // stop shuts down in the order that keeps every accepted event: interrupt the users'
 // queries (their requests answer 503 at once, rather than hold the shutdown until
 // their time limit), stop accepting and let in-flight requests finish (each waits for
-// its commit), stop the batch exports (a run in progress runs again at the next
-// start), stop applying the log and close it (with --log jetstream: what is not
-// applied waits in it), then close the warehouse, which commits anything still queued
-// and checkpoints.
+// its commit, or its log's acknowledgement), stop the batch exports (a run in progress
+// runs again at the next start), stop applying the log and close it (with --log
+// jetstream: what is not applied waits in it), then close the warehouse, which
+// commits anything still queued and checkpoints. An edge-only node has only the
+// capture listener and the log.
 func (s *server) stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.shutdownTimeout)
 	defer cancel()
 	begin := time.Now()
-	s.warehouse.Queries().Stop()
-	s.log.Info("queries stopped", "took", time.Since(begin).Round(time.Millisecond))
+	if s.warehouse != nil {
+		s.warehouse.Queries().Stop()
+		s.log.Info("queries stopped", "took", time.Since(begin).Round(time.Millisecond))
+	}
 	errs := make(chan error, 2)
 	go func() { errs <- s.capture.Shutdown(ctx) }()
-	go func() { errs <- s.api.Shutdown(ctx) }()
-	err := errors.Join(<-errs, <-errs)
+	shutdowns := 1
+	if s.api != nil {
+		go func() { errs <- s.api.Shutdown(ctx) }()
+		shutdowns++
+	}
+	var err error
+	for range shutdowns {
+		err = errors.Join(err, <-errs)
+	}
 	for _, ln := range s.listeners {
 		ln.Close() // closed already, unless its Serve began after its Shutdown
 	}
 	s.serving.Wait()
 	s.log.Info("listeners stopped", "took", time.Since(begin).Round(time.Millisecond))
+	if s.warehouse == nil {
+		s.stopLog(ctx)
+		return err
+	}
 	s.exports.Close()
 	s.stopLog(ctx)
 	return errors.Join(err, s.warehouse.Close())
+}
+
+// invalidated receives when DuckDB has invalidated the warehouse's database; never on
+// an edge-only node.
+func (s *server) invalidated() <-chan struct{} {
+	if s.warehouse == nil {
+		return nil
+	}
+	return s.warehouse.Invalidated()
+}
+
+// startEdgeOnly starts an edge-only node of a cluster: its log node, which waits for a
+// quorum of the cluster and for the streams the warehouse node makes, the directory
+// of project tokens, and the capture listener, whose events go into the log and whose
+// flag routes go to the warehouse node's capture listener. It has no DuckDB file and
+// no management listener (the warehouse node's serves the cluster; see README).
+func startEdgeOnly(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *server, err error) {
+	s := &server{cfg: cfg, log: log, failed: make(chan error, 2)}
+	captureLn, err := net.Listen("tcp", cfg.captureAddr)
+	if err != nil {
+		return nil, fmt.Errorf("cannot listen for capture: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			captureLn.Close()
+			s.stopLog(nil)
+		}
+	}()
+	logConfig := cfg.log
+	logConfig.Dir, logConfig.Logger = filepath.Join(cfg.dataDir, "log"), log
+	if s.eventLog, err = eventlog.Open(ctx, logConfig); err != nil {
+		return nil, err
+	}
+	directory, err := s.eventLog.WatchDirectory(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.publisher = eventlog.NewPublisher(s.eventLog)
+	edgeConfig := cfg.edge
+	edgeConfig.Handoff, edgeConfig.Teams, edgeConfig.Logger = s.publisher, directory.Team, log
+	edgeConfig.Remote, edgeConfig.Health = edge.NewRemote(directory.Warehouse), s.eventLog.Check
+	s.capture = edge.New(edgeConfig)
+	s.captureURL = listenerURL(captureLn)
+	if cfg.captureURL != "" {
+		s.captureURL = strings.TrimSuffix(cfg.captureURL, "/")
+	}
+	s.listeners = []net.Listener{captureLn}
+	s.serve("capture", func() error { return s.capture.Serve(newRetryingListener(captureLn, "capture", log)) })
+	log.Info("serving as an edge-only node", "capture_url", s.captureURL, "node", cfg.cluster.Name, "partitions", s.eventLog.Partitions())
+	return s, nil
 }
 
 // listenerURL is the http URL of a listener; an unspecified address (0.0.0.0, ::) is

@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 )
@@ -17,6 +18,19 @@ type ProjectTokens struct {
 	mu        sync.RWMutex
 	teams     map[string]int64
 	locations map[int64]*time.Location
+	// changed receives a value after set, unless one waits already (Changed).
+	changed chan struct{}
+}
+
+// Changed receives after a token is added or changed, at least once after any number
+// of changes since it was last read; a reader then reads Tokens.
+func (t *ProjectTokens) Changed() <-chan struct{} { return t.changed }
+
+// Tokens is a copy of every token and its project's id.
+func (t *ProjectTokens) Tokens() map[string]int64 {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return maps.Clone(t.teams)
 }
 
 // Team returns the id of the project whose API token is token.
@@ -46,6 +60,10 @@ func (t *ProjectTokens) set(token string, team int64, timezone string) {
 		t.locations[team] = loc
 	}
 	t.mu.Unlock()
+	select {
+	case t.changed <- struct{}{}:
+	default:
+	}
 }
 
 func locationOf(timezone string) *time.Location {
@@ -65,7 +83,7 @@ func loadProjectTokens(ctx context.Context, q querier) (*ProjectTokens, error) {
 		return nil, fmt.Errorf("cannot load project tokens: %w", err)
 	}
 	defer rows.Close()
-	t := &ProjectTokens{teams: make(map[string]int64), locations: make(map[int64]*time.Location)}
+	t := &ProjectTokens{teams: make(map[string]int64), locations: make(map[int64]*time.Location), changed: make(chan struct{}, 1)}
 	for rows.Next() {
 		var token, timezone string
 		var team int64

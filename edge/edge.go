@@ -71,10 +71,18 @@ type Config struct {
 	OverflowRate  float64
 	OverflowBurst float64
 	// Flags holds the projects' flag definitions that /flags/ and /decide/ evaluate,
-	// and People the stored person and group properties they evaluate against; /_health
-	// checks People's database.
+	// and People the stored person and group properties they evaluate against. Both
+	// nil (an edge-only node of a cluster, which holds no warehouse): the flag routes
+	// go to Remote.
 	Flags  *flags.Store
 	People *warehouse.Warehouse
+	// Remote, on an edge-only node, answers the routes this edge does not (flags,
+	// remote config, the SDKs' management routes): the warehouse node's capture
+	// listener, which the request is forwarded to as sent.
+	Remote *Remote
+	// Health answers /_health: nil while the events' store answers (the warehouse's
+	// database, or on an edge-only node the log).
+	Health func(context.Context) error
 	// Locations gives a project's time zone, in which flags read dates written without
 	// one; nil, or a nil answer, is UTC.
 	Locations func(team int64) *time.Location
@@ -106,6 +114,8 @@ type Server struct {
 	flags    *flags.Store
 	slots    *flagSlots
 	people   *warehouse.Warehouse
+	remote   *Remote
+	healthy  func(context.Context) error
 	location func(team int64) *time.Location
 	sdkAPI   fasthttp.RequestHandler
 	log      *slog.Logger
@@ -125,6 +135,12 @@ func New(cfg Config) *Server {
 	if cfg.BodyIdleTimeout <= 0 {
 		cfg.BodyIdleTimeout = DefaultBodyIdleTimeout
 	}
+	if cfg.Health == nil {
+		cfg.Health = func(context.Context) error { return nil }
+		if cfg.People != nil {
+			cfg.Health = cfg.People.Check
+		}
+	}
 	s := &Server{
 		handoff:  cfg.Handoff,
 		teams:    cfg.Teams,
@@ -134,6 +150,8 @@ func New(cfg Config) *Server {
 		flags:    cfg.Flags,
 		slots:    newFlagSlots(cfg.FlagEvaluations),
 		people:   cfg.People,
+		remote:   cfg.Remote,
+		healthy:  cfg.Health,
 		location: cfg.Locations,
 		sdkAPI:   cfg.SDKAPI,
 		log:      cfg.Logger,
@@ -167,14 +185,14 @@ func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
 // wait for their commits, have been answered.
 func (s *Server) Shutdown(ctx context.Context) error { return s.srv.ShutdownWithContext(ctx) }
 
-// health answers GET /_health: 200 {"status":"ok"} while a query of the database
-// answers, else 503 {"status":"unavailable"} (see warehouse.Check), as the management
-// listener's does.
+// health answers GET /_health: 200 {"status":"ok"} while Config.Health answers nil (a
+// query of the database, warehouse.Check), else 503 {"status":"unavailable"}, as the
+// management listener's does.
 func (s *Server) health(ctx *fasthttp.RequestCtx) {
 	ctx.SetContentType("application/json")
 	c, cancel := context.WithTimeout(context.Background(), healthTimeout)
 	defer cancel()
-	if err := s.people.Check(c); err != nil {
+	if err := s.healthy(c); err != nil {
 		s.log.Error("health check failed", "err", err)
 		ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
 		ctx.SetBodyString(`{"status":"unavailable"}`)
@@ -215,9 +233,15 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	}
 	rt, ok := routeOf(ctx.Path())
 	if !ok {
-		if endpoint, token, ok := flagsRouteOf(ctx.Path()); ok && s.flags != nil {
-			s.serveFlags(ctx, endpoint, token)
-			return
+		if endpoint, token, ok := flagsRouteOf(ctx.Path()); ok {
+			switch {
+			case s.flags != nil:
+				s.serveFlags(ctx, endpoint, token)
+				return
+			case s.remote != nil:
+				s.remote.forward(ctx, s)
+				return
+			}
 		}
 	}
 	switch {

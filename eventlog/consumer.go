@@ -180,6 +180,11 @@ func (r *reader) read(ctx context.Context) error {
 		FilterSubjects: []string{subject(r.partition, r.lane)},
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:    r.applied.Load() + 1,
+		// An ordered consumer remakes itself on the node when messages go missing
+		// (a leader changed); by default it tries for ever, holding its lock, so that
+		// neither ctx nor Stop ends it while the cluster has no quorum. After two
+		// tries (at most some 21 s) Next fails, and run reads again unless ctx ended.
+		MaxResetAttempts: 2,
 	})
 	if err != nil {
 		return err

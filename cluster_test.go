@@ -1,0 +1,292 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hedge-analytics/hedge/admin"
+)
+
+// testCluster is a cluster that `hedge cluster up` started for a test, as its
+// cluster.json says; the test's cleanup ends it.
+type testCluster struct {
+	bin, dir string
+	boot     admin.Bootstrap
+}
+
+func startCluster(t *testing.T) *testCluster {
+	t.Helper()
+	c := &testCluster{bin: hedgeBinary(t), dir: t.TempDir()}
+	t.Cleanup(func() {
+		if out, err := exec.Command(c.bin, "cluster", "down", "--dir", c.dir).CombinedOutput(); err != nil {
+			t.Errorf("hedge cluster down: %v\n%s", err, out)
+		}
+	})
+	c.up(t)
+	if err := json.Unmarshal(c.file(t).Bootstrap, &c.boot); err != nil {
+		t.Fatalf("cluster.json's bootstrap: %v", err)
+	}
+	return c
+}
+
+// up runs hedge cluster up, which starts the nodes that are not running.
+func (c *testCluster) up(t *testing.T) {
+	t.Helper()
+	if out, err := exec.Command(c.bin, "cluster", "up", "--dir", c.dir).CombinedOutput(); err != nil {
+		t.Fatalf("hedge cluster up: %v\n%s\n%s", err, out, c.logs(t))
+	}
+}
+
+func (c *testCluster) file(t *testing.T) *clusterFile {
+	t.Helper()
+	f, err := readCluster(c.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// kill SIGKILLs node i and waits until it is gone.
+func (c *testCluster) kill(t *testing.T, i int) {
+	t.Helper()
+	n := c.file(t).Nodes[i]
+	if err := syscall.Kill(n.PID, syscall.SIGKILL); err != nil {
+		t.Fatalf("cannot kill %s: %v", n.Name, err)
+	}
+	for running(&n) {
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// logs is the end of every node's hedge.log, for a failure's message.
+func (c *testCluster) logs(t *testing.T) string {
+	var b strings.Builder
+	f, err := readCluster(c.dir)
+	if err != nil {
+		return ""
+	}
+	for _, n := range f.Nodes {
+		out, _ := exec.Command("tail", "-n", "30", filepath.Join(n.DataDir, "hedge.log")).Output()
+		fmt.Fprintf(&b, "--- %s\n%s", n.Name, out)
+	}
+	return b.String()
+}
+
+// clusterLoad sends /batch/ requests of batchSize events through every edge of a
+// cluster, two senders per edge, until stop, and counts per edge the events answered
+// 200 (acked, by uuid) and the requests that were not.
+type clusterLoad struct {
+	mu     sync.Mutex
+	acked  map[string]bool
+	perJob []atomic.Int64 // acked events per edge
+	failed atomic.Int64
+	stopCh chan struct{}
+	wg     sync.WaitGroup
+}
+
+func startClusterLoad(edges []string, key string) *clusterLoad {
+	const batchSize, senders = 20, 2
+	l := &clusterLoad{acked: map[string]bool{}, perJob: make([]atomic.Int64, len(edges)), stopCh: make(chan struct{})}
+	client := &http.Client{Timeout: 10 * time.Second}
+	for e, edge := range edges {
+		for s := range senders {
+			l.wg.Go(func() {
+				for n := 0; ; n++ {
+					select {
+					case <-l.stopCh:
+						return
+					default:
+					}
+					var body bytes.Buffer
+					uuids := make([]string, batchSize)
+					fmt.Fprintf(&body, `{"api_key":%q,"batch":[`, key)
+					for i := range uuids {
+						uuids[i] = fmt.Sprintf("00000000-0000-4000-8%03d-%012d", e*10+s, n*batchSize+i)
+						if i > 0 {
+							body.WriteByte(',')
+						}
+						fmt.Fprintf(&body, `{"event":"load","uuid":%q,"distinct_id":"user-%d","properties":{"edge":%d}}`, uuids[i], i%7, e)
+					}
+					body.WriteString("]}")
+					resp, err := client.Post(edge+"/batch/", "application/json", &body)
+					if err == nil {
+						resp.Body.Close()
+					}
+					if err != nil || resp.StatusCode != http.StatusOK {
+						l.failed.Add(1)
+						time.Sleep(50 * time.Millisecond)
+						continue
+					}
+					l.mu.Lock()
+					for _, u := range uuids {
+						l.acked[u] = true
+					}
+					l.mu.Unlock()
+					l.perJob[e].Add(batchSize)
+				}
+			})
+		}
+	}
+	return l
+}
+
+func (l *clusterLoad) stop() {
+	close(l.stopCh)
+	l.wg.Wait()
+}
+
+// TestCluster starts a cluster of three OS processes with `hedge cluster up`, sends
+// with posthog-node through every edge, then loads all three edges while it SIGKILLs
+// an edge-only node and later the warehouse node, each started again with `cluster
+// up`: the other edges keep answering 200 (into the log while the warehouse is down),
+// and every acknowledged event is stored exactly once.
+func TestCluster(t *testing.T) {
+	requireSDKs(t)
+	c := startCluster(t)
+	f := c.file(t)
+	var edges []string
+	for _, n := range f.Nodes {
+		edges = append(edges, n.CaptureURL)
+	}
+	adminURL := f.Nodes[0].AdminURL
+	project := fmt.Sprintf("%s/api/projects/%d", adminURL, c.boot.ProjectID)
+
+	// Flags are evaluated by the warehouse node, whichever edge is asked.
+	status, body := request(t, http.MethodPost, project+"/feature_flags/", c.boot.PersonalAPIKey,
+		`{"key":"cluster-flag","active":true,"filters":{"groups":[{"properties":[],"rollout_percentage":100}]}}`)
+	if status != http.StatusCreated {
+		t.Fatalf("creating a flag: %d %s", status, body)
+	}
+	var sdkEvents []string
+	{
+		var manifest struct {
+			Events []struct{ UUID, Host string } `json:"events"`
+			Flags  []struct {
+				Host  string         `json:"host"`
+				Flags map[string]any `json:"flags"`
+			} `json:"flags"`
+			Requests []struct {
+				URL    string `json:"url"`
+				Status int    `json:"status"`
+			} `json:"requests"`
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := runNode(ctx, []string{"HEDGE_CAPTURE_URLS=" + strings.Join(edges, ","), "HEDGE_PROJECT_KEY=" + c.boot.ProjectAPIKey}, &manifest, "cluster.mjs"); err != nil {
+			t.Fatalf("node cluster.mjs: %v", err)
+		}
+		for _, r := range manifest.Requests {
+			if r.Status != http.StatusOK {
+				t.Errorf("posthog-node's request %s answered %d", r.URL, r.Status)
+			}
+		}
+		for _, fl := range manifest.Flags {
+			if fl.Flags["cluster-flag"] != true {
+				t.Errorf("flags through %s: %v, want cluster-flag true", fl.Host, fl.Flags)
+			}
+		}
+		if len(manifest.Flags) != len(edges) || len(manifest.Events) != 25*len(edges) {
+			t.Fatalf("posthog-node sent %d events and %d flag requests, want %d and %d", len(manifest.Events), len(manifest.Flags), 25*len(edges), len(edges))
+		}
+		for _, e := range manifest.Events {
+			sdkEvents = append(sdkEvents, e.UUID)
+		}
+	}
+
+	load := startClusterLoad(edges, c.boot.ProjectAPIKey)
+	time.Sleep(2 * time.Second)
+	c.kill(t, 1) // an edge-only node, and a replica of every stream
+	time.Sleep(2 * time.Second)
+	c.up(t)
+	time.Sleep(2 * time.Second)
+	c.kill(t, 0) // the warehouse node, and the leader of some streams
+	killed, before := time.Now(), load.perJob[2].Load()
+	// JetStream elects new stream leaders within seconds (its election timeout);
+	// meanwhile publishes wait, or answer 503 past the edge's deadline.
+	for load.perJob[2].Load() == before {
+		if time.Since(killed) > 20*time.Second {
+			t.Fatalf("node3's edge acknowledged no event in the 20 s after the warehouse node was killed\n%s", c.logs(t))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("node3's edge acknowledged again %s after the warehouse node was killed", time.Since(killed).Round(time.Millisecond))
+	time.Sleep(2 * time.Second)
+	began := time.Now()
+	c.up(t)
+	t.Logf("the warehouse node restarted in %s", time.Since(began).Round(time.Millisecond))
+	time.Sleep(2 * time.Second)
+	load.stop()
+	t.Logf("acknowledged %d events (%d, %d, %d by edge); %d requests not answered 200",
+		len(load.acked), load.perJob[0].Load(), load.perJob[1].Load(), load.perJob[2].Load(), load.failed.Load())
+
+	// Once the warehouse has applied the log, a graceful stop, and the database is read.
+	want := len(load.acked) + len(sdkEvents)
+	began = time.Now()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		status, body := request(t, http.MethodPost, project+"/query/", c.boot.PersonalAPIKey,
+			`{"query":{"kind":"HogQLQuery","query":"SELECT count() FROM events"}}`)
+		var answer struct{ Results [][]int }
+		if status == http.StatusOK && json.Unmarshal([]byte(body), &answer) == nil && len(answer.Results) == 1 && answer.Results[0][0] >= want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the warehouse holds fewer than the %d acknowledged events after 2 minutes: %d %s\n%s", want, status, body, c.logs(t))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("the warehouse had applied the log %s after the load", time.Since(began).Round(time.Millisecond))
+	began = time.Now()
+	out, err := exec.Command(c.bin, "cluster", "down", "--dir", c.dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("hedge cluster down: %v\n%s", err, out)
+	}
+	t.Logf("hedge cluster down took %s:\n%s", time.Since(began).Round(time.Millisecond), out)
+	db := openDatabase(t, f.Nodes[0].DataDir)
+	rows, err := db.Query(`SELECT uuid::VARCHAR, count(*) FROM events GROUP BY uuid`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := map[string]int{}
+	for rows.Next() {
+		var uuid string
+		var n int
+		if err := rows.Scan(&uuid, &n); err != nil {
+			t.Fatal(err)
+		}
+		stored[uuid] = n
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	lost, duplicated := 0, 0
+	for _, n := range stored {
+		if n > 1 {
+			duplicated++
+		}
+	}
+	for u := range load.acked {
+		if stored[u] == 0 {
+			lost++
+		}
+	}
+	for _, u := range sdkEvents {
+		if stored[u] == 0 {
+			lost++
+		}
+	}
+	if lost != 0 || duplicated != 0 {
+		t.Fatalf("of %d acknowledged events, %d lost; %d uuids stored more than once", want, lost, duplicated)
+	}
+}
