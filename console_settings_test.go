@@ -58,6 +58,7 @@ func TestConsoleProjectSetup(t *testing.T) {
 	}
 	resp.Body.Close()
 	c.waitText(".event-check.received", "Events received: 1")
+	c.waitText("#ingestion .ingestion-path", "Events reach the warehouse directly")
 
 	// Keyboard only: Tab to the name, replace it, Enter saves; the header follows.
 	c.tabTo("field-name")
@@ -210,4 +211,29 @@ func memberLevel(t *testing.T, c *consoleTab, uuid string) int {
 		}
 	}
 	return 0
+}
+
+// TestConsoleIngestion: with the event log on, the settings page says that capture
+// answers once the events are on disk in the log, and shows each partition's backlog
+// and the dead letters, from the instance status.
+func TestConsoleIngestion(t *testing.T) {
+	parent := requireBrowser(t)
+	dataDir := t.TempDir()
+	p := startProcess(t, []string{"HEDGE_DATA=" + dataDir, "HEDGE_ADMIN_ADDR=127.0.0.1:0", "HEDGE_CAPTURE_ADDR=127.0.0.1:0", "HEDGE_LOG=jetstream"})
+	if p.captureURL == "" {
+		t.Fatalf("hedge did not start:\n%s", p.log())
+	}
+	boot := readBootstrap(t, dataDir)
+	seedConsoleEvents(t, p.captureURL, boot.ProjectAPIKey)
+	c := newTab(t, parent, p, boot)
+	c.signIn()
+	c.visit(fmt.Sprintf("/project/%d/settings", boot.ProjectID))
+	c.waitText("#ingestion .ingestion-path", "Events go through the event log")
+	c.waitText("#ingestion .ingestion-path", "on this node")
+	c.waitText("#ingestion .ingestion-backlog", "No dead letters.")
+	if n := eval[int](c, `document.querySelectorAll('#ingestion tbody tr').length`); n != 4 {
+		t.Errorf("the backlog table has %d rows, want one for each of the 4 partitions", n)
+	}
+	c.run(chromedp.ScrollIntoView("#ingestion"))
+	c.checkScreen("settings-ingestion")
 }

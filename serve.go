@@ -325,7 +325,8 @@ func start(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *server, e
 	}()
 	s.flags = flags.NewStore(flags.Config{DB: s.warehouse.DB(), GroupTypes: s.warehouse.GroupTypes, Logger: log})
 	s.api, err = admin.New(ctx, admin.Config{Warehouse: s.warehouse, InsightCacheTTL: cfg.insightCacheTTL, InsightCacheBytes: cfg.insightCacheMax, PublicURL: cfg.publicURL, CaptureURL: s.captureURL, TrustedProxies: cfg.trustedProxies, Pprof: cfg.pprof, Logger: log,
-		SMTPURL: cfg.smtpURL, DNSServer: cfg.dnsServer, Exports: s.exports, Flags: s.flags})
+		SMTPURL: cfg.smtpURL, DNSServer: cfg.dnsServer, Exports: s.exports, Flags: s.flags,
+		Version: version, EventLog: s.eventLogStatus})
 	if err != nil {
 		return nil, err
 	}
@@ -365,6 +366,22 @@ func (s *server) startLog(ctx context.Context) (edge.Handoff, error) {
 	s.publisher = eventlog.NewPublisher(s.eventLog)
 	s.log.Info("event log open", "dir", cfg.Dir, "partitions", s.eventLog.Partitions())
 	return s.publisher, nil
+}
+
+// eventLogStatus is the instance status's view of the log: nil on the direct path.
+func (s *server) eventLogStatus() *admin.EventLogStatus {
+	if s.consumer == nil {
+		return nil
+	}
+	status := &admin.EventLogStatus{Mode: "jetstream", Replicas: 1, DeadLetters: s.consumer.DeadLetters()}
+	if s.cfg.log.Cluster != nil {
+		status.Mode, status.Replicas = "cluster", s.cfg.log.Cluster.Replicas
+	}
+	for p := range s.eventLog.Partitions() {
+		messages, behind := s.consumer.Backlog(p)
+		status.Partitions = append(status.Partitions, admin.PartitionBacklog{Partition: p, Messages: messages, Behind: behind})
+	}
+	return status
 }
 
 // shareWithCluster writes to the log's directory what the edge-only nodes of a

@@ -77,6 +77,11 @@ type Config struct {
 	// Flags keeps the feature flags and cohorts; the API manages them, and serves their
 	// definitions to the server SDKs, through it. Nil: a Store of the warehouse.
 	Flags *flags.Store
+	// Version is hedge's, which the instance status shows.
+	Version string
+	// EventLog says how the event log is doing, for the instance status; nil, or nil
+	// answers: events reach the warehouse directly.
+	EventLog func() *EventLogStatus
 }
 
 // API is the management API on its own listener.
@@ -92,6 +97,8 @@ type API struct {
 	running   runningQueries // the named queries, which a DELETE cancels
 	exports   *batchexport.Runner
 	flags     *flags.Store
+	version   string
+	eventLog  func() *EventLogStatus
 	publicURL string
 	// captureURL is Config.CaptureURL without a trailing slash.
 	captureURL string
@@ -149,6 +156,8 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 		results:    newResultsCache(cfg.InsightCacheTTL, cfg.InsightCacheBytes),
 		exports:    cfg.Exports,
 		flags:      cfg.Flags,
+		version:    cfg.Version,
+		eventLog:   cfg.EventLog,
 		publicURL:  strings.TrimSuffix(cfg.PublicURL, "/"),
 		captureURL: strings.TrimSuffix(cfg.CaptureURL, "/"),
 		hasher:     newHasher(),
@@ -198,6 +207,7 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 	}
 	a.bindOrganizations()
 	a.bindUsers()
+	a.bindInstanceStatus()
 	a.bindPersonalAPIKeys()
 	a.bindMembers()
 	a.bindInvites(mail)

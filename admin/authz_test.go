@@ -101,6 +101,7 @@ func matrixCases(env *testEnv) map[string]matrixCase {
 		"POST /api/organizations/":                                        {withBody(`{"name":"Matrix"}`), 201},
 		"GET /api/organizations/:organization_id/":                        {noFixture, 200},
 		"GET /api/users/@me/":                                             {noFixture, 200},
+		"GET /api/instance_status/":                                       {noFixture, 200},
 		"GET /api/personal_api_keys/":                                     {noFixture, 200},
 		"POST /api/personal_api_keys/":                                    {newKeyBody, 201},
 		"GET /api/personal_api_keys/:id/":                                 {newKeyID, 200},

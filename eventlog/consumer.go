@@ -113,6 +113,10 @@ func (c *Consumer) Backlog(p int) (messages int64, behind time.Duration) {
 	return messages, behind
 }
 
+// DeadLetters is how many messages this process has sent to the dead letters since
+// it started (hedge_log_dead_letters_total).
+func (c *Consumer) DeadLetters() uint64 { return deadLettersTotal.Get() }
+
 // Stop stops reading and returns once no reader submits any more; what was not
 // applied stays in the log for the next start.
 func (c *Consumer) Stop() {

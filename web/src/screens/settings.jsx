@@ -1,11 +1,13 @@
 // Project setup: how to send events here (the snippets, with the project's token and
 // the CAPTURE listener's address, never the console's), whether any arrived yet, the
-// project's name and time zone, and the organization's members and invites.
+// project's name and time zone, how events reach the warehouse, and the organization's
+// members and invites.
 import { useEffect, useState } from 'preact/hooks';
 import { api, hogql } from '../api.js';
 import { Link } from '../router.jsx';
 import { useSession } from '../session.jsx';
 import { CopyButton, ErrorNote, Field, Page } from '../ui.jsx';
+import { Ingestion } from './settings-ingestion.jsx';
 import { Invites, Members } from './settings-members.jsx';
 
 export function Settings({ project }) {
@@ -15,6 +17,7 @@ export function Settings({ project }) {
     <Page title="Project settings">
       <Install project={record} captureURL={me.capture_url} />
       <ProjectForm key={record.id} project={record} />
+      <Ingestion />
       {me.organization && (
         <>
           <Members org={me.organization} me={me} />
