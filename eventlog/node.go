@@ -159,7 +159,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot start the log: %w", err)
 	}
-	srv.SetLoggerV2(serverLogger{cfg.Logger}, false, false, false)
+	srv.SetLoggerV2(newServerLogger(cfg.Logger), false, false, false)
 	srv.Start()
 	if !srv.ReadyForConnections(30 * time.Second) {
 		srv.Shutdown()
@@ -409,28 +409,57 @@ func subject(p int, lane warehouse.Lane) string {
 // apart, as each has its own order.
 func position(p int, lane warehouse.Lane) int { return p*laneCount + int(lane) }
 
-// serverLogger sends the NATS server's notices to hedge's log: warnings and errors
-// only, as the rest is the server's chatter about its own start.
-type serverLogger struct{ log *slog.Logger }
+// serverLogger sends the NATS server's warnings and errors to hedge's log (the rest
+// is the server's chatter about its own start). In a cluster the server repeats
+// itself: a peer that is down is an error every second ("Error trying to connect to
+// route"), a stream without quorum a warning every few seconds. So one message (by its
+// format) is logged at most once a repeatEvery, with how many were left out since.
+type serverLogger struct {
+	log *slog.Logger
+	mu  sync.Mutex
+	// last is when each format was last logged, and how many were left out since;
+	// the formats are the server's constants, a bounded set.
+	last map[string]*repeated
+}
 
-func (l serverLogger) Noticef(string, ...any) {}
-func (l serverLogger) Warnf(format string, v ...any) {
-	l.log.Warn("log: " + fmt.Sprintf(format, v...))
+type repeated struct {
+	at      time.Time
+	skipped int
 }
-func (l serverLogger) Fatalf(format string, v ...any) {
-	l.log.Error("log: " + fmt.Sprintf(format, v...))
-}
-func (l serverLogger) Errorf(format string, v ...any) {
-	l.log.Error("log: " + fmt.Sprintf(format, v...))
-}
-func (l serverLogger) Debugf(string, ...any) {}
-func (l serverLogger) Tracef(string, ...any) {}
 
-// Check returns nil while the log answers: on a cluster, while a quorum of its nodes
-// is up (the meta leader answers).
-func (n *Node) Check(ctx context.Context) error {
-	if _, err := n.js.AccountInfo(ctx); err != nil {
-		return fmt.Errorf("the event log does not answer: %w", err)
+// repeatEvery is how often at most one message of the server is logged.
+const repeatEvery = 30 * time.Second
+
+func newServerLogger(log *slog.Logger) *serverLogger {
+	return &serverLogger{log: log, last: make(map[string]*repeated)}
+}
+
+func (l *serverLogger) emit(level slog.Level, format string, v []any) {
+	l.mu.Lock()
+	r := l.last[format]
+	now := time.Now()
+	if r != nil && now.Sub(r.at) < repeatEvery {
+		r.skipped++
+		l.mu.Unlock()
+		return
 	}
-	return nil
+	skipped := 0
+	if r == nil {
+		l.last[format] = &repeated{at: now}
+	} else {
+		skipped, r.at, r.skipped = r.skipped, now, 0
+	}
+	l.mu.Unlock()
+	if skipped > 0 {
+		l.log.Log(context.Background(), level, "log: "+fmt.Sprintf(format, v...), "repeats_left_out", skipped)
+		return
+	}
+	l.log.Log(context.Background(), level, "log: "+fmt.Sprintf(format, v...))
 }
+
+func (l *serverLogger) Noticef(string, ...any)         {}
+func (l *serverLogger) Warnf(format string, v ...any)  { l.emit(slog.LevelWarn, format, v) }
+func (l *serverLogger) Fatalf(format string, v ...any) { l.emit(slog.LevelError, format, v) }
+func (l *serverLogger) Errorf(format string, v ...any) { l.emit(slog.LevelError, format, v) }
+func (l *serverLogger) Debugf(string, ...any)          {}
+func (l *serverLogger) Tracef(string, ...any)          {}
