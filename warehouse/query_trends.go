@@ -62,11 +62,26 @@ type TrendsSeries struct {
 	Kind  string  `json:"kind"`
 	Event *string `json:"event"`
 	Name  string  `json:"name"`
-	// Math is total (the default: events), dau (distinct persons) or unique_group
-	// (distinct groups of MathGroupTypeIndex).
-	Math               string           `json:"math"`
-	MathGroupTypeIndex *int             `json:"math_group_type_index"`
-	Properties         []PropertyFilter `json:"properties"`
+	// Math is total (the default: events), dau (distinct persons), unique_group
+	// (distinct groups of MathGroupTypeIndex), or an aggregate of MathProperty's
+	// numbers (propertyMath: sum, avg, min, max, median, p90, p95, p99).
+	Math               string `json:"math"`
+	MathGroupTypeIndex *int   `json:"math_group_type_index"`
+	// MathProperty is the property a property math aggregates, of the events or, with
+	// MathPropertyType person_properties, of their persons. Values that are not
+	// numbers (nor text of one) are left out, as events without the property are;
+	// an interval without any value is 0, as PostHog answers.
+	MathProperty     string           `json:"math_property"`
+	MathPropertyType string           `json:"math_property_type"`
+	Properties       []PropertyFilter `json:"properties"`
+}
+
+// propertyMath are the aggregates of a property's numbers a series may take, as
+// PostHog names them, and DuckDB's of x. Quantiles interpolate, as ClickHouse's
+// quantile does for PostHog.
+var propertyMath = map[string]string{
+	"sum": "sum(x)", "avg": "avg(x)", "min": "min(x)", "max": "max(x)",
+	"median": "quantile_cont(x, 0.5)", "p90": "quantile_cont(x, 0.9)", "p95": "quantile_cont(x, 0.95)", "p99": "quantile_cont(x, 0.99)",
 }
 
 // Breakdown values that stand for the rest and for events without the property, as
@@ -198,9 +213,12 @@ func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string
 	persons = personJoinOf(withPersons)
 	where, whereArgs = append(where, filters...), append(whereArgs, filterArgs...)
 
-	// value is the count, and counted the column it counts the distinct values of.
-	var value, counted string
-	switch cmp.Or(series.Math, "total") {
+	// value is the count, and counted the column it counts the distinct values of;
+	// for a property math, aggregate is value over x, the property's number (numeric,
+	// binding numericArgs).
+	var value, counted, aggregate, numeric string
+	var numericArgs []any
+	switch math := cmp.Or(series.Math, "total"); math {
 	case "total":
 		value = "count(*)"
 	case "dau":
@@ -213,7 +231,24 @@ func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string
 		group := fmt.Sprintf(`"$group_%d"`, *series.MathGroupTypeIndex)
 		value, counted, where = "count(DISTINCT "+group+")", group, append(where, group+" IS NOT NULL")
 	default:
-		return "", nil, 0, false, queryErrorf("math must be total, dau or unique_group, not %q", series.Math)
+		if aggregate = propertyMath[math]; aggregate == "" {
+			return "", nil, 0, false, queryErrorf("math must be total, dau, unique_group, sum, avg, min, max, median, p90, p95 or p99, not %q", series.Math)
+		}
+		if series.MathProperty == "" {
+			return "", nil, 0, false, queryErrorf("math %s needs a math_property: the property whose numbers it aggregates", math)
+		}
+		column := "properties"
+		switch series.MathPropertyType {
+		case "", "event_properties":
+		case "person_properties":
+			column, persons = "person_properties", personProperties
+		default:
+			return "", nil, 0, false, queryErrorf("math_property_type must be event_properties or person_properties, not %q", series.MathPropertyType)
+		}
+		var text string
+		text, numericArgs = propertyValue(column, series.MathProperty)
+		numeric = "TRY_CAST(" + text + " AS DOUBLE)"
+		value = strings.Replace(aggregate, "(x", "("+numeric, 1)
 	}
 
 	valueGroup := "NULL::VARCHAR"
@@ -240,6 +275,15 @@ func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string
 	case !breakdown:
 		query = `SELECT ` + label + ` AS bucket, NULL::VARCHAR AS value_group, value
 			FROM (SELECT ` + bucket + ` AS bucket, ` + value + ` AS value ` + rows + ` GROUP BY 1)`
+		valueGroupArgs = numericArgs // the value's, which the query binds after the bucket's
+	case aggregate != "":
+		// A property's aggregate does not add up either: each event's number is kept
+		// (a double per event, not its properties), the values ranked by events as
+		// for counts, and the rest aggregated from its events' numbers.
+		query = `WITH trend_rows AS (SELECT ` + bucket + ` AS bucket, ` + valueGroup + ` AS breakdown, ` + numeric + ` AS x ` + rows + `),
+			trend_top AS (SELECT breakdown FROM trend_rows GROUP BY breakdown ORDER BY count(*) DESC, breakdown LIMIT ` + strconv.Itoa(breakdownLimit) + `)
+			SELECT ` + label + ` AS bucket, ` + other + ` AS value_group, ` + aggregate + ` AS value FROM trend_rows GROUP BY ALL`
+		valueGroupArgs = append(valueGroupArgs, numericArgs...)
 	case value == "count(*)":
 		// Counts add up: the events are counted once per interval and value, and the
 		// ranking and the rest are sums of those counts, a few rows per interval.

@@ -326,3 +326,97 @@ func TestTrendDAUBreakdownAgreesWithGo(t *testing.T) {
 		t.Fatalf("as a number: %+v, want aggregated_value %d", r.Results, len(everyone))
 	}
 }
+
+// Property math, counted by hand: per day, the sum, average, extremes and quantiles of
+// $revenue over the events that have a number there (text of a number counts; text
+// that is none, and events without it, do not), 0 for a day without any; person
+// properties too; broken down by plan, each plan aggregated over its own events; and
+// as a total over the range.
+func TestTrendsPropertyMath(t *testing.T) {
+	w := openTestWarehouse(t, filepath.Join(t.TempDir(), "hedge.duckdb"), Config{})
+	defer w.Close()
+	day := func(d, hour int) time.Time {
+		return at("2026-11-02T00:00:00Z").Add(time.Duration(d)*24*time.Hour + time.Duration(hour)*time.Hour)
+	}
+	event := func(distinctID string, ts time.Time, properties string) Event {
+		return Event{UUID: uuid.Must(uuid.NewV7()), TeamID: 1, Name: "purchase", DistinctID: distinctID, Timestamp: ts, Properties: properties}
+	}
+	events := []Event{
+		// Day 0: 10, 20, 30 and 40 (as text), pro, pro, free, pro; one without and one not a number.
+		event("a", day(0, 1), `{"$revenue": 10, "plan": "pro"}`),
+		event("b", day(0, 2), `{"$revenue": 20, "plan": "pro"}`),
+		event("c", day(0, 3), `{"$revenue": 30, "plan": "free"}`),
+		event("a", day(0, 4), `{"$revenue": "40", "plan": "pro"}`),
+		event("b", day(0, 5), `{"plan": "free"}`),
+		event("c", day(0, 6), `{"$revenue": "lots", "plan": "free"}`),
+		// Day 1: nothing with a number. Day 2: 5 (free).
+		event("a", day(1, 1), `{"plan": "pro"}`),
+		event("b", day(2, 1), `{"$revenue": 5, "plan": "free"}`),
+		// Another event's revenue is not counted.
+		{UUID: uuid.Must(uuid.NewV7()), TeamID: 1, Name: "refund", DistinctID: "a", Timestamp: day(0, 7), Properties: `{"$revenue": 1000}`},
+		// The persons' ages, for the person property math: a 30, b 50, c (none).
+		{UUID: uuid.Must(uuid.NewV7()), TeamID: 1, Name: "$identify", DistinctID: "a", Timestamp: day(0, 0), Properties: `{}`, Set: `{"age": 30}`},
+		{UUID: uuid.Must(uuid.NewV7()), TeamID: 1, Name: "$identify", DistinctID: "b", Timestamp: day(0, 0), Properties: `{}`, Set: `{"age": 50}`},
+	}
+	if err := w.Writer().Submit(&Batch{Events: events}); err != nil {
+		t.Fatal(err)
+	}
+	purchase := "purchase"
+	run := func(series TrendsSeries, breakdown, display string) map[string][]float64 {
+		t.Helper()
+		tq := TrendsQuery{Series: []TrendsSeries{series}, Interval: "day",
+			DateRange: DateRange{DateFrom: "2026-11-02", DateTo: "2026-11-04"}}
+		if breakdown != "" {
+			tq.BreakdownFilter = &BreakdownFilter{Breakdown: breakdown}
+		}
+		if display != "" {
+			tq.TrendsFilter = &TrendsFilter{Display: display}
+		}
+		r, err := w.Queries().Trends(context.Background(), utc, tq, at("2026-11-10T00:00:00Z"))
+		if err != nil {
+			t.Fatalf("%+v: %v", series, err)
+		}
+		got := map[string][]float64{}
+		for _, l := range r.Results {
+			if l.AggregatedValue != nil {
+				got[fmt.Sprint(l.BreakdownValue)] = []float64{*l.AggregatedValue}
+				continue
+			}
+			got[fmt.Sprint(l.BreakdownValue)] = l.Data
+		}
+		return got
+	}
+	f := func(math, property, propertyType, breakdown, display string, want map[string][]float64) {
+		t.Helper()
+		got := run(TrendsSeries{Event: &purchase, Math: math, MathProperty: property, MathPropertyType: propertyType}, breakdown, display)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s of %s (%s, by %q, %s): got %v, want %v", math, property, propertyType, breakdown, display, got, want)
+		}
+	}
+	none := "<nil>"
+	f("sum", "$revenue", "", "", "", map[string][]float64{none: {100, 0, 5}})
+	f("avg", "$revenue", "", "", "", map[string][]float64{none: {25, 0, 5}})
+	f("min", "$revenue", "", "", "", map[string][]float64{none: {10, 0, 5}})
+	f("max", "$revenue", "", "", "", map[string][]float64{none: {40, 0, 5}})
+	f("median", "$revenue", "", "", "", map[string][]float64{none: {25, 0, 5}})
+	f("p90", "$revenue", "", "", "", map[string][]float64{none: {37, 0, 5}}) // 30 + 0.7 × 10
+	f("sum", "$revenue", "", "plan", "", map[string][]float64{"pro": {70, 0, 0}, "free": {30, 0, 5}})
+	f("avg", "$revenue", "", "", "BoldNumber", map[string][]float64{none: {21}}) // (10+20+30+40+5) / 5
+	f("max", "$revenue", "", "plan", "ActionsTable", map[string][]float64{"pro": {40}, "free": {30}})
+	// The persons' ages over their purchases: day 0 a, b, a, b (c's two have none), day 1
+	// a, day 2 b.
+	f("avg", "age", "person_properties", "", "", map[string][]float64{none: {40, 30, 50}})
+	f("sum", "no such property", "", "", "", map[string][]float64{none: {0, 0, 0}})
+
+	for _, bad := range []TrendsSeries{
+		{Event: &purchase, Math: "sum"},
+		{Event: &purchase, Math: "p42", MathProperty: "$revenue"},
+		{Event: &purchase, Math: "avg", MathProperty: "$revenue", MathPropertyType: "group_properties"},
+	} {
+		_, err := w.Queries().Trends(context.Background(), utc, TrendsQuery{Series: []TrendsSeries{bad}}, at("2026-11-10T00:00:00Z"))
+		var refused *QueryError
+		if !errors.As(err, &refused) {
+			t.Errorf("%+v: %v, want a QueryError", bad, err)
+		}
+	}
+}
