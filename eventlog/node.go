@@ -379,6 +379,15 @@ func (n *Node) streamConfig(p int) jetstream.StreamConfig {
 	}
 }
 
+// Check returns nil while the log answers: on a cluster, while a quorum of its nodes
+// is up (the meta leader answers).
+func (n *Node) Check(ctx context.Context) error {
+	if _, err := n.js.AccountInfo(ctx); err != nil {
+		return fmt.Errorf("the event log does not answer: %w", err)
+	}
+	return nil
+}
+
 // Partitions is the log's partition count.
 func (n *Node) Partitions() int { return n.cfg.Partitions }
 
