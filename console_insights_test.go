@@ -19,6 +19,8 @@ type trendsAnswer struct {
 		Data           []float64 `json:"data"`
 		Days           []string  `json:"days"`
 		Count          float64   `json:"count"`
+		// AggregatedValue is a total's (a display of one value per line).
+		AggregatedValue *float64 `json:"aggregated_value"`
 	} `json:"results"`
 }
 
@@ -335,4 +337,47 @@ func TestConsoleInsightInProgress(t *testing.T) {
 	if got := lines(); len(got) != 1 || got[0].Dash != "" {
 		t.Errorf("a past range is drawn as %+v, want one solid path", got)
 	}
+}
+
+// A revenue chart: the series' math set to a property's sum (then its average), with
+// the property typed, shows the sum of the purchases' amounts, as a number over the
+// range and as the query API computes it.
+func TestConsoleInsightPropertyMath(t *testing.T) {
+	c := openConsole(t)
+	// Besides the seed's purchase of 42: two more, and one without an amount.
+	now := time.Now().UTC()
+	var batch []map[string]any
+	for i, amount := range []any{10, "20", nil} {
+		props := map[string]any{}
+		if amount != nil {
+			props["amount"] = amount
+		}
+		batch = append(batch, map[string]any{"event": "purchase", "distinct_id": "user-brian",
+			"timestamp": now.Add(-time.Duration(i+2) * time.Hour).Format(time.RFC3339Nano), "properties": props})
+	}
+	postBatch(t, c.hedge.captureURL, c.boot.ProjectAPIKey, batch)
+	c.signIn()
+	c.visit(fmt.Sprintf("/project/%d/insights/new", c.boot.ProjectID))
+	c.waitText(".insight-result .legend", "$pageview")
+	c.fill("#series-0-event", "purchase")
+	// Until the property is typed, hedge says what is missing, under the series.
+	c.expect(fmt.Sprintf("/api/projects/%d/query/", c.boot.ProjectID), 400)
+	c.fill("#series-0-math", "sum")
+	c.waitText("#series-error", "needs a math_property")
+	c.fill("#series-0-math-property", "amount")
+	c.fill("#field-display", "BoldNumber")
+	c.waitText(".insight-result .bold-number", "72")
+
+	var want trendsAnswer
+	c.adminAPI("POST", fmt.Sprintf("/api/projects/%d/query/", c.boot.ProjectID), map[string]any{"query": map[string]any{
+		"kind": "TrendsQuery", "series": []any{map[string]any{"event": "purchase", "math": "sum", "math_property": "amount"}},
+		"dateRange": map[string]any{"date_from": "-7d"}, "trendsFilter": map[string]any{"display": "BoldNumber"},
+	}}, &want)
+	if len(want.Results) != 1 || want.Results[0].AggregatedValue == nil || *want.Results[0].AggregatedValue != 72 {
+		t.Fatalf("the query API answers %+v, want a sum of 72", want)
+	}
+	eval[bool](c, `(document.activeElement.blur(), window.scrollTo(0, 0), true)`)
+	c.checkScreen("insight-property-sum")
+	c.fill("#series-0-math", "avg")
+	c.waitText(".insight-result .bold-number", "24")
 }

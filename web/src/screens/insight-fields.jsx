@@ -42,7 +42,19 @@ function GroupError({ error, name }) {
 const maths = [
   ['total', 'Total count'],
   ['dau', 'Unique users'],
+  // Of the property chosen beside it.
+  ['sum', 'Sum'],
+  ['avg', 'Average'],
+  ['min', 'Minimum'],
+  ['max', 'Maximum'],
+  ['median', 'Median'],
+  ['p90', '90th percentile'],
+  ['p95', '95th percentile'],
+  ['p99', '99th percentile'],
 ];
+
+// propertyMath: the maths that aggregate a property's numbers (math_property).
+const propertyMath = (math) => !['total', 'dau', 'unique_group', undefined, ''].includes(math);
 
 // SeriesFields are a trend's series (event and math) or a funnel's steps (events).
 export function SeriesFields({ source, set, error }) {
@@ -71,12 +83,24 @@ export function SeriesFields({ source, set, error }) {
             </div>
             {!funnel && (
               <div class="field">
-                <label for={`series-${i}-math`}>Count of series {i + 1}</label>
+                <label for={`series-${i}-math`}>Series {i + 1} value</label>
                 <select id={`series-${i}-math`} value={s.math || 'total'} onChange={(e) => change(i, { math: e.target.value })}>
                   {maths.map(([v, label]) => (
                     <option value={v}>{label}</option>
                   ))}
                 </select>
+              </div>
+            )}
+            {!funnel && propertyMath(s.math) && (
+              <div class="field">
+                <label for={`series-${i}-math-property`}>Property of series {i + 1}</label>
+                <input
+                  id={`series-${i}-math-property`}
+                  list="property-keys"
+                  value={s.math_property ?? ''}
+                  placeholder="$revenue"
+                  onChange={(e) => change(i, { math_property: e.target.value.trim() })}
+                />
               </div>
             )}
             {source.series.length > min && (
