@@ -25,6 +25,15 @@ type TrendsQuery struct {
 	// TrendsFilter.Display chooses, as PostHog's does, between a line per interval and a
 	// value for the whole range (totalValue).
 	TrendsFilter *TrendsFilter `json:"trendsFilter"`
+	// CompareFilter.Compare answers every line twice: over the range (compare_label
+	// current) and over the range as long just before it (previous).
+	CompareFilter *CompareFilter `json:"compareFilter"`
+}
+
+// CompareFilter is PostHog's compareFilter, without compare_to (a period other than
+// the one just before).
+type CompareFilter struct {
+	Compare bool `json:"compare"`
 }
 
 // TrendsFilter is the part of PostHog's trendsFilter that changes the answer.
@@ -115,6 +124,10 @@ type TrendsLine struct {
 		Order int    `json:"order"`
 	} `json:"action"`
 	BreakdownValue any `json:"breakdown_value,omitempty"`
+	// Compare and CompareLabel (current or previous) mark the lines of a comparison
+	// with the previous period, whose Days are of their own range.
+	Compare      bool   `json:"compare,omitempty"`
+	CompareLabel string `json:"compare_label,omitempty"`
 	// AggregatedValue is the series' count over the whole range: for dau the persons
 	// active in it, each once, however many intervals they were active in.
 	AggregatedValue *float64 `json:"aggregated_value,omitempty"`
@@ -145,25 +158,40 @@ func (q *Queries) Trends(ctx context.Context, scope Scope, tq TrendsQuery, now t
 	if err != nil {
 		return nil, err
 	}
-	// The buckets are built before any SQL runs, one per interval of the range: an
-	// hourly trend over centuries would take gigabytes. PostHog refuses ranges of too
-	// many intervals too. A total over the range has no buckets (axis nil).
-	var axis *trendAxis
-	if !tq.totalValue() {
-		if intervalsBetween(from, to, interval) > maxTrendBuckets {
-			return nil, queryErrorf("the date range spans more than %d %ss: choose a longer interval or a shorter range", maxTrendBuckets, interval)
-		}
-		if axis, err = newTrendAxis(ctx, from.In(loc), to.In(loc), interval, scope.WeekStartDay); err != nil {
-			return nil, cmp.Or(q.interrupted(ctx), err)
-		}
+	// A comparison answers the range, then the one as long just before it, as PostHog
+	// lists them: every line of the current period, then every line of the previous.
+	type period struct {
+		from, to time.Time
+		label    string // compare_label, "" without a comparison
+	}
+	periods := []period{{from, to, ""}}
+	if tq.CompareFilter != nil && tq.CompareFilter.Compare {
+		periods = []period{{from, to, "current"}, {from.Add(-to.Sub(from)), from, "previous"}}
 	}
 	result := &TrendsResult{Results: []TrendsLine{}, Timezone: scope.timezone()}
-	for order, series := range tq.Series {
-		lines, err := q.trendsSeries(ctx, scope, tq, series, order, interval, from, to, axis)
-		if err != nil {
-			return nil, cmp.Or(q.interrupted(ctx), err)
+	for _, period := range periods {
+		// The buckets are built before any SQL runs, one per interval of the range:
+		// an hourly trend over centuries would take gigabytes. PostHog refuses ranges of
+		// too many intervals too. A total over the range has no buckets (axis nil).
+		var axis *trendAxis
+		if !tq.totalValue() {
+			if intervalsBetween(period.from, period.to, interval) > maxTrendBuckets {
+				return nil, queryErrorf("the date range spans more than %d %ss: choose a longer interval or a shorter range", maxTrendBuckets, interval)
+			}
+			if axis, err = newTrendAxis(ctx, period.from.In(loc), period.to.In(loc), interval, scope.WeekStartDay); err != nil {
+				return nil, cmp.Or(q.interrupted(ctx), err)
+			}
 		}
-		result.Results = append(result.Results, lines...)
+		for order, series := range tq.Series {
+			lines, err := q.trendsSeries(ctx, scope, tq, series, order, interval, period.from, period.to, axis)
+			if err != nil {
+				return nil, cmp.Or(q.interrupted(ctx), err)
+			}
+			for i := range lines {
+				lines[i].Compare, lines[i].CompareLabel = period.label != "", period.label
+			}
+			result.Results = append(result.Results, lines...)
+		}
 	}
 	return result, nil
 }

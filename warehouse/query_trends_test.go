@@ -420,3 +420,47 @@ func TestTrendsPropertyMath(t *testing.T) {
 		}
 	}
 }
+
+// Compared with the previous period: every line twice, the current period's first,
+// each over its own days; as a total, each period's own value.
+func TestTrendsCompare(t *testing.T) {
+	w := openTestWarehouse(t, filepath.Join(t.TempDir(), "hedge.duckdb"), Config{})
+	defer w.Close()
+	var events []Event
+	// Two days before the range (Oct 31, Nov 1): 1 and 2 sign-ups; in it (Nov 2, 3): 3 and 4.
+	for i, n := range []int{1, 2, 3, 4} {
+		for range n {
+			events = append(events, Event{UUID: uuid.Must(uuid.NewV7()), TeamID: 1, Name: "signed up", DistinctID: fmt.Sprintf("u%d", i),
+				Timestamp: at("2026-10-31T12:00:00Z").Add(time.Duration(i) * 24 * time.Hour), Properties: `{}`})
+		}
+	}
+	if err := w.Writer().Submit(&Batch{Events: events}); err != nil {
+		t.Fatal(err)
+	}
+	signup := "signed up"
+	tq := TrendsQuery{Series: []TrendsSeries{{Event: &signup}}, Interval: "day",
+		DateRange: DateRange{DateFrom: "2026-11-02", DateTo: "2026-11-03"}, CompareFilter: &CompareFilter{Compare: true}}
+	r, err := w.Queries().Trends(context.Background(), utc, tq, at("2026-11-10T00:00:00Z"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range r.Results {
+		got = append(got, fmt.Sprintf("%s %v %v %v %g", l.CompareLabel, l.Compare, l.Days, l.Data, l.Count))
+	}
+	want := "current true [2026-11-02 2026-11-03] [3 4] 7\nprevious true [2026-10-31 2026-11-01] [1 2] 3"
+	if strings.Join(got, "\n") != want {
+		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), want)
+	}
+	tq.TrendsFilter = &TrendsFilter{Display: "BoldNumber"}
+	if r, err = w.Queries().Trends(context.Background(), utc, tq, at("2026-11-10T00:00:00Z")); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Results) != 2 || *r.Results[0].AggregatedValue != 7 || *r.Results[1].AggregatedValue != 3 || r.Results[1].CompareLabel != "previous" {
+		t.Fatalf("as a number: %+v", r.Results)
+	}
+	tq.CompareFilter = nil
+	if r, err = w.Queries().Trends(context.Background(), utc, tq, at("2026-11-10T00:00:00Z")); err != nil || len(r.Results) != 1 || r.Results[0].Compare {
+		t.Fatalf("without a comparison: %+v %v", r, err)
+	}
+}
