@@ -52,9 +52,18 @@ func TestTiny(t *testing.T) {
 		t.Fatalf("%d scenarios in the report, want %d", len(file.Scenarios), len(names))
 	}
 
-	// The scenarios through the log ran on a hedge of their own, on its own data.
-	var warehouses [2]*warehouse.Warehouse
-	for i, dir := range []string{data, data + logSuffix} {
+	// The scenarios through the log ran on a hedge of their own, on its own data, and
+	// those on a cluster on its warehouse node's.
+	cluster, err := readClusterFile(data + clusterSuffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusterWarehouse, err := cluster.warehouseDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warehouses [3]*warehouse.Warehouse
+	for i, dir := range []string{data, data + logSuffix, clusterWarehouse} {
 		wh, err := warehouse.Open(context.Background(), warehouse.Config{Path: filepath.Join(dir, "hedge.duckdb")})
 		if err != nil {
 			t.Fatal(err)
@@ -98,8 +107,19 @@ func TestTiny(t *testing.T) {
 			}
 		}
 		wh := warehouses[0]
-		if res.Scenario.Log {
+		switch {
+		case res.Scenario.Log:
 			wh = warehouses[1]
+		case res.Scenario.Cluster:
+			wh = warehouses[2]
+			// Each node's peak is part of the cluster's, which they add up to.
+			var sum int64
+			for _, peak := range res.NodePeakRSS {
+				sum += peak
+			}
+			if len(res.NodePeakRSS) != clusterNodes || sum != res.PeakRSS || len(res.Versus) != 2 {
+				t.Fatalf("%s: peaks %v adding up to %d of %d, compared with %d scenarios", res.Scenario.Name, res.NodePeakRSS, sum, res.PeakRSS, len(res.Versus))
+			}
 		}
 		for _, r := range res.Runs {
 			runID, err := strconv.ParseUint(r.RunID, 16, 32)

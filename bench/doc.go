@@ -36,6 +36,13 @@
 // another tenant's heavy queries (abuse), and compare each with the load alone
 // (bench/abuse.go).
 //
+// The batch-1k-cluster scenario sends batch-1k-log's load to a cluster of three hedge
+// serve processes of its own, which `hedge cluster up` starts in <data>-cluster and
+// `hedge cluster down` stops after it, its connections spread evenly over the nodes'
+// capture listeners. Its row check counts node1's warehouse once it caught up, its peak
+// resident set is the nodes' peaks added up, and the report shows it beside batch-1k
+// and batch-1k-log of the same suite, as ratios (bench/cluster.go).
+//
 // The queries scenario runs last, on a hedge of its own: 10 million events (1 million
 // in quick mode) generated with SQL straight into a data directory, cached between
 // runs in the system's temporary directory, and served from a copy; it times the query

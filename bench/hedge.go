@@ -97,20 +97,27 @@ type hedgeProcess struct {
 
 var servingLine = regexp.MustCompile(`msg=serving admin_url=(\S+) capture_url=(\S+)`)
 
+// hedgeEnv is the environment the suite runs hedge in: its own without the HEDGE_*
+// variables, so that the suite measures hedge's defaults whatever the shell has set.
+func hedgeEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "HEDGE_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
 // startHedge runs `hedge serve` on dataDir with both listeners on free loopback ports
-// and waits until it serves. HEDGE_* variables are not passed on, so that the suite
-// measures hedge's defaults whatever the shell has set.
+// and waits until it serves, in hedgeEnv.
 func startHedge(binary, dataDir string, pprof bool, flags ...string) (*hedgeProcess, error) {
 	args := append([]string{"serve", "--data", dataDir, "--admin-addr", "127.0.0.1:0", "--capture-addr", "127.0.0.1:0"}, flags...)
 	if pprof {
 		args = append(args, "--pprof")
 	}
 	p := &hedgeProcess{cmd: exec.Command(binary, args...), exited: make(chan struct{})}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "HEDGE_") {
-			p.cmd.Env = append(p.cmd.Env, kv)
-		}
-	}
+	p.cmd.Env = hedgeEnv()
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		return nil, fmt.Errorf("cannot start hedge: %w", err)
@@ -153,6 +160,9 @@ func (p *hedgeProcess) log() string {
 	defer p.mu.Unlock()
 	return strings.Join(p.logs, "\n")
 }
+
+// logTail is the end of hedge's log, for an error.
+func (p *hedgeProcess) logTail() string { return "hedge's log:\n" + p.log() }
 
 // stop shuts hedge down with SIGTERM, as a service manager would, and reports an
 // unclean exit: one that lost no event still must not fail.

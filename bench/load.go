@@ -22,25 +22,42 @@ import (
 // target is the server under load.
 type target struct {
 	CaptureURL string `json:"capture_url"`
-	AdminURL   string `json:"admin_url,omitempty"`
-	ProjectID  int64  `json:"project_id,omitempty"`
-	token      string
+	// CaptureURLs are a cluster's capture listeners, one a node, CaptureURL the first:
+	// a stream's connections go to each in turn. Empty: all go to CaptureURL.
+	CaptureURLs []string `json:"capture_urls,omitempty"`
+	AdminURL    string   `json:"admin_url,omitempty"`
+	ProjectID   int64    `json:"project_id,omitempty"`
+	token       string
 	// api reads the management listener; nil when there is none to read, and then
 	// visibility and the row check are skipped.
 	api *apiClient
-	// pid is the server's process id, 0 when it is not on this machine; its CPU and
-	// memory then come from hedge's /metrics, if api is set.
-	pid int
+	// pids are the server's process ids (a cluster's: its nodes', named by nodes),
+	// none when it is not on this machine; its CPU and memory then come from hedge's
+	// /metrics, if api is set.
+	pids  []int
+	nodes []string
 }
 
 func (t *target) probe() serverProbe {
 	switch {
-	case t.pid > 0:
-		return procProbe{pid: strconv.Itoa(t.pid)}
+	case len(t.pids) > 0:
+		p := procProbe{nodes: t.nodes}
+		for _, pid := range t.pids {
+			p.pids = append(p.pids, strconv.Itoa(pid))
+		}
+		return p
 	case t.api != nil:
 		return metricsProbe{api: t.api}
 	}
 	return nil
+}
+
+// captureURL is where a stream's connection number conn sends.
+func (t *target) captureURL(conn int) string {
+	if len(t.CaptureURLs) == 0 {
+		return t.CaptureURL
+	}
+	return t.CaptureURLs[conn%len(t.CaptureURLs)]
 }
 
 // runner runs scenarios against a target.
@@ -251,7 +268,7 @@ func (r *runner) run(ctx context.Context, sc scenario) (*scenarioRun, error) {
 		next := new(atomic.Uint64)
 		for i := range workers {
 			workers[i] = &worker{ctx: ctx, sc: sc, client: client, bodies: bodies, flags: flags, runID: res.runID, next: next, sampler: sampler,
-				start: start, warmEnd: warmEnd, end: end, url: r.target.CaptureURL, measured: newSendStats(), all: newSendStats()}
+				start: start, warmEnd: warmEnd, end: end, url: r.target.captureURL(i), measured: newSendStats(), all: newSendStats()}
 			if flags != nil {
 				workers[i].answers = &answerCheck{}
 			}

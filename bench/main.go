@@ -62,7 +62,7 @@ func suiteCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&cfg.mode, "mode", "standard", "scenarios and durations: "+strings.Join(modes, ", "))
 	fs.StringVar(&cfg.hedge, "hedge", "", "hedge binary to measure; empty: build this module's")
 	fs.StringVar(&cfg.results, "results", "", "directory for the report, <date>-<commit>.json; empty: bench/results of this module")
-	fs.StringVar(&cfg.data, "data", "", "hedge's data directory, kept afterwards (the scenarios through the log use <data>-log); empty: a temporary one")
+	fs.StringVar(&cfg.data, "data", "", "hedge's data directory, kept afterwards (the scenarios through the log use <data>-log, those on a cluster <data>-cluster); empty: a temporary one")
 	fs.StringVar(&cfg.profile, "profile", "", "directory for hedge's CPU profile of each run (starts hedge with --pprof)")
 	fs.BoolVar(&cfg.stages, "stages", true, "measure the stage ceilings (go test -bench in edge and warehouse)")
 	fs.StringVar(&cfg.scenarios, "scenarios", "", "comma-separated scenarios to run; empty: all of the mode")
@@ -137,7 +137,10 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintln(stderr, "bench load: -capture-url and -token (or -bootstrap) are required")
 		return 2
 	}
-	t := &target{CaptureURL: strings.TrimSuffix(captureURL, "/"), token: token, pid: pid}
+	t := &target{CaptureURL: strings.TrimSuffix(captureURL, "/"), token: token}
+	if pid > 0 {
+		t.pids = []int{pid}
+	}
 	if adminURL != "" {
 		if personalKey == "" || projectID == 0 {
 			fmt.Fprintln(stderr, "bench load: -admin-url needs -personal-key and -project-id")
@@ -150,11 +153,17 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if err == nil {
 		scenarios, err = pick(scenarios, list)
 	}
-	// The queries scenario generates its data and starts hedge on it: the suite's.
-	if err == nil && list != "" && slices.ContainsFunc(scenarios, func(sc scenario) bool { return sc.Queries != nil }) {
-		err = errors.New("the queries scenario runs in the suite only: go run ./bench suite -scenarios queries")
+	// The queries scenario generates its data and starts hedge on it, a cluster
+	// scenario starts its cluster: the suite's.
+	if err == nil && list != "" {
+		for _, sc := range scenarios {
+			if sc.Queries != nil || sc.Cluster {
+				err = fmt.Errorf("the %s scenario runs in the suite only: go run ./bench suite -scenarios %s", sc.Name, sc.Name)
+				break
+			}
+		}
 	}
-	scenarios = slices.DeleteFunc(scenarios, func(sc scenario) bool { return sc.Queries != nil })
+	scenarios = slices.DeleteFunc(scenarios, func(sc scenario) bool { return sc.Queries != nil || sc.Cluster })
 	if err != nil {
 		fmt.Fprintln(stderr, "bench load:", err)
 		return 2

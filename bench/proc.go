@@ -113,9 +113,11 @@ type usage struct {
 	ServerCPU, ClientCPU, OtherCPU float64
 	// StealPercent is the share of the machine's CPU time the hypervisor took.
 	StealPercent float64
-	// PeakRSS is the server's peak resident set, 0 when unknown.
-	PeakRSS int64
-	Series  []rssSample
+	// PeakRSS is the server's peak resident set, 0 when unknown; a cluster's is its
+	// nodes' peaks added up, each in NodePeakRSS by the node's name.
+	PeakRSS     int64
+	NodePeakRSS map[string]int64
+	Series      []rssSample
 	// Source says where the server's figures come from: "/proc/<pid>", "<admin>/metrics" or "".
 	Source string
 }
@@ -127,18 +129,43 @@ type serverProbe interface {
 	source() string
 }
 
-type procProbe struct{ pid string }
-
-func (p procProbe) read() (float64, int64, error) {
-	cpu, err := processCPU(p.pid)
-	if err != nil {
-		return 0, 0, err
-	}
-	rss, _, err := processMemory(p.pid)
-	return cpu, rss, err
+// procProbe reads the server's processes: one hedge, or a cluster's nodes, whose CPU
+// times and resident sets it adds up.
+type procProbe struct {
+	pids []string
+	// nodes names each pid's node, for a cluster; nil for one hedge.
+	nodes []string
 }
 
-func (p procProbe) source() string { return "/proc/" + p.pid }
+func (p procProbe) read() (cpu float64, rss int64, err error) {
+	for _, pid := range p.pids {
+		c, err := processCPU(pid)
+		if err != nil {
+			return 0, 0, err
+		}
+		r, _, err := processMemory(pid)
+		if err != nil {
+			return 0, 0, err
+		}
+		cpu, rss = cpu+c, rss+r
+	}
+	return cpu, rss, nil
+}
+
+func (p procProbe) source() string { return "/proc/" + strings.Join(p.pids, ",") }
+
+// peaks is each process's peak resident set since its last resetPeakMemory.
+func (p procProbe) peaks() ([]int64, error) {
+	peaks := make([]int64, len(p.pids))
+	for i, pid := range p.pids {
+		_, peak, err := processMemory(pid)
+		if err != nil {
+			return nil, err
+		}
+		peaks[i] = peak
+	}
+	return peaks, nil
+}
 
 type metricsProbe struct{ api *apiClient }
 
@@ -177,8 +204,10 @@ func startWatch(probe serverProbe) (*watch, error) {
 		return nil, err
 	}
 	if p, ok := probe.(procProbe); ok {
-		if err := resetPeakMemory(p.pid); err != nil {
-			return nil, err
+		for _, pid := range p.pids {
+			if err := resetPeakMemory(pid); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if probe != nil {
@@ -242,9 +271,21 @@ func (w *watch) end() (usage, error) {
 			u.PeakRSS = max(u.PeakRSS, s.Bytes)
 		}
 		if p, ok := w.probe.(procProbe); ok {
-			// The kernel's peak catches what 250 ms samples miss.
-			if _, peak, err := processMemory(p.pid); err == nil {
-				u.PeakRSS = max(u.PeakRSS, peak)
+			// The kernel's peak catches what 250 ms samples miss. A cluster's nodes' peaks
+			// add up to what they need on machines of their own, at least the peak of
+			// their sum at one moment, which the samples see.
+			if peaks, err := p.peaks(); err == nil {
+				var sum int64
+				for _, peak := range peaks {
+					sum += peak
+				}
+				u.PeakRSS = max(u.PeakRSS, sum)
+				if p.nodes != nil {
+					u.NodePeakRSS = map[string]int64{}
+					for i, name := range p.nodes {
+						u.NodePeakRSS[name] = peaks[i]
+					}
+				}
 			}
 		}
 	}

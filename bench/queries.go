@@ -322,7 +322,7 @@ func runQueries(ctx context.Context, cfg suiteConfig, binary, work string, sc sc
 	m := &queryMeter{qb: qb, log: cfg.log, api: newAPIClientTimeout(p.adminURL, boot.PersonalAPIKey, boot.ProjectID, 10*time.Minute),
 		typed: typed, captureURL: p.captureURL, token: boot.ProjectAPIKey, r: newQueryRange(data.End), run: q}
 	var u usage
-	w, err := startWatch(procProbe{pid: strconv.Itoa(p.pid())})
+	w, err := startWatch(procProbe{pids: []string{strconv.Itoa(p.pid())}})
 	if err == nil {
 		measureErr := m.measure(ctx)
 		u, err = w.end()

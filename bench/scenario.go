@@ -22,6 +22,11 @@ type scenario struct {
 	// jetstream: a 200 means in the log, and the row check waits for the warehouse to
 	// apply it (rowCheck.CaughtUp).
 	Log bool `json:"log,omitempty"`
+	// Cluster runs the scenario against a cluster of hedges of its own (hedge cluster
+	// up: three nodes, the log replicated on all three, the warehouse on node1), its
+	// connections spread evenly over the nodes; as through the log, the row check
+	// waits for the warehouse to apply what was acknowledged.
+	Cluster bool `json:"cluster,omitempty"`
 	// Historical sends historical_migration batches with month-old timestamps.
 	Historical bool `json:"historical,omitempty"`
 	// Personless is the share of ordinary events sent personless (posthog-js: 0.3).
@@ -232,6 +237,14 @@ func plan(mode string) ([]scenario, error) {
 	// sustained-log sends at 80% of what the direct path's batch-1k took, a rate the
 	// warehouse keeps up with: how soon acknowledged events are queryable through the log.
 	scenarios = append(scenarios, abused, viaLog(capture), batch1kLog, viaLog(baseline), viaLog(abused), viaLog(sustained))
+	// batch-1k-cluster is batch-1k-log's load sent to the three nodes of a cluster, as
+	// many connections to each (one more than batch-1k's 8 in all): what a 200 costs
+	// when the log replicates it to every node, and whether the warehouse keeps up
+	// with three edges.
+	batch1kCluster := batch1kLog
+	batch1kCluster.Name, batch1kCluster.Log, batch1kCluster.Cluster = batch1k.Name+clusterSuffix, false, true
+	batch1kCluster.Connections = clusterNodes * ((batch1k.Connections + clusterNodes - 1) / clusterNodes)
+	scenarios = append(scenarios, batch1kCluster)
 	// The queries scenario runs on a hedge of its own, once the other scenarios' has
 	// stopped (runSuite).
 	return append(scenarios, scenario{Name: "queries", Queries: &queries}), nil

@@ -96,13 +96,16 @@ func runSuite(ctx context.Context, cfg suiteConfig) (*report, string, error) {
 		data = filepath.Join(work, "data")
 	}
 	// The traffic scenarios share one hedge, those through the log another (with
-	// --log jetstream, on a data directory of its own); the queries scenario starts its
-	// own on its generated data, once those have stopped.
-	var direct, viaLog []scenario
+	// --log jetstream, on a data directory of its own), those on a cluster a cluster
+	// (hedge cluster up, in a directory of its own); the queries scenario starts its
+	// own hedge on its generated data, once those have stopped.
+	var direct, viaLog, onCluster []scenario
 	var runs []*scenarioRun
 	for _, sc := range scenarios {
 		switch {
 		case sc.Queries != nil:
+		case sc.Cluster:
+			onCluster = append(onCluster, sc)
 		case sc.Log:
 			viaLog = append(viaLog, sc)
 		default:
@@ -112,12 +115,13 @@ func runSuite(ctx context.Context, cfg suiteConfig) (*report, string, error) {
 	for _, group := range []struct {
 		scenarios []scenario
 		data      string
+		cluster   bool
 		flags     []string
-	}{{direct, data, nil}, {viaLog, data + logSuffix, []string{"--log", "jetstream"}}} {
+	}{{direct, data, false, nil}, {viaLog, data + logSuffix, false, []string{"--log", "jetstream"}}, {onCluster, data + clusterSuffix, true, nil}} {
 		if len(group.scenarios) == 0 {
 			continue
 		}
-		done, hedgeErr, err := runScenarios(ctx, cfg, binary, group.data, group.scenarios, runs, group.flags...)
+		done, hedgeErr, err := runScenarios(ctx, cfg, binary, group.data, group.cluster, group.scenarios, runs, group.flags...)
 		if err != nil {
 			return nil, "", err
 		}
@@ -152,15 +156,27 @@ func runSuite(ctx context.Context, cfg suiteConfig) (*report, string, error) {
 // what was acknowledged.
 const logSettle = 10 * time.Minute
 
-// runScenarios starts hedge on data (with flags), after the runs before on another
-// hedge (whose rates a scenario may take: RateOf), runs the scenarios against it and stops it. An
-// unclean stop is returned apart (hedgeErr), as a finding of the report rather than a
-// failure to measure.
-func runScenarios(ctx context.Context, cfg suiteConfig, binary, data string, scenarios []scenario, before []*scenarioRun, flags ...string) (runs []*scenarioRun, hedgeErr, err error) {
-	if cfg.profile != "" {
-		if err := os.MkdirAll(cfg.profile, 0o755); err != nil {
-			return nil, nil, fmt.Errorf("cannot make the profile directory: %w", err)
+// server is what a group of scenarios runs against: a hedge, or a cluster of them.
+type server interface {
+	// stop ends it gracefully and returns what was unclean about that: a finding of
+	// the report rather than a failure to measure.
+	stop() error
+	// kill ends it when the suite itself fails.
+	kill()
+	// logTail is the end of its log, for an error.
+	logTail() string
+}
+
+// startServer starts hedge on data (with flags), or with cluster a cluster of hedges
+// in the directory data, and returns it and the load's target on it.
+func startServer(ctx context.Context, cfg suiteConfig, binary, data string, cluster bool, flags []string) (server, *target, error) {
+	if cluster {
+		c, err := startCluster(ctx, binary, data)
+		if err != nil {
+			return nil, nil, err
 		}
+		fmt.Fprintln(cfg.log, c.describe())
+		return c, c.target(), nil
 	}
 	p, err := startHedge(binary, data, cfg.profile != "", flags...)
 	if err != nil {
@@ -171,21 +187,37 @@ func runScenarios(ctx context.Context, cfg suiteConfig, binary, data string, sce
 		p.kill()
 		return nil, nil, err
 	}
-	t := &target{
-		CaptureURL: p.captureURL, AdminURL: p.adminURL, ProjectID: boot.ProjectID, token: boot.ProjectAPIKey, pid: p.pid(),
+	fmt.Fprintf(cfg.log, "hedge serving: capture %s, management %s, pid %d, data %s\n", p.captureURL, p.adminURL, p.pid(), data)
+	return p, &target{
+		CaptureURL: p.captureURL, AdminURL: p.adminURL, ProjectID: boot.ProjectID, token: boot.ProjectAPIKey, pids: []int{p.pid()},
 		api: newAPIClient(p.adminURL, boot.PersonalAPIKey, boot.ProjectID),
+	}, nil
+}
+
+// runScenarios starts hedge on data (with flags), or a cluster (startServer), after the
+// runs before on another (whose rates a scenario may take: RateOf), runs the scenarios
+// against it and stops it. An unclean stop is returned apart (hedgeErr), as a finding
+// of the report rather than a failure to measure.
+func runScenarios(ctx context.Context, cfg suiteConfig, binary, data string, cluster bool, scenarios []scenario, before []*scenarioRun, flags ...string) (runs []*scenarioRun, hedgeErr, err error) {
+	if cfg.profile != "" {
+		if err := os.MkdirAll(cfg.profile, 0o755); err != nil {
+			return nil, nil, fmt.Errorf("cannot make the profile directory: %w", err)
+		}
+	}
+	srv, t, err := startServer(ctx, cfg, binary, data, cluster, flags)
+	if err != nil {
+		return nil, nil, err
 	}
 	r := &runner{target: t, seed: cfg.seed, log: cfg.log, profile: cfg.profile}
-	if len(flags) > 0 {
-		// Through the log, the warehouse applies behind the 200s: the row check waits
-		// for it to catch up, and says how long that took.
+	if cluster || len(flags) > 0 {
+		// Through the log (a cluster's too), the warehouse applies behind the 200s: the
+		// row check waits for it to catch up, and says how long that took.
 		r.settle = logSettle
 	}
-	fmt.Fprintf(cfg.log, "hedge serving: capture %s, management %s, pid %d, data %s\n", p.captureURL, p.adminURL, p.pid(), data)
 	for _, sc := range scenarios {
 		sc, err := resolveRate(sc, slices.Concat(before, runs))
 		if err != nil {
-			p.kill()
+			srv.kill()
 			return nil, nil, err
 		}
 		res, err := r.run(ctx, sc)
@@ -193,13 +225,13 @@ func runScenarios(ctx context.Context, cfg suiteConfig, binary, data string, sce
 			err = ctx.Err()
 		}
 		if err != nil {
-			p.kill()
-			return nil, nil, fmt.Errorf("%s: %w\nhedge's log:\n%s", sc.Name, err, p.log())
+			srv.kill()
+			return nil, nil, fmt.Errorf("%s: %w\n%s", sc.Name, err, srv.logTail())
 		}
 		runs = append(runs, res)
 		progress(cfg.log, res)
 	}
-	return runs, p.stop(), nil
+	return runs, srv.stop(), nil
 }
 
 // hedgeStopped notes an unclean stop of hedge (err), a finding of the report rather
@@ -220,6 +252,9 @@ func progress(w io.Writer, r *scenarioRun) {
 	} else if !r.rows.OK {
 		rows = fmt.Sprintf("ROWS WRONG: %v", r.rows.problems())
 	}
+	if r.rows.Skipped == "" && (r.scenario.Log || r.scenario.Cluster) {
+		rows += fmt.Sprintf(" (the warehouse caught up in %v)", r.rows.CaughtUp.Round(10*time.Millisecond))
+	}
 	if c := r.answers; c != nil {
 		rows += ", flags answers ok"
 		if !c.OK {
@@ -235,6 +270,7 @@ func progress(w io.Writer, r *scenarioRun) {
 func (rep *report) finish(runs []*scenarioRun) {
 	rep.Scenarios = summarize(runs)
 	ceilings(rep.Scenarios, rep.Stages)
+	compareCluster(rep.Scenarios)
 	rep.Targets = goals(rep.Scenarios, rep.Stages)
 	for _, r := range rep.Scenarios {
 		for _, p := range r.Problems {
