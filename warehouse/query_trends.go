@@ -72,7 +72,8 @@ type TrendsSeries struct {
 	Event *string `json:"event"`
 	Name  string  `json:"name"`
 	// Math is total (the default: events), dau (distinct persons), unique_group
-	// (distinct groups of MathGroupTypeIndex), or an aggregate of MathProperty's
+	// (distinct groups of MathGroupTypeIndex), unique_session (distinct
+	// $session_id), or an aggregate of MathProperty's
 	// numbers (propertyMath: sum, avg, min, max, median, p90, p95, p99).
 	Math               string `json:"math"`
 	MathGroupTypeIndex *int   `json:"math_group_type_index"`
@@ -245,6 +246,7 @@ func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string
 	// for a property math, aggregate is value over x, the property's number (numeric,
 	// binding numericArgs).
 	var value, counted, aggregate, numeric string
+	countedAs := "" // how the rows of a breakdown select counted, when not a column of events
 	var numericArgs []any
 	switch math := cmp.Or(series.Math, "total"); math {
 	case "total":
@@ -258,9 +260,16 @@ func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string
 		}
 		group := fmt.Sprintf(`"$group_%d"`, *series.MathGroupTypeIndex)
 		value, counted, where = "count(DISTINCT "+group+")", group, append(where, group+" IS NOT NULL")
+	case "unique_session":
+		// Sessions as posthog-js numbers them: the distinct $session_id of the events
+		// that have one. Its path is a literal (a key hedge materializes), so it binds
+		// nothing.
+		session, _ := propertyValue("properties", "$session_id")
+		value, counted, where = "count(DISTINCT "+session+")", "session_id", append(where, session+" IS NOT NULL")
+		countedAs = session + " AS session_id"
 	default:
 		if aggregate = propertyMath[math]; aggregate == "" {
-			return "", nil, 0, false, queryErrorf("math must be total, dau, unique_group, sum, avg, min, max, median, p90, p95 or p99, not %q", series.Math)
+			return "", nil, 0, false, queryErrorf("math must be total, dau, unique_group, unique_session, sum, avg, min, max, median, p90, p95 or p99, not %q", series.Math)
 		}
 		if series.MathProperty == "" {
 			return "", nil, 0, false, queryErrorf("math %s needs a math_property: the property whose numbers it aggregates", math)
@@ -328,12 +337,12 @@ func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string
 		// values, needs the distinct count (daily users by $browser on 10M events: the
 		// query 146 ms against 189 ms with the distinct count for every value). A value
 		// that is the rest's own name, sent as such, counts with the rest, as one line.
-		query = `WITH trend_rows AS (SELECT ` + bucket + ` AS bucket, ` + valueGroup + ` AS breakdown, ` + counted + `, count(*) AS n ` + rows + ` GROUP BY ALL),
+		query = `WITH trend_rows AS (SELECT ` + bucket + ` AS bucket, ` + valueGroup + ` AS breakdown, ` + cmp.Or(countedAs, counted) + `, count(*) AS n ` + rows + ` GROUP BY ALL),
 			trend_top AS (` + top + `)
 			SELECT ` + label + ` AS bucket, breakdown AS value_group, count(` + counted + `) AS value
 				FROM trend_rows WHERE breakdown IN (SELECT breakdown FROM trend_top) AND breakdown <> '` + breakdownOther + `' GROUP BY ALL
 			UNION ALL
-			SELECT ` + label + ` AS bucket, '` + breakdownOther + `' AS value_group, ` + value + ` AS value
+			SELECT ` + label + ` AS bucket, '` + breakdownOther + `' AS value_group, count(DISTINCT ` + counted + `) AS value
 				FROM trend_rows WHERE breakdown NOT IN (SELECT breakdown FROM trend_top) OR breakdown = '` + breakdownOther + `' GROUP BY ALL`
 	}
 	args = append(append(bucketArgs, valueGroupArgs...), whereArgs...)

@@ -464,3 +464,55 @@ func TestTrendsCompare(t *testing.T) {
 		t.Fatalf("without a comparison: %+v %v", r, err)
 	}
 }
+
+// Unique sessions, counted by hand: the distinct $session_id a day, events without one
+// left out; broken down, each value's sessions, and the rest's counted once.
+func TestTrendsUniqueSessions(t *testing.T) {
+	w := openTestWarehouse(t, filepath.Join(t.TempDir(), "hedge.duckdb"), Config{})
+	defer w.Close()
+	var events []Event
+	add := func(day int, session, browser string) {
+		props := `{"$browser":"` + browser + `"}`
+		if session != "" {
+			props = `{"$browser":"` + browser + `","$session_id":"` + session + `"}`
+		}
+		events = append(events, Event{UUID: uuid.Must(uuid.NewV7()), TeamID: 1, Name: "$pageview", DistinctID: "u-" + session,
+			Timestamp: at("2026-11-02T10:00:00Z").Add(time.Duration(day) * 24 * time.Hour), Properties: props})
+	}
+	// Day 0: sessions s1 (twice, Chrome), s2 (Safari), one without; day 1: s1 (Chrome), s3 (Chrome).
+	add(0, "s1", "Chrome")
+	add(0, "s1", "Chrome")
+	add(0, "s2", "Safari")
+	add(0, "", "Safari")
+	add(1, "s1", "Chrome")
+	add(1, "s3", "Chrome")
+	if err := w.Writer().Submit(&Batch{Events: events}); err != nil {
+		t.Fatal(err)
+	}
+	pageview := "$pageview"
+	tq := TrendsQuery{Series: []TrendsSeries{{Event: &pageview, Math: "unique_session"}}, Interval: "day",
+		DateRange: DateRange{DateFrom: "2026-11-02", DateTo: "2026-11-03"}}
+	f := func(want string) {
+		t.Helper()
+		r, err := w.Queries().Trends(context.Background(), utc, tq, at("2026-11-10T00:00:00Z"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, l := range r.Results {
+			if l.AggregatedValue != nil {
+				got = append(got, fmt.Sprintf("%v %g", l.BreakdownValue, *l.AggregatedValue))
+				continue
+			}
+			got = append(got, fmt.Sprintf("%v %v", l.BreakdownValue, l.Data))
+		}
+		if strings.Join(got, "; ") != want {
+			t.Fatalf("got %s, want %s", strings.Join(got, "; "), want)
+		}
+	}
+	f("<nil> [2 2]")
+	tq.BreakdownFilter = &BreakdownFilter{Breakdown: "$browser"}
+	f("Chrome [1 2]; Safari [1 0]")
+	tq.TrendsFilter = &TrendsFilter{Display: "ActionsTable"}
+	f("Chrome 2; Safari 1") // s1 and s3 over the range, s1 once
+}
