@@ -381,3 +381,28 @@ func TestConsoleInsightPropertyMath(t *testing.T) {
 	c.fill("#series-0-math", "avg")
 	c.waitText(".insight-result .bold-number", "24")
 }
+
+// A formula over two series: typed under the series, it answers one line labelled
+// with it (pageviews plus purchases over the week: 39 + 1), and a formula naming a
+// series that is not there is refused beside the field.
+func TestConsoleInsightFormula(t *testing.T) {
+	c := openConsole(t)
+	c.signIn()
+	source := map[string]any{"kind": "TrendsQuery", "interval": "day", "dateRange": map[string]any{"date_from": "-7d"},
+		"series": []any{
+			map[string]any{"kind": "EventsNode", "event": "$pageview", "name": "$pageview", "math": "total"},
+			map[string]any{"kind": "EventsNode", "event": "purchase", "name": "purchase", "math": "total"},
+		}, "trendsFilter": map[string]any{"display": "BoldNumber"}}
+	q, _ := json.Marshal(source)
+	c.visit(fmt.Sprintf("/project/%d/insights/new?q=%s", c.boot.ProjectID, url.QueryEscape(string(q))))
+	c.waitText(".insight-result .bold-number", "39")
+	c.fill("#field-formula", "A + B")
+	c.waitText(".insight-result .bold-number", "40")
+	c.fill("#field-display", "ActionsLineGraph")
+	c.waitText(".insight-result .legend", "A + B")
+	eval[bool](c, `(document.activeElement.blur(), window.scrollTo(0, 0), true)`)
+	c.checkScreen("insight-formula")
+	c.expect(fmt.Sprintf("/api/projects/%d/query/", c.boot.ProjectID), 400)
+	c.fill("#field-formula", "A / C")
+	c.waitText("#field-formula-error", "names series C")
+}

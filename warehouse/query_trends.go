@@ -39,6 +39,9 @@ type CompareFilter struct {
 // TrendsFilter is the part of PostHog's trendsFilter that changes the answer.
 type TrendsFilter struct {
 	Display string `json:"display"`
+	// Formula combines the series (A, B...) into the lines answered instead of theirs
+	// (query_trends_formula.go).
+	Formula string `json:"formula"`
 }
 
 // totalValue reports a display of one value per line for the whole range (a number, a
@@ -169,6 +172,12 @@ func (q *Queries) Trends(ctx context.Context, scope Scope, tq TrendsQuery, now t
 	if tq.CompareFilter != nil && tq.CompareFilter.Compare {
 		periods = []period{{from, to, "current"}, {from.Add(-to.Sub(from)), from, "previous"}}
 	}
+	var f formula
+	if tq.TrendsFilter != nil && strings.TrimSpace(tq.TrendsFilter.Formula) != "" {
+		if f, err = parseFormula(tq.TrendsFilter.Formula, len(tq.Series)); err != nil {
+			return nil, err
+		}
+	}
 	result := &TrendsResult{Results: []TrendsLine{}, Timezone: scope.timezone()}
 	for _, period := range periods {
 		// The buckets are built before any SQL runs, one per interval of the range:
@@ -183,16 +192,21 @@ func (q *Queries) Trends(ctx context.Context, scope Scope, tq TrendsQuery, now t
 				return nil, cmp.Or(q.interrupted(ctx), err)
 			}
 		}
+		var lines []TrendsLine
 		for order, series := range tq.Series {
-			lines, err := q.trendsSeries(ctx, scope, tq, series, order, interval, period.from, period.to, axis)
+			seriesLines, err := q.trendsSeries(ctx, scope, tq, series, order, interval, period.from, period.to, axis)
 			if err != nil {
 				return nil, cmp.Or(q.interrupted(ctx), err)
 			}
-			for i := range lines {
-				lines[i].Compare, lines[i].CompareLabel = period.label != "", period.label
-			}
-			result.Results = append(result.Results, lines...)
+			lines = append(lines, seriesLines...)
 		}
+		if f != nil {
+			lines = applyFormula(f, strings.TrimSpace(tq.TrendsFilter.Formula), lines, len(tq.Series))
+		}
+		for i := range lines {
+			lines[i].Compare, lines[i].CompareLabel = period.label != "", period.label
+		}
+		result.Results = append(result.Results, lines...)
 	}
 	return result, nil
 }

@@ -20,6 +20,7 @@ export function fieldError(error, source) {
   if (/date_to/.test(d) || (dateTo && d.includes(JSON.stringify(dateTo)))) attr = 'date_to';
   else if (/not a date|too far in the past|date range/.test(d)) attr = 'date_from';
   else if (/^interval/.test(d)) attr = 'interval';
+  else if (/formula/.test(d)) attr = 'formula';
   else if (/funnelWindowIntervalUnit/.test(d)) attr = 'window_unit';
   else if (/funnelWindowInterval/.test(d)) attr = 'window';
   else if (/funnelOrderType/.test(d)) attr = 'order';

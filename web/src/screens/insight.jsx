@@ -65,6 +65,8 @@ function sent(source) {
   if (props.length) q.properties = props;
   else delete q.properties;
   if (!source.breakdownFilter || !source.breakdownFilter.breakdown) delete q.breakdownFilter;
+  // A formula combines series: with one left, the series is shown as it is.
+  if (q.trendsFilter && q.trendsFilter.formula && source.series.length < 2) q.trendsFilter = { ...q.trendsFilter, formula: undefined };
   return q;
 }
 
@@ -100,7 +102,8 @@ function Builder({ project, params, initial }) {
   // intervals, and for every display of totals (totalDisplays): a change within one
   // kind runs nothing.
   const totals = isTrends && totalDisplays.includes(display);
-  const runKey = JSON.stringify({ ...body, trendsFilter: undefined, totals });
+  const formula = (isTrends && source.trendsFilter && source.trendsFilter.formula) || '';
+  const runKey = JSON.stringify({ ...body, trendsFilter: undefined, formula, totals });
   const run = useAsync((signal) => query(project, body, signal).then((r) => ({ ...r, kind: body.kind, totals })), [project, runKey]);
   const suggest = useAsync(
     (signal) =>
@@ -149,6 +152,15 @@ function Builder({ project, params, initial }) {
           <DateRangeFields source={source} set={set} error={error} />
           <BreakdownField source={source} set={set} error={error} />
           <Filters source={source} set={set} error={error} />
+          {isTrends && source.series.length > 1 && (
+            <Field label="Formula" name="formula" error={error} hint="Series by letter: A/B*100; empty shows each series">
+              <input
+                value={formula}
+                placeholder="A/B"
+                onChange={(e) => set({ ...source, trendsFilter: { ...source.trendsFilter, formula: e.target.value.trim() || undefined } })}
+              />
+            </Field>
+          )}
           {isTrends && (
             <Field label="Display" name="display">
               <select value={display} onChange={(e) => set({ ...source, trendsFilter: { ...source.trendsFilter, display: e.target.value } })}>
