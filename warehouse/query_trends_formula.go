@@ -32,7 +32,7 @@ type (
 	}
 )
 
-func (n formulaNumber) eval([]float64) float64  { return float64(n) }
+func (n formulaNumber) eval([]float64) float64   { return float64(n) }
 func (s formulaSeries) eval(v []float64) float64 { return v[s] }
 func (n formulaNegate) eval(v []float64) float64 { return -n.x.eval(v) }
 func (b formulaBinary) eval(v []float64) float64 {
