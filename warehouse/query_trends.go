@@ -74,7 +74,8 @@ type TrendsSeries struct {
 	Kind  string  `json:"kind"`
 	Event *string `json:"event"`
 	Name  string  `json:"name"`
-	// Math is total (the default: events), dau (distinct persons), unique_group
+	// Math is total (the default: events), dau (distinct persons), weekly_active and
+	// monthly_active (distinct persons of the 7 or 30 days up to each), unique_group
 	// (distinct groups of MathGroupTypeIndex), unique_session (distinct
 	// $session_id), or an aggregate of MathProperty's
 	// numbers (propertyMath: sum, avg, min, max, median, p90, p95, p99).
@@ -245,16 +246,36 @@ func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string
 	if axis != nil {
 		bucket, label, bucketArgs = trendBucket(scope, interval, to, axis)
 	}
+	// Weekly and monthly actives count a day's persons over the window that ends with
+	// it, so they read the window's days before the range too (activeUsersSQL).
+	window, active := activeWindows[series.Math]
+	readFrom := from
+	if active {
+		if interval != "day" {
+			return "", nil, 0, false, queryErrorf("math %s counts the persons of the %d days up to each day: set interval day", series.Math, window)
+		}
+		if tq.BreakdownFilter != nil && tq.BreakdownFilter.Breakdown != "" {
+			return "", nil, 0, false, queryErrorf("math %s cannot be broken down yet: use dau for a breakdown", series.Math)
+		}
+		readFrom = from.AddDate(0, 0, -(window - 1))
+		if axis == nil { // a total: the persons of the window that ends with the range
+			readFrom = to.AddDate(0, 0, -window)
+		}
+	}
 	if event := series.event(); event != "" {
 		where, whereArgs = append(where, "event = ?"), append(whereArgs, event)
 	}
-	where, whereArgs = append(where, `"timestamp" >= ?`, `"timestamp" < ?`), append(whereArgs, from, to)
+	where, whereArgs = append(where, `"timestamp" >= ?`, `"timestamp" < ?`), append(whereArgs, readFrom, to)
 	filters, filterArgs, withPersons, err := propertyFilters(append(slices.Clone(tq.Properties), series.Properties...))
 	if err != nil {
 		return "", nil, 0, false, err
 	}
 	persons = personJoinOf(withPersons)
 	where, whereArgs = append(where, filters...), append(whereArgs, filterArgs...)
+	if active {
+		query, args = activeUsersSQL(scope, window, axis != nil, where, whereArgs)
+		return query, args, max(persons, currentPersons), false, nil
+	}
 
 	// value is the count, and counted the column it counts the distinct values of;
 	// for a property math, aggregate is value over x, the property's number (numeric,
@@ -283,7 +304,7 @@ func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string
 		countedAs = session + " AS session_id"
 	default:
 		if aggregate = propertyMath[math]; aggregate == "" {
-			return "", nil, 0, false, queryErrorf("math must be total, dau, unique_group, unique_session, sum, avg, min, max, median, p90, p95 or p99, not %q", series.Math)
+			return "", nil, 0, false, queryErrorf("math must be total, dau, weekly_active, monthly_active, unique_group, unique_session, sum, avg, min, max, median, p90, p95 or p99, not %q", series.Math)
 		}
 		if series.MathProperty == "" {
 			return "", nil, 0, false, queryErrorf("math %s needs a math_property: the property whose numbers it aggregates", math)
@@ -361,6 +382,26 @@ func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string
 	}
 	args = append(append(bucketArgs, valueGroupArgs...), whereArgs...)
 	return query, args, persons, breakdown, nil
+}
+
+// activeWindows are the maths that count a day's persons over the days up to it, and
+// how many days: PostHog's weekly and monthly actives.
+var activeWindows = map[string]int{"weekly_active": 7, "monthly_active": 30}
+
+// activeUsersSQL is the query of weekly or monthly actives (rows as trendsSQL's): each
+// person active on a day (in the project's time zone) counts on that day and the
+// window-1 days after it, and each day's bucket counts its distinct persons, as
+// persons are now (merged ids once). The rows of days past the range are left out by
+// trendsLines. A total (perDay false) is the distinct persons of the rows, the
+// window that ends with the range.
+func activeUsersSQL(scope Scope, window int, perDay bool, where []string, whereArgs []any) (string, []any) {
+	rows := `FROM events WHERE ` + strings.Join(where, " AND ")
+	if !perDay {
+		return `SELECT '0' AS bucket, NULL::VARCHAR AS value_group, count(DISTINCT person_id) AS value ` + rows, whereArgs
+	}
+	return `WITH active_days AS (SELECT DISTINCT person_id, date_trunc('day', timezone(?, "timestamp")) AS day ` + rows + `)
+		SELECT strftime(day + to_days(k::INTEGER), '%Y-%m-%d %H:%M:%S') AS bucket, NULL::VARCHAR AS value_group, count(DISTINCT person_id) AS value
+		FROM active_days, range(` + strconv.Itoa(window) + `) AS days(k) GROUP BY 1`, append([]any{scope.timezone()}, whereArgs...)
 }
 
 // trendBucket is the expression of an event's bucket (over events' "timestamp") and

@@ -516,3 +516,52 @@ func TestTrendsUniqueSessions(t *testing.T) {
 	tq.TrendsFilter = &TrendsFilter{Display: "ActionsTable"}
 	f("Chrome 2; Safari 1") // s1 and s3 over the range, s1 once
 }
+
+// Weekly actives, counted by hand: each day the distinct persons of the 7 days up to it,
+// a person active before the range counting in its first days; monthly as a total: the
+// persons of the 30 days that end with the range.
+func TestTrendsActiveUsers(t *testing.T) {
+	w := openTestWarehouse(t, filepath.Join(t.TempDir(), "hedge.duckdb"), Config{})
+	defer w.Close()
+	var events []Event
+	add := func(person, date string) {
+		events = append(events, Event{UUID: uuid.Must(uuid.NewV7()), TeamID: 1, Name: "$pageview", DistinctID: person,
+			Timestamp: at(date + "T12:00:00Z"), Properties: `{}`})
+	}
+	add("before", "2026-10-30") // counts Oct 30 - Nov 5
+	add("ada", "2026-11-02")    // Nov 2 - Nov 8
+	add("ada", "2026-11-03")    // Nov 3 - Nov 9 (ada once a day)
+	add("brian", "2026-11-05")  // Nov 5 - Nov 11
+	add("old", "2026-09-01")    // outside every window
+	if err := w.Writer().Submit(&Batch{Events: events}); err != nil {
+		t.Fatal(err)
+	}
+	pageview := "$pageview"
+	tq := TrendsQuery{Series: []TrendsSeries{{Event: &pageview, Math: "weekly_active"}}, Interval: "day",
+		DateRange: DateRange{DateFrom: "2026-11-02", DateTo: "2026-11-11"}}
+	r, err := w.Queries().Trends(context.Background(), utc, tq, at("2026-11-20T00:00:00Z"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	//               Nov 2 3 4 5 6 7 8 9 10 11
+	want := []float64{2, 2, 2, 3, 2, 2, 2, 2, 1, 1}
+	if len(r.Results) != 1 || !slices.Equal(r.Results[0].Data, want) {
+		t.Fatalf("weekly actives %+v, want %v", r.Results, want)
+	}
+	tq.Series[0].Math, tq.TrendsFilter = "monthly_active", &TrendsFilter{Display: "BoldNumber"}
+	if r, err = w.Queries().Trends(context.Background(), utc, tq, at("2026-11-20T00:00:00Z")); err != nil {
+		t.Fatal(err)
+	}
+	if got := *r.Results[0].AggregatedValue; got != 3 { // before, ada, brian
+		t.Fatalf("monthly actives over the range's 30 days: %g, want 3", got)
+	}
+	for _, bad := range []TrendsQuery{
+		{Series: tq.Series, Interval: "week"},
+		{Series: tq.Series, BreakdownFilter: &BreakdownFilter{Breakdown: "$browser"}},
+	} {
+		var refused *QueryError
+		if _, err := w.Queries().Trends(context.Background(), utc, bad, at("2026-11-20T00:00:00Z")); !errors.As(err, &refused) {
+			t.Errorf("%+v: %v, want a QueryError", bad, err)
+		}
+	}
+}

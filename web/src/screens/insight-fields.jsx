@@ -43,6 +43,8 @@ function GroupError({ error, name }) {
 const maths = [
   ['total', 'Total count'],
   ['dau', 'Unique users'],
+  ['weekly_active', 'Weekly active users'],
+  ['monthly_active', 'Monthly active users'],
   ['unique_session', 'Unique sessions'],
   // Of the property chosen beside it.
   ['sum', 'Sum'],
@@ -56,7 +58,7 @@ const maths = [
 ];
 
 // propertyMath: the maths that aggregate a property's numbers (math_property).
-const propertyMath = (math) => !['total', 'dau', 'unique_group', 'unique_session', undefined, ''].includes(math);
+const propertyMath = (math) => !['total', 'dau', 'weekly_active', 'monthly_active', 'unique_group', 'unique_session', undefined, ''].includes(math);
 
 // SeriesFields are a trend's series (event and math) or a funnel's steps (events).
 export function SeriesFields({ source, set, error }) {
