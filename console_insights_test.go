@@ -406,3 +406,23 @@ func TestConsoleInsightFormula(t *testing.T) {
 	c.fill("#field-formula", "A / C")
 	c.waitText("#field-formula-error", "names series C")
 }
+
+// Compared with the previous period: the chart draws each series twice, the previous
+// period's line named so, with the numbers of the week before (the seed has none).
+func TestConsoleInsightCompare(t *testing.T) {
+	c := openConsole(t)
+	c.signIn()
+	c.visit(fmt.Sprintf("/project/%d/insights/new", c.boot.ProjectID))
+	c.waitText(".insight-result .legend", "$pageview")
+	c.run(chromedp.Click(chromedp.CSS("#field-compare")))
+	c.waitText(".insight-result .legend", "$pageview (previous period) 0")
+	if got := eval[int](c, `document.querySelectorAll('.insight-result .legend-item').length`); got != 2 {
+		t.Errorf("the legend has %d lines, want the period and the previous one", got)
+	}
+	// Only the current period has an interval in progress: one dashed path, not two.
+	if got := eval[int](c, `document.querySelectorAll('.insight-result path.line.in-progress').length`); got != 1 {
+		t.Errorf("%d lines end dashed, want only the current period's", got)
+	}
+	eval[bool](c, `(document.activeElement.blur(), window.scrollTo(0, 0), true)`)
+	c.checkScreen("insight-compare")
+}

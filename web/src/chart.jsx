@@ -215,7 +215,7 @@ function Plot({ labels, series, display, hidden, width, height, summary, current
         const w = stacked ? bandW : bandW / shown.length;
         const x0 = x(j) - bandW / 2 + (stacked ? 0 : k * w);
         const y0 = y(base + v);
-        const open = j >= current;
+        const open = !s.settled && j >= current;
         marks.push(
           <rect class={`series-${s.i % 8} bar${open ? ' in-progress' : ''}`} x={x0} y={y0} width={Math.max(1, w - (stacked ? 0 : 1))} height={Math.max(0, y(base) - y0)}>
             <title>{`${s.label}, ${label}: ${format(v)}${open ? ' (in progress)' : ''}`}</title>
@@ -232,13 +232,15 @@ function Plot({ labels, series, display, hidden, width, height, summary, current
         .map((_, k) => `${k ? 'L' : 'M'}${x(from + k).toFixed(1)},${y(value(s, from + k)).toFixed(1)}`)
         .join('');
     shown.forEach((s) => {
-      if (current > 1) marks.push(<path class={`series-${s.i % 8} line`} d={path(s, 0, current)} />);
-      if (current < n) marks.push(<path class={`series-${s.i % 8} line in-progress`} d={path(s, Math.max(0, current - 1), n)} />);
+      // A settled series (a previous period's) has no interval in progress.
+      const from = s.settled ? n : current;
+      if (from > 1) marks.push(<path class={`series-${s.i % 8} line`} d={path(s, 0, from)} />);
+      if (from < n) marks.push(<path class={`series-${s.i % 8} line in-progress`} d={path(s, Math.max(0, from - 1), n)} />);
       if (n <= 60)
         labels.forEach((label, j) =>
           marks.push(
-            <circle class={`series-${s.i % 8} point${j >= current ? ' in-progress' : ''}`} cx={x(j)} cy={y(value(s, j))} r="3">
-              <title>{`${s.label}, ${label}: ${format(value(s, j))}${j >= current ? ' (in progress)' : ''}`}</title>
+            <circle class={`series-${s.i % 8} point${j >= from ? ' in-progress' : ''}`} cx={x(j)} cy={y(value(s, j))} r="3">
+              <title>{`${s.label}, ${label}: ${format(value(s, j))}${j >= from ? ' (in progress)' : ''}`}</title>
             </circle>,
           ),
         );

@@ -32,13 +32,15 @@ export function totalOf(line) {
   return line.aggregated_value ?? line.count ?? 0;
 }
 
-// seriesLabel names a trends line: the breakdown value when there is one.
+// seriesLabel names a trends line: the breakdown value when there is one, and in a
+// comparison the previous period's lines say so.
 export function seriesLabel(line) {
+  const previous = line.compare_label === 'previous' ? ' (previous period)' : '';
   if (line.breakdown_value !== undefined && line.breakdown_value !== null) {
     const v = Array.isArray(line.breakdown_value) ? line.breakdown_value.join(', ') : String(line.breakdown_value);
-    return v === '$$_posthog_breakdown_other_$$' ? 'Other' : v === '$$_posthog_breakdown_null_$$' || v === '' ? '(none)' : v;
+    return (v === '$$_posthog_breakdown_other_$$' ? 'Other' : v === '$$_posthog_breakdown_null_$$' || v === '' ? '(none)' : v) + previous;
   }
-  return line.label;
+  return line.label + previous;
 }
 
 // InsightResult draws result, the answer to query. timezone is the project's, which
@@ -61,7 +63,7 @@ export function InsightResult({ query, result, title, height, timezone }) {
 function TrendsResult({ query, lines, title, height, timezone }) {
   if (!Array.isArray(lines) || lines.length === 0) return <p class="empty">No events in this range.</p>;
   const display = (query.trendsFilter && query.trendsFilter.display) || 'ActionsLineGraph';
-  const series = lines.map((l) => ({ label: seriesLabel(l), data: l.data, total: totalOf(l) }));
+  const series = lines.map((l) => ({ label: seriesLabel(l), data: l.data, total: totalOf(l), settled: l.compare_label === 'previous' }));
   if (display === 'BoldNumber') {
     const total = series[0].total;
     return (

@@ -162,6 +162,17 @@ function Builder({ project, params, initial }) {
             </Field>
           )}
           {isTrends && (
+            <label class="check">
+              <input
+                type="checkbox"
+                id="field-compare"
+                checked={!!(source.compareFilter && source.compareFilter.compare)}
+                onChange={(e) => set({ ...source, compareFilter: e.target.checked ? { compare: true } : undefined })}
+              />{' '}
+              Compare with the previous period
+            </label>
+          )}
+          {isTrends && (
             <Field label="Display" name="display">
               <select value={display} onChange={(e) => set({ ...source, trendsFilter: { ...source.trendsFilter, display: e.target.value } })}>
                 {displays.map(([v, label]) => (
