@@ -377,3 +377,26 @@ func TestQueryAPIUnreadableTypes(t *testing.T) {
 		t.Fatalf("VARIANTs cast: %d %s", status, text)
 	}
 }
+
+// A StickinessQuery runs through the query API and may be an insight's query.
+func TestQueryStickiness(t *testing.T) {
+	env := newTestEnv(t, "")
+	key := env.boot.PersonalAPIKey
+	project := fmt.Sprintf("/api/projects/%d", env.boot.ProjectID)
+	status, body, _ := env.call(t, "POST", project+"/query/", key,
+		`{"query":{"kind":"StickinessQuery","series":[{"kind":"EventsNode","event":"$pageview"}],"dateRange":{"date_from":"-3d"}}}`)
+	results, _ := body["results"].([]any)
+	if status != 200 || len(results) != 1 {
+		t.Fatalf("StickinessQuery: %d %v", status, body)
+	}
+	if line := results[0].(map[string]any); len(line["data"].([]any)) != 4 || line["labels"].([]any)[0] != "1 day" {
+		t.Errorf("the line is %v, want 4 days of counts from 1 day", line)
+	}
+	if status, _, text := env.call(t, "POST", project+"/query/", key, `{"query":{"kind":"StickinessQuery","series":[]}}`); status != 400 {
+		t.Errorf("no series: %d %s, want 400", status, text)
+	}
+	if status, _, text := env.call(t, "POST", project+"/insights/", key,
+		`{"name":"habit","query":{"kind":"StickinessQuery","series":[{"kind":"EventsNode","event":"$pageview"}]}}`); status != 201 {
+		t.Errorf("a stickiness insight: %d %s", status, text)
+	}
+}

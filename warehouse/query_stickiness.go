@@ -1,0 +1,122 @@
+package warehouse
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// StickinessQuery is PostHog's StickinessQuery: for each series, how many persons did
+// its event on exactly 1, 2, ... N of the range's N intervals, which says how habitual
+// a feature is (a daily habit piles up on the right).
+type StickinessQuery struct {
+	Series []TrendsSeries `json:"series"`
+	// Interval is hour, day (the default), week or month, as a trend's.
+	Interval   string           `json:"interval"`
+	DateRange  DateRange        `json:"dateRange"`
+	Properties []PropertyFilter `json:"properties"`
+}
+
+// StickinessResult is the answer of a StickinessQuery, in PostHog's shape.
+type StickinessResult struct {
+	Results  []StickinessLine `json:"results"`
+	Timezone string           `json:"timezone"`
+}
+
+// StickinessLine is one series: Data[k] persons were active on exactly Days[k] = k+1
+// intervals, Labels[k] says so ("3 days"), and Count is the persons active at all.
+type StickinessLine struct {
+	Label  string    `json:"label"`
+	Labels []string  `json:"labels"`
+	Days   []int     `json:"days"`
+	Data   []float64 `json:"data"`
+	Count  float64   `json:"count"`
+	Action struct {
+		ID    string `json:"id"`
+		Name  string `json:"name"`
+		Math  string `json:"math"`
+		Order int    `json:"order"`
+	} `json:"action"`
+}
+
+// Stickiness runs a StickinessQuery. Persons are as they are now (merged ids count
+// once), as for a trend's unique users; a series' math is ignored, as PostHog's
+// stickiness counts persons whatever it says.
+func (q *Queries) Stickiness(ctx context.Context, scope Scope, sq StickinessQuery, now time.Time) (*StickinessResult, error) {
+	if len(sq.Series) == 0 {
+		return nil, queryErrorf("a stickiness query needs at least one series")
+	}
+	if len(sq.Series) > maxTrendSeries {
+		return nil, queryErrorf("a stickiness query has at most %d series, not %d", maxTrendSeries, len(sq.Series))
+	}
+	ctx, done, err := q.begin(ctx, scope)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	interval := cmp.Or(sq.Interval, "day")
+	if !slices.Contains([]string{"hour", "day", "week", "month"}, interval) {
+		return nil, queryErrorf("interval must be hour, day, week or month, not %q", sq.Interval)
+	}
+	loc, err := time.LoadLocation(scope.timezone())
+	if err != nil {
+		return nil, queryErrorf("the project's time zone %q is unknown", scope.Timezone)
+	}
+	from, to, err := q.dates(ctx, scope, sq.DateRange, now)
+	if err != nil {
+		return nil, err
+	}
+	if intervalsBetween(from, to, interval) > maxTrendBuckets {
+		return nil, queryErrorf("the date range spans more than %d %ss: choose a longer interval or a shorter range", maxTrendBuckets, interval)
+	}
+	axis, err := newTrendAxis(ctx, from.In(loc), to.In(loc), interval, scope.WeekStartDay)
+	if err != nil {
+		return nil, cmp.Or(q.interrupted(ctx), err)
+	}
+	n := len(axis.buckets)
+	labels, days := make([]string, n), make([]int, n)
+	for k := range n {
+		days[k] = k + 1
+		labels[k] = strconv.Itoa(k+1) + " " + interval
+		if k > 0 {
+			labels[k] += "s"
+		}
+	}
+	result := &StickinessResult{Results: []StickinessLine{}, Timezone: scope.timezone()}
+	for order, series := range sq.Series {
+		bucket, _, bucketArgs := trendBucket(scope, interval, to, axis)
+		where, whereArgs := []string{`"timestamp" >= ?`, `"timestamp" < ?`}, []any{from, to}
+		if event := series.event(); event != "" {
+			where, whereArgs = append(where, "event = ?"), append(whereArgs, event)
+		}
+		filters, filterArgs, withPersons, err := propertyFilters(append(slices.Clone(sq.Properties), series.Properties...))
+		if err != nil {
+			return nil, err
+		}
+		where, whereArgs = append(where, filters...), append(whereArgs, filterArgs...)
+		query := `SELECT intervals, count(*) FROM (
+			SELECT person_id, count(DISTINCT ` + bucket + `) AS intervals FROM events WHERE ` + strings.Join(where, " AND ") + ` GROUP BY person_id
+		) GROUP BY intervals`
+		rows, err := q.run(ctx, scope, query, max(personJoinOf(withPersons), currentPersons), q.maxRows, append(bucketArgs, whereArgs...)...)
+		if err != nil {
+			return nil, cmp.Or(q.interrupted(ctx), err)
+		}
+		event := series.event()
+		line := StickinessLine{Label: cmp.Or(series.Name, cmp.Or(event, "All events")), Labels: labels, Days: days, Data: make([]float64, n)}
+		line.Action.ID, line.Action.Name, line.Action.Math, line.Action.Order = event, line.Label, cmp.Or(series.Math, "total"), order
+		for _, row := range rows.Results {
+			k := int(toFloat(row[0]))
+			if k < 1 || k > n {
+				return nil, fmt.Errorf("cannot count stickiness: a person active on %d of %d intervals", k, n)
+			}
+			line.Data[k-1] = toFloat(row[1])
+			line.Count += line.Data[k-1]
+		}
+		result.Results = append(result.Results, line)
+	}
+	return result, nil
+}
