@@ -200,11 +200,11 @@ func (in *insightInput) validate() error {
 }
 
 // checkInsightQuery refuses a query that is not one insights compute: a TrendsQuery,
-// a FunnelsQuery, a StickinessQuery or an EventsQuery, bare or in PostHog's
-// InsightVizNode or DataTableNode.
+// a FunnelsQuery, a StickinessQuery, a RetentionQuery or an EventsQuery, bare or in
+// PostHog's InsightVizNode or DataTableNode.
 func checkInsightQuery(q rawJSON) error {
-	if kind, _, err := queryKind(json.RawMessage(q)); err != nil || !slices.Contains([]string{"TrendsQuery", "FunnelsQuery", "StickinessQuery", "EventsQuery"}, kind) {
-		return errValidation("query", "invalid_input", "An insight's query must be a TrendsQuery, a FunnelsQuery, a StickinessQuery or an EventsQuery.")
+	if kind, _, err := queryKind(json.RawMessage(q)); err != nil || !slices.Contains([]string{"TrendsQuery", "FunnelsQuery", "StickinessQuery", "RetentionQuery", "EventsQuery"}, kind) {
+		return errValidation("query", "invalid_input", "An insight's query must be a TrendsQuery, a FunnelsQuery, a StickinessQuery, a RetentionQuery or an EventsQuery.")
 	}
 	return nil
 }

@@ -19,7 +19,8 @@ func (a *API) bindQuery() {
 }
 
 // POST /api/projects/{project_id}/query/ (query:read)
-// Body {"query": {"kind": "EventsQuery" | "TrendsQuery" | "FunnelsQuery" | "StickinessQuery" | "HogQLQuery", ...}}. A query
+// Body {"query": {"kind": "EventsQuery" | "TrendsQuery" | "FunnelsQuery" | "StickinessQuery" |
+// "RetentionQuery" | "HogQLQuery", ...}}. A query
 // reads the project's rows only, in its time zone; a query that may not run, or that
 // fails for a reason of its own, answers 400 saying why. A client_query_id names the
 // query for DELETE .../query/{client_query_id}/ while it runs (query_cancel.go).
@@ -129,8 +130,17 @@ func (a *API) runQuery(ctx context.Context, scope warehouse.Scope, raw json.RawM
 		if stickiness, err = a.queries.Stickiness(ctx, scope, q, now); err == nil {
 			result = stickiness
 		}
+	case "RetentionQuery":
+		var q warehouse.RetentionQuery
+		if err := decodeQuery(raw, &q); err != nil {
+			return nil, err
+		}
+		var retention *warehouse.RetentionResult
+		if retention, err = a.queries.Retention(ctx, scope, q, now); err == nil {
+			result = retention
+		}
 	default:
-		return nil, errValidation("query__kind", "invalid_choice", fmt.Sprintf("%q is not a valid choice: EventsQuery, TrendsQuery, FunnelsQuery, StickinessQuery or HogQLQuery.", kind))
+		return nil, errValidation("query__kind", "invalid_choice", fmt.Sprintf("%q is not a valid choice: EventsQuery, TrendsQuery, FunnelsQuery, StickinessQuery, RetentionQuery or HogQLQuery.", kind))
 	}
 	var queryErr *warehouse.QueryError
 	if errors.As(err, &queryErr) {

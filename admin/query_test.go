@@ -400,3 +400,25 @@ func TestQueryStickiness(t *testing.T) {
 		t.Errorf("a stickiness insight: %d %s", status, text)
 	}
 }
+
+// A RetentionQuery runs through the query API and may be an insight's query.
+func TestQueryRetention(t *testing.T) {
+	env := newTestEnv(t, "")
+	key := env.boot.PersonalAPIKey
+	project := fmt.Sprintf("/api/projects/%d", env.boot.ProjectID)
+	status, body, _ := env.call(t, "POST", project+"/query/", key,
+		`{"query":{"kind":"RetentionQuery","retentionFilter":{"period":"Week","totalIntervals":3,"targetEntity":{"id":"$pageview","type":"events"},"returningEntity":{"id":"$pageview","type":"events"}}}}`)
+	results, _ := body["results"].([]any)
+	if status != 200 || len(results) != 3 {
+		t.Fatalf("RetentionQuery: %d %v", status, body)
+	}
+	if row := results[0].(map[string]any); row["label"] != "Week 0" || len(row["values"].([]any)) != 3 {
+		t.Errorf("the first cohort is %v, want Week 0 with 3 values", row)
+	}
+	if status, _, text := env.call(t, "POST", project+"/query/", key, `{"query":{"kind":"RetentionQuery","retentionFilter":{"period":"Year"}}}`); status != 400 {
+		t.Errorf("a period of a year: %d %s, want 400", status, text)
+	}
+	if status, _, text := env.call(t, "POST", project+"/insights/", key, `{"name":"kept","query":{"kind":"RetentionQuery"}}`); status != 201 {
+		t.Errorf("a retention insight: %d %s", status, text)
+	}
+}

@@ -1,0 +1,209 @@
+package warehouse
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// RetentionQuery is PostHog's RetentionQuery: persons grouped into cohorts by the
+// period they did the target event in, and for each cohort how many came back (did
+// the returning event) 1, 2, ... periods later.
+type RetentionQuery struct {
+	// DateRange.DateTo is when the last cohort's period is (default now); date_from is
+	// not read: TotalIntervals says how far back the cohorts go.
+	DateRange       DateRange        `json:"dateRange"`
+	Properties      []PropertyFilter `json:"properties"`
+	RetentionFilter RetentionFilter  `json:"retentionFilter"`
+}
+
+// RetentionFilter is PostHog's retentionFilter.
+type RetentionFilter struct {
+	// Period is Hour, Day (the default), Week or Month, in the project's time zone.
+	Period string `json:"period"`
+	// TotalIntervals is the count of cohorts (default 11, at most maxRetentionIntervals):
+	// the last is the period dateRange.date_to (default now) falls in.
+	TotalIntervals int `json:"totalIntervals"`
+	// RetentionType is retention_first_time (the default: a person's cohort is the
+	// period of their first target event ever, and only those whose first falls in a
+	// cohort count) or retention_recurring (a person is in the cohort of every period
+	// they did it in).
+	RetentionType   string          `json:"retentionType"`
+	TargetEntity    RetentionEntity `json:"targetEntity"`
+	ReturningEntity RetentionEntity `json:"returningEntity"`
+}
+
+// RetentionEntity is an event (Type events; ID its name, "" or null for any event).
+type RetentionEntity struct {
+	ID   *string `json:"id"`
+	Type string  `json:"type"`
+}
+
+// RetentionResult is the answer of a RetentionQuery, in PostHog's shape: a row per
+// cohort, oldest first, each with its values for periods 0 (the cohort's size) to the
+// last cohort's.
+type RetentionResult struct {
+	Results  []RetentionCohort `json:"results"`
+	Timezone string            `json:"timezone"`
+}
+
+// RetentionCohort is one cohort: Date its period's start, Label "Day 3" for the
+// fourth cohort, and Values[k] the persons of it who came back k periods later.
+type RetentionCohort struct {
+	Date   string           `json:"date"`
+	Label  string           `json:"label"`
+	Values []RetentionValue `json:"values"`
+}
+
+// RetentionValue is a count, labelled with its period ("Day 1").
+type RetentionValue struct {
+	Count int64  `json:"count"`
+	Label string `json:"label"`
+}
+
+const (
+	defaultRetentionIntervals = 11
+	maxRetentionIntervals     = 120
+)
+
+// retentionPeriods maps PostHog's periods to the interval names of the rest of the
+// query engine (truncate, next) and DuckDB's date parts.
+var retentionPeriods = map[string]string{"Hour": "hour", "Day": "day", "Week": "week", "Month": "month"}
+
+// Retention runs a RetentionQuery. Persons are as they are now (merged ids once).
+func (q *Queries) Retention(ctx context.Context, scope Scope, rq RetentionQuery, now time.Time) (*RetentionResult, error) {
+	f := rq.RetentionFilter
+	periodName := cmp.Or(f.Period, "Day")
+	interval, ok := retentionPeriods[periodName]
+	if !ok {
+		return nil, queryErrorf("retentionFilter.period must be Hour, Day, Week or Month, not %q", f.Period)
+	}
+	n := cmp.Or(f.TotalIntervals, defaultRetentionIntervals)
+	if n < 1 || n > maxRetentionIntervals {
+		return nil, queryErrorf("retentionFilter.totalIntervals must be from 1 to %d, not %d", maxRetentionIntervals, n)
+	}
+	firstTime := true
+	switch f.RetentionType {
+	case "", "retention_first_time":
+	case "retention_recurring":
+		firstTime = false
+	default:
+		return nil, queryErrorf("retentionFilter.retentionType must be retention_first_time or retention_recurring, not %q", f.RetentionType)
+	}
+	for _, e := range []RetentionEntity{f.TargetEntity, f.ReturningEntity} {
+		if e.Type != "" && e.Type != "events" {
+			return nil, queryErrorf("a retention entity must be of type events, not %q (actions are not supported)", e.Type)
+		}
+	}
+	ctx, done, err := q.begin(ctx, scope)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	loc, err := time.LoadLocation(scope.timezone())
+	if err != nil {
+		return nil, queryErrorf("the project's time zone %q is unknown", scope.Timezone)
+	}
+	// Only date_to counts (the cohorts end with it; totalIntervals says how many), so
+	// date_from is read as the start of date_to's day, which always comes before it.
+	_, to, err := q.dates(ctx, scope, DateRange{DateFrom: cmp.Or(rq.DateRange.DateTo, "dStart"), DateTo: rq.DateRange.DateTo}, now)
+	if err != nil {
+		return nil, err
+	}
+	// The cohorts: the period to falls in (its last instant's), and the n-1 before it.
+	last := truncate(to.Add(-time.Nanosecond).In(loc), interval, scope.WeekStartDay)
+	first := last
+	for range n - 1 {
+		first = previous(first, interval)
+	}
+	starts, err := bucketStarts(ctx, first, to, interval, scope.WeekStartDay)
+	if err != nil {
+		return nil, cmp.Or(q.interrupted(ctx), err)
+	}
+	index := make(map[string]int, len(starts))
+	for i, s := range starts {
+		index[s.Format(time.DateTime)] = i
+	}
+
+	filters, filterArgs, withPersons, err := propertyFilters(rq.Properties)
+	if err != nil {
+		return nil, err
+	}
+	// period is an event's period start, as a wall-clock time in the project's zone;
+	// weeks start on the project's week_start_day (date_trunc's on Monday).
+	period, periodArgs := `date_trunc('`+interval+`', timezone(?, "timestamp"))`, []any{scope.timezone()}
+	if interval == "week" && scope.WeekStartDay == 0 {
+		period = `(date_trunc('week', timezone(?, "timestamp") + INTERVAL 1 DAY) - INTERVAL 1 DAY)`
+	}
+	events := func(e RetentionEntity, since *time.Time) (string, []any) {
+		where, args := []string{`"timestamp" < ?`}, []any{to}
+		if since != nil {
+			where, args = append(where, `"timestamp" >= ?`), append(args, *since)
+		}
+		if e.ID != nil && *e.ID != "" {
+			where, args = append(where, "event = ?"), append(args, *e.ID)
+		}
+		where, args = append(where, filters...), append(args, filterArgs...)
+		return `FROM events WHERE ` + strings.Join(where, " AND "), args
+	}
+	// A first-time cohort reads the target event's whole history (a person's first
+	// may be before the cohorts), the rest only from the first cohort on.
+	firstUTC := first.UTC()
+	var targetSince *time.Time
+	if !firstTime {
+		targetSince = &firstUTC
+	}
+	targetRows, targetArgs := events(f.TargetEntity, targetSince)
+	returnRows, returnArgs := events(f.ReturningEntity, &firstUTC)
+	cohorts := `SELECT DISTINCT person_id, ` + period + ` AS c ` + targetRows
+	if firstTime {
+		cohorts = `SELECT person_id, min(` + period + `) AS c ` + targetRows + ` GROUP BY person_id`
+	}
+	query := `WITH retention_cohorts AS (SELECT person_id, c FROM (` + cohorts + `) WHERE c >= ?),
+		retention_returns AS (SELECT DISTINCT person_id, ` + period + ` AS r ` + returnRows + `)
+		SELECT strftime(c, '%Y-%m-%d %H:%M:%S'), 0, count(*) FROM retention_cohorts GROUP BY ALL
+		UNION ALL
+		SELECT strftime(c, '%Y-%m-%d %H:%M:%S'), date_diff('` + interval + `', c, r), count(DISTINCT person_id)
+			FROM retention_cohorts JOIN retention_returns USING (person_id) WHERE r > c GROUP BY ALL`
+	args := append(append(append(append(slices.Clone(periodArgs), targetArgs...), first.Format(time.DateTime)), periodArgs...), returnArgs...)
+	rows, err := q.run(ctx, scope, query, max(personJoinOf(withPersons), currentPersons), q.maxRows, args...)
+	if err != nil {
+		return nil, cmp.Or(q.interrupted(ctx), err)
+	}
+
+	result := &RetentionResult{Results: make([]RetentionCohort, len(starts)), Timezone: scope.timezone()}
+	for i, s := range starts {
+		c := &result.Results[i]
+		c.Date, c.Label = s.Format(time.RFC3339), periodName+" "+strconv.Itoa(i)
+		c.Values = make([]RetentionValue, len(starts)-i)
+		for k := range c.Values {
+			c.Values[k].Label = periodName + " " + strconv.Itoa(k)
+		}
+	}
+	for _, row := range rows.Results {
+		key, _ := row[0].(string)
+		i, ok := index[key]
+		k := int(toFloat(row[1]))
+		if !ok || k < 0 || k >= len(result.Results[i].Values) {
+			continue // a return after the last cohort's period (not read), or a cohort before the first
+		}
+		result.Results[i].Values[k].Count = int64(toFloat(row[2]))
+	}
+	return result, nil
+}
+
+// previous is the start of the interval before the one t starts.
+func previous(t time.Time, interval string) time.Time {
+	switch interval {
+	case "hour":
+		return t.Add(-time.Hour)
+	case "week":
+		return t.AddDate(0, 0, -7)
+	case "month":
+		return t.AddDate(0, -1, 0)
+	}
+	return t.AddDate(0, 0, -1)
+}
