@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -199,12 +200,14 @@ func (in *insightInput) validate() error {
 	return nil
 }
 
-// checkInsightQuery refuses a query that is not one insights compute: a TrendsQuery,
-// a FunnelsQuery, a StickinessQuery, a RetentionQuery or an EventsQuery, bare or in
-// PostHog's InsightVizNode or DataTableNode.
+// insightKinds are the queries insights compute, bare or in PostHog's InsightVizNode
+// or DataTableNode.
+var insightKinds = []string{"TrendsQuery", "FunnelsQuery", "StickinessQuery", "RetentionQuery", "LifecycleQuery", "EventsQuery"}
+
+// checkInsightQuery refuses a query that is not one of insightKinds.
 func checkInsightQuery(q rawJSON) error {
-	if kind, _, err := queryKind(json.RawMessage(q)); err != nil || !slices.Contains([]string{"TrendsQuery", "FunnelsQuery", "StickinessQuery", "RetentionQuery", "EventsQuery"}, kind) {
-		return errValidation("query", "invalid_input", "An insight's query must be a TrendsQuery, a FunnelsQuery, a StickinessQuery, a RetentionQuery or an EventsQuery.")
+	if kind, _, err := queryKind(json.RawMessage(q)); err != nil || !slices.Contains(insightKinds, kind) {
+		return errValidation("query", "invalid_input", "An insight's query must be one of "+strings.Join(insightKinds, ", ")+".")
 	}
 	return nil
 }

@@ -20,7 +20,7 @@ func (a *API) bindQuery() {
 
 // POST /api/projects/{project_id}/query/ (query:read)
 // Body {"query": {"kind": "EventsQuery" | "TrendsQuery" | "FunnelsQuery" | "StickinessQuery" |
-// "RetentionQuery" | "HogQLQuery", ...}}. A query
+// "RetentionQuery" | "LifecycleQuery" | "HogQLQuery", ...}}. A query
 // reads the project's rows only, in its time zone; a query that may not run, or that
 // fails for a reason of its own, answers 400 saying why. A client_query_id names the
 // query for DELETE .../query/{client_query_id}/ while it runs (query_cancel.go).
@@ -139,8 +139,17 @@ func (a *API) runQuery(ctx context.Context, scope warehouse.Scope, raw json.RawM
 		if retention, err = a.queries.Retention(ctx, scope, q, now); err == nil {
 			result = retention
 		}
+	case "LifecycleQuery":
+		var q warehouse.LifecycleQuery
+		if err := decodeQuery(raw, &q); err != nil {
+			return nil, err
+		}
+		var lifecycle *warehouse.LifecycleResult
+		if lifecycle, err = a.queries.Lifecycle(ctx, scope, q, now); err == nil {
+			result = lifecycle
+		}
 	default:
-		return nil, errValidation("query__kind", "invalid_choice", fmt.Sprintf("%q is not a valid choice: EventsQuery, TrendsQuery, FunnelsQuery, StickinessQuery, RetentionQuery or HogQLQuery.", kind))
+		return nil, errValidation("query__kind", "invalid_choice", fmt.Sprintf("%q is not a valid choice: EventsQuery, TrendsQuery, FunnelsQuery, StickinessQuery, RetentionQuery, LifecycleQuery or HogQLQuery.", kind))
 	}
 	var queryErr *warehouse.QueryError
 	if errors.As(err, &queryErr) {

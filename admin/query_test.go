@@ -118,7 +118,7 @@ func TestQueryAPI(t *testing.T) {
 		{`{"query": {"kind": "HogQLQuery", "query": "SELECT {a}", "values": {"a": [1]}}}`, "query", "must be a string, a number, a boolean or null"},
 		{`{"query": {"kind": "EventsQuery", "limit": 20000}}`, "query", "limit must be between"},
 		{`{"query": {"kind": "EventsQuery", "limit": "many"}}`, "query__limit", "valid integer"},
-		{`{"query": {"kind": "TrendsQuery", "series": [{"math": "weekly_active"}]}}`, "query", "math must be"},
+		{`{"query": {"kind": "TrendsQuery", "series": [{"math": "first_time_for_user"}]}}`, "query", "math must be"},
 		{`{"query": {"kind": "FunnelsQuery", "series": [{"event": "$pageview"}]}}`, "query", "a funnel has from 2 to 30 steps in series, not 1"},
 		{`{"query": {"kind": "FunnelsQuery", "series": [], "funnelsFilter": {"funnelWindowInterval": "long"}}}`,
 			"query__funnelsFilter__funnelWindowInterval", "valid integer"},
@@ -420,5 +420,28 @@ func TestQueryRetention(t *testing.T) {
 	}
 	if status, _, text := env.call(t, "POST", project+"/insights/", key, `{"name":"kept","query":{"kind":"RetentionQuery"}}`); status != 201 {
 		t.Errorf("a retention insight: %d %s", status, text)
+	}
+}
+
+// A LifecycleQuery runs through the query API and may be an insight's query.
+func TestQueryLifecycle(t *testing.T) {
+	env := newTestEnv(t, "")
+	key := env.boot.PersonalAPIKey
+	project := fmt.Sprintf("/api/projects/%d", env.boot.ProjectID)
+	status, body, _ := env.call(t, "POST", project+"/query/", key,
+		`{"query":{"kind":"LifecycleQuery","series":[{"kind":"EventsNode","event":"$pageview"}],"dateRange":{"date_from":"-3d"}}}`)
+	results, _ := body["results"].([]any)
+	if status != 200 || len(results) != 4 {
+		t.Fatalf("LifecycleQuery: %d %v", status, body)
+	}
+	if line := results[3].(map[string]any); line["status"] != "dormant" || len(line["data"].([]any)) != 4 {
+		t.Errorf("the fourth line is %v, want dormant over 4 days", line)
+	}
+	if status, _, text := env.call(t, "POST", project+"/query/", key, `{"query":{"kind":"LifecycleQuery","series":[]}}`); status != 400 {
+		t.Errorf("no series: %d %s, want 400", status, text)
+	}
+	if status, _, text := env.call(t, "POST", project+"/insights/", key,
+		`{"name":"lifecycle","query":{"kind":"LifecycleQuery","series":[{"kind":"EventsNode","event":"$pageview"}]}}`); status != 201 {
+		t.Errorf("a lifecycle insight: %d %s", status, text)
 	}
 }

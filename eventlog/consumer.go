@@ -129,24 +129,39 @@ func (c *Consumer) Stop() {
 // unless the warehouse could not keep up within the shutdown's time.
 func (c *Consumer) Drain(ctx context.Context) error {
 	for _, r := range c.readers {
-		stream, err := c.node.js.Stream(ctx, streamName(r.partition))
+		last, err := c.lastSequence(ctx, r)
 		if err != nil {
 			return fmt.Errorf("cannot drain the log: %w", err)
 		}
-		last, err := stream.GetLastMsgForSubject(ctx, subject(r.partition, r.lane))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("cannot drain the log: %w", err)
-		}
-		for r.applied.Load() < last.Sequence {
+		for r.applied.Load() < last {
 			if !sleep(ctx, 10*time.Millisecond) {
 				return fmt.Errorf("cannot drain the log: %w", ctx.Err())
 			}
 		}
 	}
 	return nil
+}
+
+// lastSequence is the stream sequence of r's subject's last message (0 when it has
+// none). A cluster's log may not answer for a while (a stream electing its leader
+// after a node came back): it asks again until ctx ends.
+func (c *Consumer) lastSequence(ctx context.Context, r *reader) (uint64, error) {
+	for {
+		stream, err := c.node.js.Stream(ctx, streamName(r.partition))
+		if err == nil {
+			var last *jetstream.RawStreamMsg
+			last, err = stream.GetLastMsgForSubject(ctx, subject(r.partition, r.lane))
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				return 0, nil
+			}
+			if err == nil {
+				return last.Sequence, nil
+			}
+		}
+		if !sleep(ctx, 100*time.Millisecond) {
+			return 0, err
+		}
+	}
 }
 
 // reader applies one (partition, lane) in order.
