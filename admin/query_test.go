@@ -122,7 +122,7 @@ func TestQueryAPI(t *testing.T) {
 		{`{"query": {"kind": "FunnelsQuery", "series": [{"event": "$pageview"}]}}`, "query", "a funnel has from 2 to 30 steps in series, not 1"},
 		{`{"query": {"kind": "FunnelsQuery", "series": [], "funnelsFilter": {"funnelWindowInterval": "long"}}}`,
 			"query__funnelsFilter__funnelWindowInterval", "valid integer"},
-		{`{"query": {"kind": "RetentionQuery"}}`, "query__kind", "not a valid choice"},
+		{`{"query": {"kind": "PathsQuery"}}`, "query__kind", "not a valid choice"},
 		{`{}`, "query", "required"},
 	} {
 		status, out := query(key, c.body)
