@@ -202,7 +202,7 @@ func (in *insightInput) validate() error {
 
 // insightKinds are the queries insights compute, bare or in PostHog's InsightVizNode
 // or DataTableNode.
-var insightKinds = []string{"TrendsQuery", "FunnelsQuery", "StickinessQuery", "RetentionQuery", "LifecycleQuery", "EventsQuery"}
+var insightKinds = []string{"TrendsQuery", "FunnelsQuery", "StickinessQuery", "RetentionQuery", "LifecycleQuery", "PathsQuery", "EventsQuery"}
 
 // checkInsightQuery refuses a query that is not one of insightKinds.
 func checkInsightQuery(q rawJSON) error {

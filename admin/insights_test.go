@@ -146,7 +146,7 @@ func TestInsightUpdateFields(t *testing.T) {
 		t.Fatalf("after clearing the name %v %v", i["name"], i["description"])
 	}
 	env.run(t, []scenario{
-		{name: "a query insights cannot compute", method: "PATCH", path: env.insightPath(id), key: env.owner, body: `{"query": {"kind": "PathsQuery"}}`,
+		{name: "a query insights cannot compute", method: "PATCH", path: env.insightPath(id), key: env.owner, body: `{"query": {"kind": "FunnelCorrelationQuery"}}`,
 			status: 400, want: []string{`"attr":"query"`}},
 		{name: "a name of the wrong type", method: "PATCH", path: env.insightPath(id), key: env.owner, body: `{"name": 5}`,
 			status: 400, want: []string{`"attr":"name"`}},

@@ -20,7 +20,7 @@ func (a *API) bindQuery() {
 
 // POST /api/projects/{project_id}/query/ (query:read)
 // Body {"query": {"kind": "EventsQuery" | "TrendsQuery" | "FunnelsQuery" | "StickinessQuery" |
-// "RetentionQuery" | "LifecycleQuery" | "HogQLQuery", ...}}. A query
+// "RetentionQuery" | "LifecycleQuery" | "PathsQuery" | "HogQLQuery", ...}}. A query
 // reads the project's rows only, in its time zone; a query that may not run, or that
 // fails for a reason of its own, answers 400 saying why. A client_query_id names the
 // query for DELETE .../query/{client_query_id}/ while it runs (query_cancel.go).
@@ -148,8 +148,17 @@ func (a *API) runQuery(ctx context.Context, scope warehouse.Scope, raw json.RawM
 		if lifecycle, err = a.queries.Lifecycle(ctx, scope, q, now); err == nil {
 			result = lifecycle
 		}
+	case "PathsQuery":
+		var q warehouse.PathsQuery
+		if err := decodeQuery(raw, &q); err != nil {
+			return nil, err
+		}
+		var paths *warehouse.PathsResult
+		if paths, err = a.queries.Paths(ctx, scope, q, now); err == nil {
+			result = paths
+		}
 	default:
-		return nil, errValidation("query__kind", "invalid_choice", fmt.Sprintf("%q is not a valid choice: EventsQuery, TrendsQuery, FunnelsQuery, StickinessQuery, RetentionQuery, LifecycleQuery or HogQLQuery.", kind))
+		return nil, errValidation("query__kind", "invalid_choice", fmt.Sprintf("%q is not a valid choice: EventsQuery, TrendsQuery, FunnelsQuery, StickinessQuery, RetentionQuery, LifecycleQuery, PathsQuery or HogQLQuery.", kind))
 	}
 	var queryErr *warehouse.QueryError
 	if errors.As(err, &queryErr) {

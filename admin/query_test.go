@@ -122,7 +122,7 @@ func TestQueryAPI(t *testing.T) {
 		{`{"query": {"kind": "FunnelsQuery", "series": [{"event": "$pageview"}]}}`, "query", "a funnel has from 2 to 30 steps in series, not 1"},
 		{`{"query": {"kind": "FunnelsQuery", "series": [], "funnelsFilter": {"funnelWindowInterval": "long"}}}`,
 			"query__funnelsFilter__funnelWindowInterval", "valid integer"},
-		{`{"query": {"kind": "PathsQuery"}}`, "query__kind", "not a valid choice"},
+		{`{"query": {"kind": "FunnelCorrelationQuery"}}`, "query__kind", "not a valid choice"},
 		{`{}`, "query", "required"},
 	} {
 		status, out := query(key, c.body)
@@ -443,5 +443,22 @@ func TestQueryLifecycle(t *testing.T) {
 	if status, _, text := env.call(t, "POST", project+"/insights/", key,
 		`{"name":"lifecycle","query":{"kind":"LifecycleQuery","series":[{"kind":"EventsNode","event":"$pageview"}]}}`); status != 201 {
 		t.Errorf("a lifecycle insight: %d %s", status, text)
+	}
+}
+
+// A PathsQuery runs through the query API and may be an insight's query.
+func TestQueryPaths(t *testing.T) {
+	env := newTestEnv(t, "")
+	key := env.boot.PersonalAPIKey
+	project := fmt.Sprintf("/api/projects/%d", env.boot.ProjectID)
+	status, body, _ := env.call(t, "POST", project+"/query/", key, `{"query":{"kind":"PathsQuery","pathsFilter":{"stepLimit":3}}}`)
+	if _, ok := body["results"].([]any); status != 200 || !ok {
+		t.Fatalf("PathsQuery: %d %v", status, body)
+	}
+	if status, _, text := env.call(t, "POST", project+"/query/", key, `{"query":{"kind":"PathsQuery","pathsFilter":{"stepLimit":99}}}`); status != 400 {
+		t.Errorf("99 steps: %d %s, want 400", status, text)
+	}
+	if status, _, text := env.call(t, "POST", project+"/insights/", key, `{"name":"paths","query":{"kind":"PathsQuery"}}`); status != 201 {
+		t.Errorf("a paths insight: %d %s", status, text)
 	}
 }
