@@ -378,87 +378,41 @@ func TestQueryAPIUnreadableTypes(t *testing.T) {
 	}
 }
 
-// A StickinessQuery runs through the query API and may be an insight's query.
-func TestQueryStickiness(t *testing.T) {
+// The insight kinds besides trends and funnels run through the query API (the
+// warehouse's tests count their answers), refuse a bad query with 400, and may be an
+// insight's query.
+func TestQueryInsightKinds(t *testing.T) {
 	env := newTestEnv(t, "")
 	key := env.boot.PersonalAPIKey
 	project := fmt.Sprintf("/api/projects/%d", env.boot.ProjectID)
-	status, body, _ := env.call(t, "POST", project+"/query/", key,
-		`{"query":{"kind":"StickinessQuery","series":[{"kind":"EventsNode","event":"$pageview"}],"dateRange":{"date_from":"-3d"}}}`)
-	results, _ := body["results"].([]any)
-	if status != 200 || len(results) != 1 {
-		t.Fatalf("StickinessQuery: %d %v", status, body)
-	}
-	if line := results[0].(map[string]any); len(line["data"].([]any)) != 4 || line["labels"].([]any)[0] != "1 day" {
-		t.Errorf("the line is %v, want 4 days of counts from 1 day", line)
-	}
-	if status, _, text := env.call(t, "POST", project+"/query/", key, `{"query":{"kind":"StickinessQuery","series":[]}}`); status != 400 {
-		t.Errorf("no series: %d %s, want 400", status, text)
-	}
-	if status, _, text := env.call(t, "POST", project+"/insights/", key,
-		`{"name":"habit","query":{"kind":"StickinessQuery","series":[{"kind":"EventsNode","event":"$pageview"}]}}`); status != 201 {
-		t.Errorf("a stickiness insight: %d %s", status, text)
-	}
-}
-
-// A RetentionQuery runs through the query API and may be an insight's query.
-func TestQueryRetention(t *testing.T) {
-	env := newTestEnv(t, "")
-	key := env.boot.PersonalAPIKey
-	project := fmt.Sprintf("/api/projects/%d", env.boot.ProjectID)
-	status, body, _ := env.call(t, "POST", project+"/query/", key,
-		`{"query":{"kind":"RetentionQuery","retentionFilter":{"period":"Week","totalIntervals":3,"targetEntity":{"id":"$pageview","type":"events"},"returningEntity":{"id":"$pageview","type":"events"}}}}`)
-	results, _ := body["results"].([]any)
-	if status != 200 || len(results) != 3 {
-		t.Fatalf("RetentionQuery: %d %v", status, body)
-	}
-	if row := results[0].(map[string]any); row["label"] != "Week 0" || len(row["values"].([]any)) != 3 {
-		t.Errorf("the first cohort is %v, want Week 0 with 3 values", row)
-	}
-	if status, _, text := env.call(t, "POST", project+"/query/", key, `{"query":{"kind":"RetentionQuery","retentionFilter":{"period":"Year"}}}`); status != 400 {
-		t.Errorf("a period of a year: %d %s, want 400", status, text)
-	}
-	if status, _, text := env.call(t, "POST", project+"/insights/", key, `{"name":"kept","query":{"kind":"RetentionQuery"}}`); status != 201 {
-		t.Errorf("a retention insight: %d %s", status, text)
-	}
-}
-
-// A LifecycleQuery runs through the query API and may be an insight's query.
-func TestQueryLifecycle(t *testing.T) {
-	env := newTestEnv(t, "")
-	key := env.boot.PersonalAPIKey
-	project := fmt.Sprintf("/api/projects/%d", env.boot.ProjectID)
-	status, body, _ := env.call(t, "POST", project+"/query/", key,
-		`{"query":{"kind":"LifecycleQuery","series":[{"kind":"EventsNode","event":"$pageview"}],"dateRange":{"date_from":"-3d"}}}`)
-	results, _ := body["results"].([]any)
-	if status != 200 || len(results) != 4 {
-		t.Fatalf("LifecycleQuery: %d %v", status, body)
-	}
-	if line := results[3].(map[string]any); line["status"] != "dormant" || len(line["data"].([]any)) != 4 {
-		t.Errorf("the fourth line is %v, want dormant over 4 days", line)
-	}
-	if status, _, text := env.call(t, "POST", project+"/query/", key, `{"query":{"kind":"LifecycleQuery","series":[]}}`); status != 400 {
-		t.Errorf("no series: %d %s, want 400", status, text)
-	}
-	if status, _, text := env.call(t, "POST", project+"/insights/", key,
-		`{"name":"lifecycle","query":{"kind":"LifecycleQuery","series":[{"kind":"EventsNode","event":"$pageview"}]}}`); status != 201 {
-		t.Errorf("a lifecycle insight: %d %s", status, text)
-	}
-}
-
-// A PathsQuery runs through the query API and may be an insight's query.
-func TestQueryPaths(t *testing.T) {
-	env := newTestEnv(t, "")
-	key := env.boot.PersonalAPIKey
-	project := fmt.Sprintf("/api/projects/%d", env.boot.ProjectID)
-	status, body, _ := env.call(t, "POST", project+"/query/", key, `{"query":{"kind":"PathsQuery","pathsFilter":{"stepLimit":3}}}`)
-	if _, ok := body["results"].([]any); status != 200 || !ok {
-		t.Fatalf("PathsQuery: %d %v", status, body)
-	}
-	if status, _, text := env.call(t, "POST", project+"/query/", key, `{"query":{"kind":"PathsQuery","pathsFilter":{"stepLimit":99}}}`); status != 400 {
-		t.Errorf("99 steps: %d %s, want 400", status, text)
-	}
-	if status, _, text := env.call(t, "POST", project+"/insights/", key, `{"name":"paths","query":{"kind":"PathsQuery"}}`); status != 201 {
-		t.Errorf("a paths insight: %d %s", status, text)
+	pageview := `"series":[{"kind":"EventsNode","event":"$pageview"}]`
+	for _, c := range []struct {
+		kind, query, bad string
+		check            func(results []any) bool // the answer's results
+	}{
+		{"StickinessQuery", pageview + `,"dateRange":{"date_from":"-3d"}`, `"series":[]`, func(r []any) bool {
+			line := r[0].(map[string]any)
+			return len(r) == 1 && len(line["data"].([]any)) == 4 && line["labels"].([]any)[0] == "1 day"
+		}},
+		{"RetentionQuery", `"retentionFilter":{"period":"Week","totalIntervals":3}`, `"retentionFilter":{"period":"Year"}`, func(r []any) bool {
+			row := r[0].(map[string]any)
+			return len(r) == 3 && row["label"] == "Week 0" && len(row["values"].([]any)) == 3
+		}},
+		{"LifecycleQuery", pageview + `,"dateRange":{"date_from":"-3d"}`, `"series":[]`, func(r []any) bool {
+			line := r[3].(map[string]any)
+			return len(r) == 4 && line["status"] == "dormant" && len(line["data"].([]any)) == 4
+		}},
+		{"PathsQuery", `"pathsFilter":{"stepLimit":3}`, `"pathsFilter":{"stepLimit":99}`, func(r []any) bool { return r != nil }},
+	} {
+		status, body, text := env.call(t, "POST", project+"/query/", key, `{"query":{"kind":"`+c.kind+`",`+c.query+`}}`)
+		if results, ok := body["results"].([]any); status != 200 || !ok || !c.check(results) {
+			t.Errorf("%s: %d %s", c.kind, status, text)
+		}
+		if status, _, text := env.call(t, "POST", project+"/query/", key, `{"query":{"kind":"`+c.kind+`",`+c.bad+`}}`); status != 400 {
+			t.Errorf("%s with %s: %d %s, want 400", c.kind, c.bad, status, text)
+		}
+		if status, _, text := env.call(t, "POST", project+"/insights/", key, `{"name":"n","query":{"kind":"`+c.kind+`",`+c.query+`}}`); status != 201 {
+			t.Errorf("a %s insight: %d %s", c.kind, status, text)
+		}
 	}
 }

@@ -324,18 +324,24 @@ func pooled(b []byte) []byte {
 	return b[:0]
 }
 
+// readRequestBody reads ctx's body into q.body, at most limit bytes, charged to q's
+// reservation. On a refusal, unread body bytes would be taken for the next request:
+// they are drained, or the connection closes. A client that is still sending when
+// the answer comes gets a reset instead of the answer, so a refused oversized body is
+// drained (not kept) up to a bound, so that SDKs see the 413 and split their batch
+// instead of retrying it whole.
+func (s *Server) readRequestBody(ctx *fasthttp.RequestCtx, q *request, limit int) error {
+	var err error
+	q.body, err = readBody(ctx, limit, s.bodyIdle, &q.res, q.body[:0])
+	if err != nil && (!errors.Is(err, errBodyTooLarge) || !drain(ctx, maxDrain)) {
+		ctx.SetConnectionClose()
+	}
+	return err
+}
+
 // capture reads, decodes and commits one request.
 func (s *Server) capture(ctx *fasthttp.RequestCtx, rt route, q *request) *captureError {
-	var err error
-	q.body, err = readBody(ctx, rt.maxBody, s.bodyIdle, &q.res, q.body[:0])
-	if err != nil {
-		// Unread body bytes would be taken for the next request: drain them, or close.
-		// A client that is still sending when the answer comes gets a reset instead of
-		// the answer, so a refused oversized body is drained (not kept) up to a bound,
-		// so that SDKs see the 413 and split their batch instead of retrying it whole.
-		if !errors.Is(err, errBodyTooLarge) || !drain(ctx, maxDrain) {
-			ctx.SetConnectionClose()
-		}
+	if err := s.readRequestBody(ctx, q, rt.maxBody); err != nil {
 		return readError(err)
 	}
 	bodyBytesTotal.Add(len(q.body))

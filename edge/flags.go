@@ -3,7 +3,6 @@ package edge
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -210,12 +209,7 @@ func (s *Server) flagsRequest(ctx *fasthttp.RequestCtx, endpoint flagsEndpoint) 
 		q.release()
 		requestPool.Put(q)
 	}()
-	var err error
-	q.body, err = readBody(ctx, maxFlagsBody, s.bodyIdle, &q.res, q.body[:0])
-	if err != nil {
-		if !errors.Is(err, errBodyTooLarge) || !drain(ctx, maxDrain) {
-			ctx.SetConnectionClose()
-		}
+	if err := s.readRequestBody(ctx, q, maxFlagsBody); err != nil {
 		s.answerFlags(ctx, readError(err))
 		return
 	}

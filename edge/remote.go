@@ -50,18 +50,13 @@ func (r *Remote) forward(ctx *fasthttp.RequestCtx, s *Server) {
 		q.release()
 		requestPool.Put(q)
 	}()
-	var err error
-	q.body, err = readBody(ctx, maxFlagsBody, s.bodyIdle, &q.res, q.body[:0])
-	if err != nil {
-		if !errors.Is(err, errBodyTooLarge) || !drain(ctx, maxDrain) {
-			ctx.SetConnectionClose()
-		}
+	if err := s.readRequestBody(ctx, q, maxFlagsBody); err != nil {
 		s.answer(ctx, readError(err))
 		return
 	}
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
-	if err = r.do(ctx, req, q.body); err != nil {
+	if err := r.do(ctx, req, q.body); err != nil {
 		s.log.Warn("cannot forward a request to the warehouse node", "path", string(ctx.Path()), "err", err)
 		ctx.Response.Reset()
 		allowCORS(ctx)

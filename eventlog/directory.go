@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,7 +38,16 @@ func (n *Node) ShareTokens(ctx context.Context, tokens map[string]int64) error {
 	n.sharedMu.Lock()
 	defer n.sharedMu.Unlock()
 	if n.shared == nil {
-		n.shared = make(map[string]int64, len(tokens))
+		// What the directory holds from earlier starts, read in one pass, so that a
+		// start writes (and fsyncs on a quorum) only the tokens that changed.
+		d, err := n.WatchDirectory(ctx)
+		if err != nil {
+			return err
+		}
+		d.mu.RLock()
+		n.shared = maps.Clone(d.teams)
+		d.mu.RUnlock()
+		d.stop()
 	}
 	for token, team := range tokens {
 		if shared, ok := n.shared[token]; ok && shared == team {
@@ -69,7 +79,11 @@ type Directory struct {
 	mu        sync.RWMutex
 	teams     map[string]int64
 	warehouse string
+	watch     jetstream.KeyWatcher
 }
+
+// stop ends the watch; the Directory keeps what it read.
+func (d *Directory) stop() { d.watch.Stop() }
 
 // WatchDirectory reads the directory and returns once it holds all of it; the watch
 // goes on updating it until the node closes.
@@ -78,7 +92,7 @@ func (n *Node) WatchDirectory(ctx context.Context) (*Directory, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the log's directory: %w", err)
 	}
-	d := &Directory{teams: make(map[string]int64)}
+	d := &Directory{teams: make(map[string]int64), watch: w}
 	for {
 		select {
 		case e, ok := <-w.Updates():

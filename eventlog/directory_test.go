@@ -59,4 +59,16 @@ func TestDirectory(t *testing.T) {
 	if n := writes() - before; n != 1 {
 		t.Errorf("sharing one new token with two unchanged wrote %d values, want 1", n)
 	}
+
+	// The next start reads what the directory holds and writes nothing unchanged.
+	dir, tokens := e.dir, map[string]int64{"phc_first": 1, "odd token/with.dots": 2, "phc_later": 3}
+	e.close()
+	e = openLog(t, dir, Config{}, false)
+	before = writes()
+	if err := e.node.ShareTokens(ctx, tokens); err != nil {
+		t.Fatal(err)
+	}
+	if n := writes() - before; n != 0 {
+		t.Errorf("a start sharing the tokens the directory holds wrote %d values, want 0", n)
+	}
 }

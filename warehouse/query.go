@@ -59,6 +59,15 @@ func (s Scope) timezone() string {
 	return s.Timezone
 }
 
+// location is the project's time zone, loaded.
+func (s Scope) location() (*time.Location, error) {
+	loc, err := time.LoadLocation(s.timezone())
+	if err != nil {
+		return nil, queryErrorf("the project's time zone %q is unknown", s.Timezone)
+	}
+	return loc, nil
+}
+
 // Result is the answer of a query in PostHog's shape.
 type Result struct {
 	Columns []string `json:"columns"`

@@ -195,9 +195,9 @@ const maxRelative = 1_000_000
 // "dStart", "mStart", "yStart" (the start of today, of this month, of this year), or an
 // ISO date or time. A date alone is the start of that day, or its end when end is set.
 func parseDate(s string, scope Scope, now time.Time, end bool) (time.Time, error) {
-	loc, err := time.LoadLocation(scope.timezone())
+	loc, err := scope.location()
 	if err != nil {
-		return time.Time{}, queryErrorf("the project's time zone %q is unknown", scope.Timezone)
+		return time.Time{}, err
 	}
 	local := now.In(loc)
 	y, mo, d := local.Date()

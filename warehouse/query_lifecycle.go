@@ -47,38 +47,30 @@ func (q *Queries) Lifecycle(ctx context.Context, scope Scope, lq LifecycleQuery,
 		return nil, err
 	}
 	defer done()
-	interval := cmp.Or(lq.Interval, "day")
-	if !slices.Contains([]string{"hour", "day", "week", "month"}, interval) {
-		return nil, queryErrorf("interval must be hour, day, week or month, not %q", lq.Interval)
-	}
-	loc, err := time.LoadLocation(scope.timezone())
+	interval, err := insightInterval(lq.Interval)
 	if err != nil {
-		return nil, queryErrorf("the project's time zone %q is unknown", scope.Timezone)
+		return nil, err
+	}
+	loc, err := scope.location()
+	if err != nil {
+		return nil, err
 	}
 	from, to, err := q.dates(ctx, scope, lq.DateRange, now)
 	if err != nil {
 		return nil, err
 	}
-	if intervalsBetween(from, to, interval) > maxTrendBuckets {
-		return nil, queryErrorf("the date range spans more than %d %ss: choose a longer interval or a shorter range", maxTrendBuckets, interval)
-	}
-	axis, err := newTrendAxis(ctx, from.In(loc), to.In(loc), interval, scope.WeekStartDay)
+	axis, err := q.rangeAxis(ctx, scope, loc, from, to, interval)
 	if err != nil {
-		return nil, cmp.Or(q.interrupted(ctx), err)
+		return nil, err
 	}
 	first := axis.buckets[0]
 	// The interval before the first tells its returning persons from its
 	// resurrecting ones, and who of it is dormant in the first.
 	before := previous(first, interval)
 
-	// period is the start of an interval, as a wall-clock time in the project's zone
-	// (weeks from the project's week_start_day); one is the interval, to step by.
-	period := func(column string) string {
-		if interval == "week" && scope.WeekStartDay == 0 {
-			return `(date_trunc('week', timezone(?, ` + column + `) + INTERVAL 1 DAY) - INTERVAL 1 DAY)`
-		}
-		return `date_trunc('` + interval + `', timezone(?, ` + column + `))`
-	}
+	// period is the start of an interval, as a wall-clock time in the project's zone;
+	// one is the interval, to step by.
+	period := func(column string) string { return periodStart(interval, scope.WeekStartDay, column) }
 	one := "INTERVAL 1 " + strings.ToUpper(interval)
 	where, whereArgs := []string{`"timestamp" >= ?`, `"timestamp" < ?`}, []any{before.UTC(), to}
 	if event := series.event(); event != "" {

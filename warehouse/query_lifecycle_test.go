@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/google/uuid"
 )
 
 // Lifecycle counted by hand over Nov 3-5: ada (first seen Nov 1) on Nov 3 and 4, brian
@@ -18,10 +16,7 @@ func TestLifecycle(t *testing.T) {
 	defer w.Close()
 	var events []Event
 	add := func(distinctID string, dates ...string) {
-		for _, d := range dates {
-			events = append(events, Event{UUID: uuid.Must(uuid.NewV7()), TeamID: 1, Name: "$pageview", DistinctID: distinctID,
-				Timestamp: at(d + "T09:00:00Z"), Properties: `{}`})
-		}
+		events = append(events, pageviewsOn(distinctID, dates...)...)
 	}
 	add("ada", "2026-11-01", "2026-11-03", "2026-11-04")
 	add("brian", "2026-11-02", "2026-11-03")

@@ -103,9 +103,9 @@ func (q *Queries) Retention(ctx context.Context, scope Scope, rq RetentionQuery,
 		return nil, err
 	}
 	defer done()
-	loc, err := time.LoadLocation(scope.timezone())
+	loc, err := scope.location()
 	if err != nil {
-		return nil, queryErrorf("the project's time zone %q is unknown", scope.Timezone)
+		return nil, err
 	}
 	// Only date_to counts (the cohorts end with it; totalIntervals says how many), so
 	// date_from is read as the start of date_to's day, which always comes before it.
@@ -132,12 +132,8 @@ func (q *Queries) Retention(ctx context.Context, scope Scope, rq RetentionQuery,
 	if err != nil {
 		return nil, err
 	}
-	// period is an event's period start, as a wall-clock time in the project's zone;
-	// weeks start on the project's week_start_day (date_trunc's on Monday).
-	period, periodArgs := `date_trunc('`+interval+`', timezone(?, "timestamp"))`, []any{scope.timezone()}
-	if interval == "week" && scope.WeekStartDay == 0 {
-		period = `(date_trunc('week', timezone(?, "timestamp") + INTERVAL 1 DAY) - INTERVAL 1 DAY)`
-	}
+	// period is an event's period start, as a wall-clock time in the project's zone.
+	period, periodArgs := periodStart(interval, scope.WeekStartDay, `"timestamp"`), []any{scope.timezone()}
 	events := func(e RetentionEntity, since *time.Time) (string, []any) {
 		where, args := []string{`"timestamp" < ?`}, []any{to}
 		if since != nil {

@@ -19,10 +19,7 @@ func TestRetention(t *testing.T) {
 	defer w.Close()
 	var events []Event
 	add := func(distinctID string, dates ...string) {
-		for _, d := range dates {
-			events = append(events, Event{UUID: uuid.Must(uuid.NewV7()), TeamID: 1, Name: "$pageview", DistinctID: distinctID,
-				Timestamp: at(d + "T09:00:00Z"), Properties: `{}`})
-		}
+		events = append(events, pageviewsOn(distinctID, dates...)...)
 	}
 	add("ada", "2026-11-02", "2026-11-03", "2026-11-05")
 	add("brian", "2026-11-03", "2026-11-04")
@@ -71,4 +68,14 @@ func TestRetention(t *testing.T) {
 			t.Errorf("%+v: %v, want a QueryError", bad, err)
 		}
 	}
+}
+
+// pageviewsOn are a $pageview of distinctID at 09:00 UTC on each date (YYYY-MM-DD).
+func pageviewsOn(distinctID string, dates ...string) []Event {
+	var events []Event
+	for _, d := range dates {
+		events = append(events, Event{UUID: uuid.Must(uuid.NewV7()), TeamID: 1, Name: "$pageview", DistinctID: distinctID,
+			Timestamp: at(d + "T09:00:00Z"), Properties: `{}`})
+	}
+	return events
 }

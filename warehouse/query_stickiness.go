@@ -30,17 +30,12 @@ type StickinessResult struct {
 // StickinessLine is one series: Data[k] persons were active on exactly Days[k] = k+1
 // intervals, Labels[k] says so ("3 days"), and Count is the persons active at all.
 type StickinessLine struct {
-	Label  string    `json:"label"`
-	Labels []string  `json:"labels"`
-	Days   []int     `json:"days"`
-	Data   []float64 `json:"data"`
-	Count  float64   `json:"count"`
-	Action struct {
-		ID    string `json:"id"`
-		Name  string `json:"name"`
-		Math  string `json:"math"`
-		Order int    `json:"order"`
-	} `json:"action"`
+	Label  string       `json:"label"`
+	Labels []string     `json:"labels"`
+	Days   []int        `json:"days"`
+	Data   []float64    `json:"data"`
+	Count  float64      `json:"count"`
+	Action TrendsAction `json:"action"`
 }
 
 // Stickiness runs a StickinessQuery. Persons are as they are now (merged ids count
@@ -58,24 +53,21 @@ func (q *Queries) Stickiness(ctx context.Context, scope Scope, sq StickinessQuer
 		return nil, err
 	}
 	defer done()
-	interval := cmp.Or(sq.Interval, "day")
-	if !slices.Contains([]string{"hour", "day", "week", "month"}, interval) {
-		return nil, queryErrorf("interval must be hour, day, week or month, not %q", sq.Interval)
-	}
-	loc, err := time.LoadLocation(scope.timezone())
+	interval, err := insightInterval(sq.Interval)
 	if err != nil {
-		return nil, queryErrorf("the project's time zone %q is unknown", scope.Timezone)
+		return nil, err
+	}
+	loc, err := scope.location()
+	if err != nil {
+		return nil, err
 	}
 	from, to, err := q.dates(ctx, scope, sq.DateRange, now)
 	if err != nil {
 		return nil, err
 	}
-	if intervalsBetween(from, to, interval) > maxTrendBuckets {
-		return nil, queryErrorf("the date range spans more than %d %ss: choose a longer interval or a shorter range", maxTrendBuckets, interval)
-	}
-	axis, err := newTrendAxis(ctx, from.In(loc), to.In(loc), interval, scope.WeekStartDay)
+	axis, err := q.rangeAxis(ctx, scope, loc, from, to, interval)
 	if err != nil {
-		return nil, cmp.Or(q.interrupted(ctx), err)
+		return nil, err
 	}
 	n := len(axis.buckets)
 	labels, days := make([]string, n), make([]int, n)

@@ -117,18 +117,13 @@ type TrendsResult struct {
 // or for a display of totals (TrendsQuery.totalValue) its AggregatedValue over the
 // whole range, with Labels, Days and Data empty and Count 0, as PostHog answers.
 type TrendsLine struct {
-	Label  string    `json:"label"`
-	Labels []string  `json:"labels"`
-	Days   []string  `json:"days"`
-	Data   []float64 `json:"data"`
-	Count  float64   `json:"count"`
-	Action struct {
-		ID    string `json:"id"`
-		Name  string `json:"name"`
-		Math  string `json:"math"`
-		Order int    `json:"order"`
-	} `json:"action"`
-	BreakdownValue any `json:"breakdown_value,omitempty"`
+	Label          string       `json:"label"`
+	Labels         []string     `json:"labels"`
+	Days           []string     `json:"days"`
+	Data           []float64    `json:"data"`
+	Count          float64      `json:"count"`
+	Action         TrendsAction `json:"action"`
+	BreakdownValue any          `json:"breakdown_value,omitempty"`
 	// Compare and CompareLabel (current or previous) mark the lines of a comparison
 	// with the previous period, whose Days are of their own range.
 	Compare      bool   `json:"compare,omitempty"`
@@ -136,6 +131,15 @@ type TrendsLine struct {
 	// AggregatedValue is the series' count over the whole range: for dau the persons
 	// active in it, each once, however many intervals they were active in.
 	AggregatedValue *float64 `json:"aggregated_value,omitempty"`
+}
+
+// TrendsAction is what a line counts, in PostHog's words: the series' event (ID),
+// its name, math and place among the series.
+type TrendsAction struct {
+	ID    string `json:"id"`
+	Name  string `json:"name"`
+	Math  string `json:"math"`
+	Order int    `json:"order"`
 }
 
 // Trends runs a TrendsQuery.
@@ -151,13 +155,13 @@ func (q *Queries) Trends(ctx context.Context, scope Scope, tq TrendsQuery, now t
 	if len(tq.Series) == 0 {
 		return nil, queryErrorf("a trends query needs at least one series")
 	}
-	interval := cmp.Or(tq.Interval, "day")
-	if !slices.Contains([]string{"hour", "day", "week", "month"}, interval) {
-		return nil, queryErrorf("interval must be hour, day, week or month, not %q", tq.Interval)
-	}
-	loc, err := time.LoadLocation(scope.timezone())
+	interval, err := insightInterval(tq.Interval)
 	if err != nil {
-		return nil, queryErrorf("the project's time zone %q is unknown", scope.Timezone)
+		return nil, err
+	}
+	loc, err := scope.location()
+	if err != nil {
+		return nil, err
 	}
 	from, to, err := q.dates(ctx, scope, tq.DateRange, now)
 	if err != nil {
@@ -181,16 +185,11 @@ func (q *Queries) Trends(ctx context.Context, scope Scope, tq TrendsQuery, now t
 	}
 	result := &TrendsResult{Results: []TrendsLine{}, Timezone: scope.timezone()}
 	for _, period := range periods {
-		// The buckets are built before any SQL runs, one per interval of the range:
-		// an hourly trend over centuries would take gigabytes. PostHog refuses ranges of
-		// too many intervals too. A total over the range has no buckets (axis nil).
+		// A total over the range has no buckets (axis nil).
 		var axis *trendAxis
 		if !tq.totalValue() {
-			if intervalsBetween(period.from, period.to, interval) > maxTrendBuckets {
-				return nil, queryErrorf("the date range spans more than %d %ss: choose a longer interval or a shorter range", maxTrendBuckets, interval)
-			}
-			if axis, err = newTrendAxis(ctx, period.from.In(loc), period.to.In(loc), interval, scope.WeekStartDay); err != nil {
-				return nil, cmp.Or(q.interrupted(ctx), err)
+			if axis, err = q.rangeAxis(ctx, scope, loc, period.from, period.to, interval); err != nil {
+				return nil, err
 			}
 		}
 		var lines []TrendsLine
@@ -210,6 +209,30 @@ func (q *Queries) Trends(ctx context.Context, scope Scope, tq TrendsQuery, now t
 		result.Results = append(result.Results, lines...)
 	}
 	return result, nil
+}
+
+// insightInterval is an insight's interval: hour, day (the default), week or month.
+func insightInterval(interval string) (string, error) {
+	i := cmp.Or(interval, "day")
+	if !slices.Contains([]string{"hour", "day", "week", "month"}, i) {
+		return "", queryErrorf("interval must be hour, day, week or month, not %q", interval)
+	}
+	return i, nil
+}
+
+// rangeAxis is the axis of the intervals of [from, to) in loc. The buckets are built
+// before any SQL runs, one per interval of the range: an hourly trend over centuries
+// would take gigabytes, so a range of more than maxTrendBuckets is refused, as
+// PostHog refuses ranges of too many intervals.
+func (q *Queries) rangeAxis(ctx context.Context, scope Scope, loc *time.Location, from, to time.Time, interval string) (*trendAxis, error) {
+	if intervalsBetween(from, to, interval) > maxTrendBuckets {
+		return nil, queryErrorf("the date range spans more than %d %ss: choose a longer interval or a shorter range", maxTrendBuckets, interval)
+	}
+	axis, err := newTrendAxis(ctx, from.In(loc), to.In(loc), interval, scope.WeekStartDay)
+	if err != nil {
+		return nil, cmp.Or(q.interrupted(ctx), err)
+	}
+	return axis, nil
 }
 
 // trendsSeries runs one series of tq: its query, then its lines.
@@ -399,7 +422,7 @@ func activeUsersSQL(scope Scope, window int, perDay bool, where []string, whereA
 	if !perDay {
 		return `SELECT '0' AS bucket, NULL::VARCHAR AS value_group, count(DISTINCT person_id) AS value ` + rows, whereArgs
 	}
-	return `WITH active_days AS (SELECT DISTINCT person_id, date_trunc('day', timezone(?, "timestamp")) AS day ` + rows + `)
+	return `WITH active_days AS (SELECT DISTINCT person_id, ` + periodStart("day", scope.WeekStartDay, `"timestamp"`) + ` AS day ` + rows + `)
 		SELECT strftime(day + to_days(k::INTEGER), '%Y-%m-%d %H:%M:%S') AS bucket, NULL::VARCHAR AS value_group, count(DISTINCT person_id) AS value
 		FROM active_days, range(` + strconv.Itoa(window) + `) AS days(k) GROUP BY 1`, append([]any{scope.timezone()}, whereArgs...)
 }
@@ -439,14 +462,22 @@ func trendBucket(scope Scope, interval string, to time.Time, axis *trendAxis) (b
 		}
 	}
 	label = `strftime(bucket::TIMESTAMP, '%Y-%m-%d %H:%M:%S')`
-	switch {
-	case interval == "hour":
+	if interval == "hour" {
 		return `timezone('UTC', "timestamp" - (timezone(?, "timestamp") - date_trunc('hour', timezone(?, "timestamp"))))`, label,
 			[]any{scope.timezone(), scope.timezone()}
-	case interval == "week" && scope.WeekStartDay == 0: // date_trunc's weeks start on Monday
-		return `(date_trunc('week', timezone(?, "timestamp") + INTERVAL 1 DAY) - INTERVAL 1 DAY)`, label, []any{scope.timezone()}
 	}
-	return `date_trunc('` + interval + `', timezone(?, "timestamp"))`, label, []any{scope.timezone()}
+	return periodStart(interval, scope.WeekStartDay, `"timestamp"`), label, []any{scope.timezone()}
+}
+
+// periodStart is the SQL of the start of the interval (day, week, month, or a
+// wall-clock hour) that column's time falls in, as a wall-clock time in the time zone
+// it binds (one argument); weeks start on weekStartDay (0 Sunday, 1 Monday: DuckDB's
+// date_trunc).
+func periodStart(interval string, weekStartDay int, column string) string {
+	if interval == "week" && weekStartDay == 0 {
+		return `(date_trunc('week', timezone(?, ` + column + `) + INTERVAL 1 DAY) - INTERVAL 1 DAY)`
+	}
+	return `date_trunc('` + interval + `', timezone(?, ` + column + `))`
 }
 
 // fixedOffset is the offset from UTC, in microseconds, of the axis' time zone when it
