@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -297,8 +298,18 @@ func TestCluster(t *testing.T) {
 		t.Fatalf("hedge cluster down: %v\n%s", err, out)
 	}
 	t.Logf("hedge cluster down took %s:\n%s", time.Since(began).Round(time.Millisecond), out)
-	db := openDatabase(t, f.Nodes[0].DataDir)
-	rows, err := db.Query(`SELECT uuid::VARCHAR, count(*) FROM events GROUP BY uuid`)
+	// The events are in the lake: hedge lake files lists the parts, which stock DuckDB
+	// reads.
+	out, err = exec.Command(c.bin, "lake", "files", "--cluster", c.dir, "--project", fmt.Sprint(c.boot.ProjectID)).Output()
+	if err != nil {
+		t.Fatalf("hedge lake files: %v\n%s", err, out)
+	}
+	stock, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stock.Close()
+	rows, err := stock.Query(`SELECT uuid::VARCHAR, count(*) FROM read_parquet(?::VARCHAR[]) GROUP BY uuid`, strings.Fields(string(out)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@
 //	hedge serve [flags]                  run both listeners over one DuckDB file
 //	hedge passwd --email EMAIL [--data]  set a user's console password, read from stdin
 //	hedge cluster up|down --dir DIR      start or stop a three-node cluster on loopback
+//	hedge lake files --project N         print the paths of a project's Parquet parts
+//	hedge lake move [--data DIR]         move a stopped hedge's events table into the lake
 //	hedge version                        print hedge's and DuckDB's versions
 //
 // Every flag of serve can also be set with an environment variable: --admin-addr is
@@ -39,6 +41,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return passwdCommand(args[1:], stdin, stderr)
 	case "cluster":
 		return clusterCommand(args[1:], stdout, stderr)
+	case "lake":
+		return lakeCommand(args[1:], stdout, stderr)
 	case "version":
 		duckdbVersion, err := warehouse.DuckDBVersion()
 		if err != nil {
@@ -63,6 +67,9 @@ Usage:
   hedge serve [flags]                   run the management and capture listeners over one DuckDB file
   hedge passwd --email EMAIL [--data]   set a user's password for the web console, read from stdin
   hedge cluster up|down [--dir DIR]     start (or start again) or stop a three-node cluster on loopback
+  hedge lake files [--data DIR | --cluster DIR] --project N
+                                        print the paths of a project's current Parquet parts (--storage lake)
+  hedge lake move [--data DIR]          move the events of a stopped hedge's DuckDB file into the lake
   hedge version                         print hedge's and DuckDB's versions
 
 Run "hedge serve -h" for the flags; each has a HEDGE_* environment variable.

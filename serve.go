@@ -52,6 +52,8 @@ type serveConfig struct {
 	edge            edge.Config
 	// logMode is how events reach the warehouse: logDirect or logJetStream.
 	logMode string
+	// storage is where the warehouse keeps events: storageTable or storageLake.
+	storage string
 	log     eventlog.Config
 	// cluster: the node is one of a JetStream cluster (--log-cluster), and edgeOnly:
 	// it holds no warehouse (--warehouse=false).
@@ -65,6 +67,17 @@ type serveConfig struct {
 const (
 	logDirect    = "direct"
 	logJetStream = "jetstream"
+)
+
+// The --storage modes. Table: events are rows of the DuckDB file's events table. Lake:
+// Parquet parts under <data>/lake (warehouse/lake.go), written from the log, which a
+// cluster always uses. The table stays the default of one node: the lake ingests no
+// faster there yet, as its parts come through the same Writer (README, "The lake").
+const (
+	storageTable = "table"
+	storageLake  = "lake"
+	// lakeDir is the lake's directory in the data directory.
+	lakeDir = "lake"
 )
 
 func serveCommand(args []string, stderr io.Writer) int {
@@ -113,6 +126,13 @@ func serveCommand(args []string, stderr io.Writer) int {
 		cfg.logMode = mode
 		return nil
 	})
+	fs.Func("storage", "where events live: table (rows of the DuckDB file) or lake (Parquet files under <data>/lake, a part per project and day of each commit, merged in the background, which any engine reads; needs --log jetstream; a cluster always uses it); default table, or lake on a cluster", func(mode string) error {
+		if mode != storageTable && mode != storageLake {
+			return fmt.Errorf("want %s or %s", storageTable, storageLake)
+		}
+		cfg.storage = mode
+		return nil
+	})
 	fs.IntVar(&cfg.log.Partitions, "log-partitions", eventlog.DefaultPartitions, "partitions of a new log (--log jetstream), by hash of project and distinct_id; fixed once the log exists")
 	fs.Int64Var(&cfg.log.MaxBytes, "log-max-bytes", eventlog.DefaultMaxBytes, "bytes the log may hold (--log jetstream), all partitions together; when the warehouse falls that far behind, capture answers 503")
 	fs.DurationVar(&cfg.log.MaxAge, "log-max-age", eventlog.DefaultMaxAge, "how long an event may wait in the log for the warehouse (--log jetstream)")
@@ -137,7 +157,7 @@ func serveCommand(args []string, stderr io.Writer) int {
 		return 2
 	}
 	cfg.edgeOnly = !*warehouseNode
-	if err := cfg.checkCluster(); err != nil {
+	if err := cfg.checkModes(); err != nil {
 		fmt.Fprintln(stderr, "hedge serve:", err)
 		return 2
 	}
@@ -209,10 +229,29 @@ type server struct {
 	listeners []net.Listener
 }
 
-// checkCluster completes and checks the log's flags: the log is direct unless set or
-// on a cluster (--log-cluster implies jetstream), and an edge-only node needs a
-// cluster to publish into.
-func (cfg *serveConfig) checkCluster() error {
+// checkModes completes and checks the log's and the storage's flags: the log is
+// direct unless set or on a cluster (--log-cluster implies jetstream), an edge-only
+// node needs a cluster to publish into, and the lake a log to write from.
+func (cfg *serveConfig) checkModes() error {
+	if err := cfg.checkLog(); err != nil {
+		return err
+	}
+	switch {
+	case cfg.storage == "" && cfg.cluster.Listen != "":
+		cfg.storage = storageLake
+	case cfg.storage == "":
+		cfg.storage = storageTable
+	case cfg.storage == storageTable && cfg.cluster.Listen != "":
+		return errors.New("--log-cluster needs --storage lake: a cluster keeps its events in the lake")
+	}
+	if cfg.storage == storageLake && cfg.logMode != logJetStream {
+		return errors.New("--storage lake needs --log jetstream: the lake's parts are written from the log, in large groups")
+	}
+	return nil
+}
+
+// checkLog completes and checks the log's flags.
+func (cfg *serveConfig) checkLog() error {
 	if cfg.cluster.Listen == "" {
 		if cfg.edgeOnly {
 			return errors.New("--warehouse=false needs --log-cluster: an edge-only node publishes into a cluster's log")
@@ -254,6 +293,12 @@ func start(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *server, e
 	}
 	cfg.warehouse.Path = filepath.Join(cfg.dataDir, databaseFile)
 	cfg.warehouse.Logger = log
+	if cfg.storage == storageLake {
+		cfg.warehouse.LakeDir = filepath.Join(cfg.dataDir, lakeDir)
+		if cfg.warehouse.FlushRows == warehouse.DefaultFlushRows {
+			cfg.warehouse.FlushRows = warehouse.DefaultLakeFlushRows
+		}
+	}
 	s := &server{cfg: cfg, log: log, failed: make(chan error, 2)}
 	begin := time.Now()
 	replayed := reportReplay(cfg.warehouse.Path, replayReportInterval, log)

@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/hedge-analytics/hedge/warehouse"
@@ -52,8 +54,9 @@ func TestTiny(t *testing.T) {
 		t.Fatalf("%d scenarios in the report, want %d", len(file.Scenarios), len(names))
 	}
 
-	// The scenarios through the log ran on a hedge of their own, on its own data, and
-	// those on a cluster on its warehouse node's.
+	// The scenarios through the log ran on a hedge of their own, on its own data, those
+	// on the lake on another, and those on a cluster on its warehouse node's, whose
+	// events are in the lake: stock DuckDB reads the parts hedge lake files lists.
 	cluster, err := readClusterFile(data + clusterSuffix)
 	if err != nil {
 		t.Fatal(err)
@@ -62,15 +65,33 @@ func TestTiny(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var warehouses [3]*warehouse.Warehouse
-	for i, dir := range []string{data, data + logSuffix, clusterWarehouse} {
+	var warehouses [4]*warehouse.Warehouse
+	var events [4]string
+	for i, dir := range []string{data, data + logSuffix, clusterWarehouse, data + lakeSuffix} {
 		wh, err := warehouse.Open(context.Background(), warehouse.Config{Path: filepath.Join(dir, "hedge.duckdb")})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer wh.Close()
-		warehouses[i] = wh
+		warehouses[i], events[i] = wh, "events"
+		if i < 2 {
+			continue
+		}
+		boot, err := readBootstrap(filepath.Join(dir, "bootstrap.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := warehouse.LakeFiles(filepath.Join(dir, "lake"), boot.ProjectID)
+		if err != nil || len(files) == 0 {
+			t.Fatalf("the lake of %s: %v (%v)", dir, files, err)
+		}
+		events[i] = "read_parquet(['" + strings.Join(files, "', '") + "'])"
 	}
+	stock, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stock.Close()
 	for _, res := range file.Scenarios {
 		if q := res.Queries; q != nil {
 			// Its own hedge served a copy of generated events: every figure was
@@ -106,12 +127,17 @@ func TestTiny(t *testing.T) {
 				}
 			}
 		}
-		wh := warehouses[0]
+		db, from := warehouses[0].DB(), events[0]
 		switch {
+		case res.Scenario.Lake: // through the log too
+			db, from = stock, events[3]
+			if len(res.Versus) != 2 {
+				t.Fatalf("%s: compared with %d scenarios", res.Scenario.Name, len(res.Versus))
+			}
 		case res.Scenario.Log:
-			wh = warehouses[1]
+			db, from = warehouses[1].DB(), events[1]
 		case res.Scenario.Cluster:
-			wh = warehouses[2]
+			db, from = stock, events[2]
 			// Each node's peak is part of the cluster's, which they add up to.
 			var sum int64
 			for _, peak := range res.NodePeakRSS {
@@ -127,7 +153,7 @@ func TestTiny(t *testing.T) {
 				t.Fatal(err)
 			}
 			var rows, uuids int64
-			if err := wh.DB().QueryRow(`SELECT count(*), count(DISTINCT uuid) FROM events WHERE `+runSQL(uint32(runID))).Scan(&rows, &uuids); err != nil {
+			if err := db.QueryRow(`SELECT count(*), count(DISTINCT uuid) FROM `+from+` WHERE `+runSQL(uint32(runID))).Scan(&rows, &uuids); err != nil {
 				t.Fatal(err)
 			}
 			c := r.Rows

@@ -27,6 +27,10 @@ import (
 // clusterSuffix ends the name of a scenario that runs against a cluster (scenario.Cluster).
 const clusterSuffix = "-cluster"
 
+// lakeSuffix ends the name of a scenario whose hedge keeps its events in the lake
+// (scenario.Lake, queryBench.Lake).
+const lakeSuffix = "-lake"
+
 // clusterNodes is how many nodes `hedge cluster up` starts: a cluster scenario's
 // connections are a multiple of it, so that each node takes as many.
 const clusterNodes = 3
@@ -230,14 +234,17 @@ func (c *hedgeCluster) nodeLog(name string, keep func(string) bool) ([]string, e
 	return lines, nil
 }
 
-// versus is a cluster scenario's figures over those of the same load on one hedge in
-// the same suite: each a ratio, above 1 when the cluster's is higher (throughput,
-// latency or memory alike).
+// versus is a cluster (or lake) scenario's figures over those of the same load on one
+// hedge (with the events table) in the same suite: each a ratio, above 1 when the
+// cluster's is higher (throughput, latency or memory alike).
 type versus struct {
-	// Scenario is the load on one hedge: the cluster scenario's name without
-	// clusterSuffix (directly), or with logSuffix instead (through the log).
+	// Scenario is the load on one hedge: the scenario's name without clusterSuffix or
+	// lakeSuffix (directly), or with logSuffix instead (through the log).
 	Scenario        string  `json:"scenario"`
 	EventsPerSecond float64 `json:"events_per_second"`
+	// StoredPerSecond compares the events acknowledged and stored a second: those of
+	// the measured time over it and the wait for the warehouse to apply them.
+	StoredPerSecond float64 `json:"stored_per_second"`
 	LatencyP50      float64 `json:"latency_p50"`
 	LatencyP99      float64 `json:"latency_p99"`
 	LatencyMax      float64 `json:"latency_max"`
@@ -248,8 +255,8 @@ type versus struct {
 	CaughtUp float64 `json:"caught_up,omitempty"`
 }
 
-// compareCluster sets each cluster scenario's comparison with the same load on one
-// hedge, directly and through the log, where the suite ran those.
+// compareCluster sets each cluster (and lake) scenario's comparison with the same load
+// on one hedge, directly and through the log, where the suite ran those.
 func compareCluster(results []*result) {
 	find := func(name string) *result {
 		for _, r := range results {
@@ -266,10 +273,10 @@ func compareCluster(results []*result) {
 		return a / b
 	}
 	for _, res := range results {
-		if !res.Scenario.Cluster {
+		if !res.Scenario.Cluster && !res.Scenario.Lake {
 			continue
 		}
-		base := strings.TrimSuffix(res.Scenario.Name, clusterSuffix)
+		base := strings.TrimSuffix(strings.TrimSuffix(res.Scenario.Name, clusterSuffix), lakeSuffix)
 		for _, name := range []string{base, base + logSuffix} {
 			other := find(name)
 			if other == nil {
@@ -277,13 +284,25 @@ func compareCluster(results []*result) {
 			}
 			v := versus{Scenario: name, EventsPerSecond: ratio(res.EventsPerSecond, other.EventsPerSecond),
 				LatencyP50: ratio(res.Latency.P50, other.Latency.P50), LatencyP99: ratio(res.Latency.P99, other.Latency.P99),
-				LatencyMax: ratio(res.Latency.Max, other.Latency.Max), PeakRSS: ratio(float64(res.PeakRSS), float64(other.PeakRSS))}
+				LatencyMax: ratio(res.Latency.Max, other.Latency.Max), PeakRSS: ratio(float64(res.PeakRSS), float64(other.PeakRSS)),
+				StoredPerSecond: ratio(storedPerSecond(res), storedPerSecond(other))}
 			if other.Scenario.Log {
 				v.CaughtUp = ratio(caughtUp(res).Seconds(), caughtUp(other).Seconds())
 			}
 			res.Versus = append(res.Versus, v)
 		}
 	}
+}
+
+// storedPerSecond is the events a scenario had acknowledged and stored a second: its
+// rate over its measured time, spread over that time and the wait for the warehouse
+// to apply them (none when the 200 waits for the commit).
+func storedPerSecond(r *result) float64 {
+	d := r.Scenario.Duration.Seconds()
+	if d <= 0 {
+		return 0
+	}
+	return r.EventsPerSecond * d / (d + caughtUp(r).Seconds())
 }
 
 // caughtUp is the longest wait of a scenario's row checks for the warehouse to apply
@@ -299,15 +318,19 @@ func caughtUp(r *result) time.Duration {
 // printVersus writes a cluster scenario's figures beside those of the same load on one
 // hedge (results), each followed by the cluster's ratio to it.
 func printVersus(w io.Writer, r *result, results []*result) {
-	fmt.Fprintf(w, "\n%s (%d nodes) beside one hedge; ratio: the cluster's figure over the one hedge's:\n", r.Scenario.Name, clusterNodes)
+	if r.Scenario.Cluster {
+		fmt.Fprintf(w, "\n%s (%d nodes) beside one hedge; ratio: the cluster's figure over the one hedge's:\n", r.Scenario.Name, clusterNodes)
+	} else {
+		fmt.Fprintf(w, "\n%s beside the events table; ratio: the lake's figure over the table's:\n", r.Scenario.Name)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tevents/s\tp50\tp99\tmax\tcaught up\tpeak RSS\t")
+	fmt.Fprintln(tw, "scenario\tevents/s\tstored/s\tp50\tp99\tmax\tcaught up\tpeak RSS\t")
 	row := func(res *result) {
 		caught := "-"
-		if res.Scenario.Log || res.Scenario.Cluster {
+		if res.Scenario.Log || res.Scenario.Cluster || res.Scenario.Lake {
 			caught = caughtUp(res).Round(10 * time.Millisecond).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s MiB\t\n", res.Scenario.Name, thousands(res.EventsPerSecond),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s MiB\t\n", res.Scenario.Name, thousands(res.EventsPerSecond), thousands(storedPerSecond(res)),
 			millis(res.Latency.P50), millis(res.Latency.P99), millis(res.Latency.Max), caught, thousands(float64(res.PeakRSS>>20)))
 	}
 	row(r)
@@ -321,7 +344,7 @@ func printVersus(w io.Writer, r *result, results []*result) {
 		if v.CaughtUp > 0 {
 			caught = fmt.Sprintf("%.2f", v.CaughtUp)
 		}
-		fmt.Fprintf(tw, "  ratio\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%.2f\t\n", v.EventsPerSecond, v.LatencyP50, v.LatencyP99, v.LatencyMax, caught, v.PeakRSS)
+		fmt.Fprintf(tw, "  ratio\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%.2f\t\n", v.EventsPerSecond, v.StoredPerSecond, v.LatencyP50, v.LatencyP99, v.LatencyMax, caught, v.PeakRSS)
 	}
 	tw.Flush()
 	if len(r.NodePeakRSS) > 0 {

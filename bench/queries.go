@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -20,6 +22,7 @@ import (
 	"time"
 
 	duckdb "github.com/duckdb/duckdb-go/v2"
+	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
 
 	"github.com/hedge-analytics/hedge/warehouse"
@@ -53,6 +56,9 @@ type queryBench struct {
 	// Cache keeps the generated directory in the system's temporary directory, keyed
 	// by what the generator writes, for the next runs.
 	Cache bool `json:"cache"`
+	// Lake moves the events into the lake (hedge lake move) before hedge serves them,
+	// with --storage lake.
+	Lake bool `json:"lake,omitempty"`
 }
 
 // queryNice is the priority hedge runs users' queries at (nice 10): the ceilings run
@@ -77,6 +83,10 @@ type queryRun struct {
 	Cached          bool    `json:"cached"`
 	GenerateSeconds float64 `json:"generate_seconds"`
 	CopySeconds     float64 `json:"copy_seconds"`
+	// MoveSeconds is how long hedge lake move took (queryBench.Lake), and LakeBytes
+	// the parts' bytes per event.
+	MoveSeconds       float64 `json:"move_seconds,omitempty"`
+	LakeBytesPerEvent float64 `json:"lake_bytes_per_event,omitempty"`
 	StartSeconds    float64 `json:"hedge_start_seconds"`
 	// PropertiesBytes is the mean length of an event's properties text; BytesPerEvent
 	// hedge's database file (checkpointed) over the events, TypedBytesPerEvent the
@@ -101,6 +111,34 @@ type queryFigure struct {
 	Ratio float64 `json:"ratio,omitempty"`
 	// Goal is the issue's target for the figure's p50, 0 for none.
 	Goal time.Duration `json:"goal_ns,omitempty"`
+	// VersusTable is, for a run on the lake, the figure's p50 over the same query's
+	// on the events table in the same suite (compareQueries): 1.25 at most is the
+	// lake's goal.
+	VersusTable float64 `json:"versus_table,omitempty"`
+}
+
+// compareQueries sets the figures of the queries run on the lake against those of
+// the run on the events table.
+func compareQueries(results []*result) {
+	var table, lake *queryRun
+	for _, r := range results {
+		switch r.Scenario.Name {
+		case "queries":
+			table = r.Queries
+		case "queries" + lakeSuffix:
+			lake = r.Queries
+		}
+	}
+	if table == nil || lake == nil {
+		return
+	}
+	for _, f := range lake.Figures {
+		for _, t := range table.Figures {
+			if t.Name == f.Name && t.Latency.P50 > 0 {
+				f.VersusTable = f.Latency.P50 / t.Latency.P50
+			}
+		}
+	}
 }
 
 // queryCase is one figure to measure: a query of the query API and the SQL of its
@@ -301,8 +339,23 @@ func runQueries(ctx context.Context, cfg suiteConfig, binary, work string, sc sc
 	}
 	defer os.RemoveAll(dir)
 	q.CopySeconds = time.Since(begin).Seconds()
+	var flags []string
+	if qb.Lake {
+		begin = time.Now()
+		if out, err := exec.CommandContext(ctx, binary, "lake", "move", "--data", dir).CombinedOutput(); err != nil {
+			return nil, nil, fmt.Errorf("hedge lake move: %w\n%s", err, out)
+		}
+		q.MoveSeconds = time.Since(begin).Seconds()
+		size, err := dirSize(filepath.Join(dir, "lake"))
+		if err != nil {
+			return nil, nil, err
+		}
+		q.LakeBytesPerEvent = float64(size) / float64(data.Events)
+		flags = []string{"--log", "jetstream", "--storage", "lake"}
+		fmt.Fprintf(cfg.log, "%-20s moved into the lake in %.1f s, %.0f bytes an event\n", sc.Name, q.MoveSeconds, q.LakeBytesPerEvent)
+	}
 	begin = time.Now()
-	p, err := startHedge(binary, dir, false)
+	p, err := startHedge(binary, dir, false, flags...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -333,6 +386,22 @@ func runQueries(ctx context.Context, cfg suiteConfig, binary, work string, sc sc
 		return nil, nil, fmt.Errorf("%w\nhedge's log:\n%s", err, p.log())
 	}
 	return &scenarioRun{scenario: sc, queries: q, usage: u, rows: rowCheck{Skipped: "no events sent: the queries read generated ones"}}, p.stop(), nil
+}
+
+// dirSize is the bytes of the files under dir.
+func dirSize(dir string) (int64, error) {
+	var size int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			size += info.Size()
+		}
+		return err
+	})
+	return size, err
 }
 
 // typedDB is the typed events, open read-only for the ceilings.
@@ -568,19 +637,35 @@ func checkTiles(body []byte, want int, cold bool) error {
 }
 
 // sendEvent captures one event for the project, which makes its cached results stale.
+// Through the log (queryBench.Lake) the 200 comes before the warehouse has it: it
+// waits until a query sees it, so that the next load finds the results stale.
 func (m *queryMeter) sendEvent() error {
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
+	id := uuid.Must(uuid.NewV7()).String()
 	req.SetRequestURI(m.captureURL + "/capture/")
 	req.Header.SetMethod(fasthttp.MethodPost)
 	req.Header.SetContentType("application/json")
-	req.SetBodyRaw(mustJSON(map[string]any{"api_key": m.token, "event": "bench dashboard refresh", "distinct_id": "user-0"}))
+	req.SetBodyRaw(mustJSON(map[string]any{"api_key": m.token, "event": "bench dashboard refresh", "distinct_id": "user-0", "uuid": id}))
 	if err := fasthttp.DoTimeout(req, resp, apiTimeout); err != nil {
 		return fmt.Errorf("cannot capture an event: %w", err)
 	}
 	if resp.StatusCode() != fasthttp.StatusOK {
 		return fmt.Errorf("cannot capture an event: capture answered %d", resp.StatusCode())
+	}
+	for deadline := time.Now().Add(logSettle); m.qb.Lake; {
+		n, err := m.api.count(`SELECT count() FROM events WHERE uuid = '` + id + `'`)
+		if err != nil {
+			return fmt.Errorf("cannot see the event captured: %w", err)
+		}
+		if n[0] > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the event captured was not queryable within %s", logSettle)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	return nil
 }
@@ -812,14 +897,21 @@ func (q *queryRun) print(w io.Writer, r *result, mode string) {
 		thousands(q.BytesPerEvent), thousands(q.TypedBytesPerEvent))
 	fmt.Fprintf(w, "hedge on a copy (%.1f s), serving in %.1f s; through the API against the same SQL on typed columns in DuckDB (the ceiling):\n",
 		q.CopySeconds, q.StartSeconds)
+	if q.MoveSeconds > 0 {
+		fmt.Fprintf(w, "the events moved into the lake (hedge lake move) in %.1f s, %s B an event; vs table: the p50 over the events table's in this suite\n",
+			q.MoveSeconds, thousands(q.LakeBytesPerEvent))
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "query\tanswers\tp50\tp95\tceiling p50\tp95\tratio\t")
+	fmt.Fprintln(tw, "query\tanswers\tp50\tp95\tceiling p50\tp95\tratio\tvs table\t")
 	for _, f := range q.Figures {
-		ceil, ceil95, ratio := "-", "-", "-"
+		ceil, ceil95, ratio, versus := "-", "-", "-", "-"
 		if c := f.Ceiling; c != nil {
 			ceil, ceil95, ratio = millis(c.P50), millis(c.P95), fmt.Sprintf("%.2f", f.Ratio)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", f.Name, answerText(f.Answers), millis(f.Latency.P50), millis(f.Latency.P95), ceil, ceil95, ratio)
+		if f.VersusTable > 0 {
+			versus = fmt.Sprintf("%.2f", f.VersusTable)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", f.Name, answerText(f.Answers), millis(f.Latency.P50), millis(f.Latency.P95), ceil, ceil95, ratio, versus)
 	}
 	tw.Flush()
 	server := "?"

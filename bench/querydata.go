@@ -107,7 +107,8 @@ func queryDataKey(qb queryBench) (string, error) {
 const queryCacheUnused = 3 * 24 * time.Hour
 
 // loadQueryData returns qb's generated directory: from cacheRoot when it holds one for
-// qb's key, else generated (into cacheRoot, or into dir when cacheRoot is ""). Two
+// qb's key, else generated (into cacheRoot, or into dir when cacheRoot is "", unless
+// dir holds it already). Two
 // suites generating at once each generate, and the first to finish is kept.
 func loadQueryData(ctx context.Context, qb queryBench, cacheRoot, dir string, log io.Writer) (*queryData, bool, error) {
 	key, err := queryDataKey(qb)
@@ -115,6 +116,11 @@ func loadQueryData(ctx context.Context, qb queryBench, cacheRoot, dir string, lo
 		return nil, false, err
 	}
 	if cacheRoot == "" {
+		// dir is the suite's own: one generated there is this suite's, of the same key
+		// (the queries run before queries-lake generated it).
+		if d, err := readQueryData(dir); err == nil {
+			return d, true, nil
+		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, false, fmt.Errorf("cannot make the query data's directory: %w", err)
 		}

@@ -697,7 +697,7 @@ func (rep *report) print(w io.Writer) {
 			q.print(w, r, rep.Mode)
 		}
 		printIntervals(w, r)
-		if r.Scenario.Cluster {
+		if r.Scenario.Cluster || r.Scenario.Lake {
 			printVersus(w, r, rep.Scenarios)
 		}
 		if f := r.Flatness; f != nil {

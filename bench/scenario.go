@@ -22,6 +22,9 @@ type scenario struct {
 	// jetstream: a 200 means in the log, and the row check waits for the warehouse to
 	// apply it (rowCheck.CaughtUp).
 	Log bool `json:"log,omitempty"`
+	// Lake runs the scenario as Log does, on a hedge of its own that also keeps its
+	// events in the lake (--storage lake): Parquet parts written from the log.
+	Lake bool `json:"lake,omitempty"`
 	// Cluster runs the scenario against a cluster of hedges of its own (hedge cluster
 	// up: three nodes, the log replicated on all three, the warehouse on node1), its
 	// connections spread evenly over the nodes; as through the log, the row check
@@ -245,9 +248,18 @@ func plan(mode string) ([]scenario, error) {
 	batch1kCluster.Name, batch1kCluster.Log, batch1kCluster.Cluster = batch1k.Name+clusterSuffix, false, true
 	batch1kCluster.Connections = clusterNodes * ((batch1k.Connections + clusterNodes - 1) / clusterNodes)
 	scenarios = append(scenarios, batch1kCluster)
-	// The queries scenario runs on a hedge of its own, once the other scenarios' has
-	// stopped (runSuite).
-	return append(scenarios, scenario{Name: "queries", Queries: &queries}), nil
+	// batch-1k-lake is batch-1k-log's load on a hedge that keeps its events in the
+	// lake: what the lake's writer stores a second, beside the table's (batch-1k-log's
+	// caught up), which decides the default of one node (README, "The lake").
+	batch1kLake := batch1kLog
+	batch1kLake.Name, batch1kLake.Lake = batch1k.Name+lakeSuffix, true
+	scenarios = append(scenarios, batch1kLake)
+	// The queries scenarios run on a hedge of their own each, once the other
+	// scenarios' has stopped (runSuite): queries-lake on the same events moved into the
+	// lake (hedge lake move), served with --storage lake.
+	queriesLake := queries
+	queriesLake.Lake = true
+	return append(scenarios, scenario{Name: "queries", Queries: &queries}, scenario{Name: "queries" + lakeSuffix, Queries: &queriesLake}), nil
 }
 
 // pick keeps the scenarios named in list (comma-separated), in plan order, and the

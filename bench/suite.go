@@ -99,13 +99,15 @@ func runSuite(ctx context.Context, cfg suiteConfig) (*report, string, error) {
 	// --log jetstream, on a data directory of its own), those on a cluster a cluster
 	// (hedge cluster up, in a directory of its own); the queries scenario starts its
 	// own hedge on its generated data, once those have stopped.
-	var direct, viaLog, onCluster []scenario
+	var direct, viaLog, viaLake, onCluster []scenario
 	var runs []*scenarioRun
 	for _, sc := range scenarios {
 		switch {
 		case sc.Queries != nil:
 		case sc.Cluster:
 			onCluster = append(onCluster, sc)
+		case sc.Lake:
+			viaLake = append(viaLake, sc)
 		case sc.Log:
 			viaLog = append(viaLog, sc)
 		default:
@@ -117,7 +119,8 @@ func runSuite(ctx context.Context, cfg suiteConfig) (*report, string, error) {
 		data      string
 		cluster   bool
 		flags     []string
-	}{{direct, data, false, nil}, {viaLog, data + logSuffix, false, []string{"--log", "jetstream"}}, {onCluster, data + clusterSuffix, true, nil}} {
+	}{{direct, data, false, nil}, {viaLog, data + logSuffix, false, []string{"--log", "jetstream"}},
+		{viaLake, data + lakeSuffix, false, []string{"--log", "jetstream", "--storage", "lake"}}, {onCluster, data + clusterSuffix, true, nil}} {
 		if len(group.scenarios) == 0 {
 			continue
 		}
@@ -271,6 +274,7 @@ func (rep *report) finish(runs []*scenarioRun) {
 	rep.Scenarios = summarize(runs)
 	ceilings(rep.Scenarios, rep.Stages)
 	compareCluster(rep.Scenarios)
+	compareQueries(rep.Scenarios)
 	rep.Targets = goals(rep.Scenarios, rep.Stages)
 	for _, r := range rep.Scenarios {
 		for _, p := range r.Problems {

@@ -136,7 +136,7 @@ func BenchmarkRecentEventsLoad(b *testing.B) {
 			want := min(sc.events, sc.bound)
 			for b.Loop() {
 				start := time.Now()
-				r, err := loadRecentEvents(context.Background(), w.DB(), &cfg)
+				r, err := loadRecentEvents(context.Background(), w.DB(), nil, &cfg)
 				if err != nil {
 					b.Fatal(err)
 				}

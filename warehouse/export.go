@@ -159,7 +159,8 @@ func (w *Warehouse) exportEvents(ctx context.Context, r ExportRequest, target, c
 		SELECT uuid::VARCHAR AS uuid, event, distinct_id, person_id::VARCHAR AS person_id, "timestamp", inserted_at, properties,
 			"$group_0", "$group_1", "$group_2", "$group_3", "$group_4",
 			strftime("timestamp" AT TIME ZONE 'UTC', '%Y-%m-%d') AS date
-		FROM (SELECT * REPLACE (` + PropertiesText + ` AS properties) FROM events) events
+		FROM ` + w.eventSource(r.Team, "team_id", "uuid", "event", "distinct_id", "person_id", `"timestamp"`, "inserted_at", "properties",
+		`"$group_0"`, `"$group_1"`, `"$group_2"`, `"$group_3"`, `"$group_4"`) + ` events
 		WHERE ` + strings.Join(where, " AND ") + `
 		ORDER BY "timestamp", uuid
 	) TO ` + target + ` (FORMAT parquet, PARTITION_BY (date), COMPRESSION ` + codec + `, FILENAME_PATTERN 'part-{i}')`

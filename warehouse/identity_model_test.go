@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -254,11 +255,15 @@ func (m *identityModel) randomBatch(r *rand.Rand, at time.Time, n int) []event {
 // database as well as from memory. A failure names its seed; replay it with
 // go test ./warehouse -run TestIdentityRandomized -identity.seed=N. It runs twice: with
 // the person overrides of the sequence left in their table, and squashed into the
-// events after every commit.
+// events after every commit; and a third time with the events in the lake, whose
+// parts keep their overrides.
 func TestIdentityRandomized(t *testing.T) {
 	t.Run("overrides", func(t *testing.T) { testIdentityRandomized(t, warehouse.Config{PersonCacheSize: 64}) })
 	t.Run("squashed", func(t *testing.T) {
 		testIdentityRandomized(t, warehouse.Config{PersonCacheSize: 64, SquashInterval: time.Nanosecond})
+	})
+	t.Run("lake", func(t *testing.T) {
+		testIdentityRandomized(t, warehouse.Config{PersonCacheSize: 64, SquashInterval: time.Nanosecond, LakeDir: filepath.Join(t.TempDir(), "lake")})
 	})
 }
 
@@ -302,9 +307,17 @@ func testIdentityRandomized(t *testing.T, cfg warehouse.Config) {
 	// person_overrides: the same person as through person_distinct_ids (or the one it
 	// was ingested for, when its id has no person).
 	var events, wrong int
+	stored := "events"
+	if cfg.LakeDir != "" {
+		files, err := warehouse.LakeFiles(cfg.LakeDir, team)
+		if err != nil || len(files) == 0 {
+			t.Fatalf("the lake's parts: %v (%v)", files, err)
+		}
+		stored = "read_parquet(['" + strings.Join(files, "', '") + "'])"
+	}
 	if err := env.w.DB().QueryRow(`SELECT count(*), count(*) FILTER (
 			WHERE coalesce(o.person_id, e.person_id) IS DISTINCT FROM coalesce(d.person_id, e.person_id))
-		FROM events e
+		FROM `+stored+` e
 		LEFT JOIN person_distinct_ids d ON d.team_id = e.team_id AND d.distinct_id = e.distinct_id
 		LEFT JOIN person_overrides o ON o.team_id = e.team_id AND o.old_person_id = e.person_id
 		WHERE e.team_id = ?`, team).Scan(&events, &wrong); err != nil || events != 40*50 || wrong != 0 {

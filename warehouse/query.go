@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/big"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -99,7 +100,10 @@ type Queries struct {
 	// backfill says whether the materialized property columns are whole yet.
 	backfill *rowBackfill
 	// slots are the properties each project chose, and where their backfill stands.
-	slots    *chosenSlots
+	slots *chosenSlots
+	// lake holds the parts the events view reads beside the events table; nil for
+	// none.
+	lake     *lake
 	catalog  string // the database's catalog name, which the views name explicitly
 	timeout  time.Duration
 	maxRows  int
@@ -142,8 +146,8 @@ type QueryLimits struct {
 }
 
 func newQueries(ctx context.Context, connector *duckdb.Connector, db *sql.DB, limits QueryLimits, versions *dataVersions,
-	backfill *rowBackfill, slots *chosenSlots) (*Queries, error) {
-	q := &Queries{db: sql.OpenDB(macroConnector{connector}), versions: versions, backfill: backfill, slots: slots, timeout: limits.Timeout, maxRows: limits.MaxRows,
+	backfill *rowBackfill, slots *chosenSlots, lake *lake) (*Queries, error) {
+	q := &Queries{db: sql.OpenDB(macroConnector{connector}), versions: versions, backfill: backfill, slots: slots, lake: lake, timeout: limits.Timeout, maxRows: limits.MaxRows,
 		maxBytes: limits.MaxBytes, nice: cmp.Or(limits.Nice, DefaultQueryNice)}
 	q.stopped, q.stop = context.WithCancel(context.Background())
 	if q.timeout <= 0 {
@@ -593,10 +597,80 @@ func (q *Queries) views(scope Scope, persons personJoin, materialized bool, slot
 	}
 	events := `SELECT e.uuid, e.event, e.distinct_id, ` + person + ` AS person_id, e."timestamp", ` + propertiesText("e") + ` AS properties,
 		e."$group_0", e."$group_1", e."$group_2", e."$group_3", e."$group_4", e.inserted_at AS created_at` +
-		personColumns + columns.String() + ` FROM ` + db + `events e` + joins
+		personColumns + columns.String() + ` FROM ` + q.eventRows(db, scope.Team, slots) + ` e` + joins
 	return `CREATE OR REPLACE TEMP VIEW events AS ` + events + ` WHERE e.team_id = ` + team + `;
 		CREATE OR REPLACE TEMP VIEW persons AS SELECT id, properties, created_at, is_identified FROM ` + db + `persons WHERE team_id = ` + team + `;
 		CREATE OR REPLACE TEMP VIEW groups AS SELECT group_type_index, group_key, group_properties, created_at FROM ` + db + `groups WHERE team_id = ` + team
+}
+
+// eventRowColumns are the columns of the events table that the events view reads,
+// and rowid.
+var eventRowColumns = func() []string {
+	columns := []string{"uuid", "team_id", "event", "distinct_id", "person_id", `"timestamp"`, "inserted_at", "properties_zstd", "properties",
+		`"$group_0"`, `"$group_1"`, `"$group_2"`, `"$group_3"`, `"$group_4"`}
+	for _, k := range materializedKeys {
+		columns = append(columns, `"`+materializedColumn(k)+`"`)
+	}
+	for s := range slotCount {
+		columns = append(columns, slotColumn(s))
+	}
+	return append(columns, "rowid")
+}()
+
+// eventRows is what the events view reads for a project (team, in SQL) whose slots
+// are slots (nil: none): the events table; with the lake, its rows of the project
+// and the project's parts, each of which gives the columns of the table. A part's
+// properties text is properties_zstd; its rowid is NULL, which no backfill's range
+// holds; a slot column of a part written while the project gave the slot another
+// key than now is read from the properties (the view reads only the slots in use).
+func (q *Queries) eventRows(db string, team int64, slots *teamSlots) string {
+	table := db + "events"
+	if q.lake == nil {
+		return table
+	}
+	parts := q.lake.parts(team)
+	if len(parts) == 0 {
+		return table
+	}
+	var b strings.Builder
+	b.WriteString("(SELECT " + strings.Join(eventRowColumns, ", ") + " FROM " + table + " WHERE team_id = " + strconv.FormatInt(team, 10))
+	// The parts in groups of one set of slot keys, in the order of their first part.
+	var keys [][slotCount]string
+	groups := map[[slotCount]string][]lakePart{}
+	for _, p := range parts {
+		if groups[p.SlotKeys] == nil {
+			keys = append(keys, p.SlotKeys)
+		}
+		groups[p.SlotKeys] = append(groups[p.SlotKeys], p)
+	}
+	for _, k := range keys {
+		columns := slices.Clone(eventRowColumns)
+		for i, c := range columns {
+			switch {
+			case c == "properties_zstd":
+				columns[i] = "properties AS properties_zstd"
+			case c == "properties":
+				columns[i] = "NULL::VARCHAR AS properties"
+			case c == "rowid":
+				columns[i] = "NULL::BIGINT AS rowid"
+			case strings.HasPrefix(c, "mat_slot_"):
+				s, _ := strconv.Atoi(strings.TrimPrefix(c, "mat_slot_"))
+				var st *slotState
+				if slots != nil {
+					st = slots.slots[s]
+				}
+				switch {
+				case st == nil:
+					columns[i] = "NULL::VARCHAR AS " + c
+				case st.key != k[s]:
+					columns[i] = `json_extract_string(properties, '$."` + st.key + `"') AS ` + c
+				}
+			}
+		}
+		b.WriteString("\n\t\tUNION ALL SELECT " + strings.Join(columns, ", ") + " FROM " + q.lake.readParts(groups[k]))
+	}
+	b.WriteString(")")
+	return b.String()
 }
 
 // errResultTooLarge is readResult's refusal of an answer past its byte bound.

@@ -110,6 +110,12 @@ type Config struct {
 	// Query bounds the queries users run (the query API).
 	Query QueryLimits
 
+	// LakeDir, when set, is the lake's directory: the events go there as Parquet parts
+	// instead of into the events table (lake.go), which keeps the rows it held.
+	LakeDir string
+	// Lake tunes the lake's compaction.
+	Lake LakeConfig
+
 	// Now is the clock that stamps inserted_at (default time.Now); tests of batch
 	// exports move it to place events in windows of their choosing.
 	Now func() time.Time
@@ -123,9 +129,13 @@ type Config struct {
 // The defaults of Config, taken where a field is zero; hedge serve shows them as its
 // flags' defaults.
 const (
-	DefaultWALAutocheckpoint   = "1GB"
-	DefaultMemoryLimit         = "256MB"
-	DefaultFlushRows           = RowGroupRows
+	DefaultWALAutocheckpoint = "1GB"
+	DefaultMemoryLimit       = "256MB"
+	DefaultFlushRows         = RowGroupRows
+	// DefaultLakeFlushRows is FlushRows with the lake: each commit writes a part per
+	// project and day, so the larger the groups, the fewer and larger the parts. Under
+	// load, groups form from what arrives during the commit before, as with the table.
+	DefaultLakeFlushRows       = 8 * RowGroupRows
 	DefaultMaxQueuedRows       = 200000
 	DefaultQueueTimeout        = time.Second
 	DefaultPersonCacheSize     = 20000
@@ -147,6 +157,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.FlushRows <= 0 {
 		c.FlushRows = DefaultFlushRows
+		if c.LakeDir != "" {
+			c.FlushRows = DefaultLakeFlushRows
+		}
 	}
 	if c.MaxQueuedRows <= 0 {
 		c.MaxQueuedRows = DefaultMaxQueuedRows
@@ -202,6 +215,7 @@ type Warehouse struct {
 	backfill  *rowBackfill // of the materialized property columns
 	move      *rowBackfill // of the properties text to its zstd column
 	slots     *chosenSlots
+	lake      *lake         // nil when the events go to the events table
 	stored    *storedFilter // the writer's, whose fill must end before the database closes
 	staging   string
 	log       *slog.Logger
@@ -265,12 +279,25 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 	// global settings of the instance, so any connection sets them; allowed_directories
 	// cannot be given in the DSN (DuckDB refuses it as a start-up option), and a DSN
 	// applies its options in no fixed order anyway.
-	lockDown := `SET GLOBAL allowed_directories = ['` + strings.ReplaceAll(staging, "'", "''") + `'];
+	allowed := []string{staging}
+	if cfg.LakeDir != "" {
+		lakeDir, err := filepath.Abs(cfg.LakeDir)
+		if err != nil {
+			w.closeDB()
+			return nil, fmt.Errorf("cannot place the lake directory: %w", err)
+		}
+		cfg.LakeDir = lakeDir
+		allowed = append(allowed, lakeDir)
+	}
+	for i, dir := range allowed {
+		allowed[i] = `'` + strings.ReplaceAll(dir, "'", "''") + `'`
+	}
+	lockDown := `SET GLOBAL allowed_directories = [` + strings.Join(allowed, ", ") + `];
 		SET GLOBAL enable_external_access = false;
 		SET GLOBAL lock_configuration = true`
 	if _, err := db.ExecContext(ctx, lockDown); err != nil {
 		w.closeDB()
-		return nil, fmt.Errorf("cannot restrict DuckDB's file access to %s: %w", staging, err)
+		return nil, fmt.Errorf("cannot restrict DuckDB's file access to %s: %w", strings.Join(allowed, ", "), err)
 	}
 	if err := migrate(ctx, db, cfg.Migrations, cfg.Logger); err != nil {
 		w.closeDB()
@@ -291,8 +318,14 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 		return nil, err
 	}
 	w.slots.backfill.commits = commitsTotal.Get
+	if cfg.LakeDir != "" {
+		if w.lake, err = openLake(ctx, db, cfg.LakeDir, cfg.Lake, cmp.Or(cfg.Query.Timeout, DefaultQueryTimeout), cfg.Logger); err != nil {
+			w.closeDB()
+			return nil, err
+		}
+	}
 	versions := &dataVersions{}
-	if w.queries, err = newQueries(ctx, connector, db, cfg.Query, versions, w.backfill, w.slots); err != nil {
+	if w.queries, err = newQueries(ctx, connector, db, cfg.Query, versions, w.backfill, w.slots, w.lake); err != nil {
 		w.closeDB()
 		return nil, err
 	}
@@ -312,7 +345,7 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 	}
 	identity.stored, w.lookups.stored = w.stored, w.stored
 	start := time.Now()
-	recent, err := loadRecentEvents(ctx, db, &cfg)
+	recent, err := loadRecentEvents(ctx, db, w.lake, &cfg)
 	if err != nil {
 		w.closeDB()
 		return nil, err
@@ -323,13 +356,16 @@ func Open(ctx context.Context, cfg Config) (*Warehouse, error) {
 		w.closeDB()
 		return nil, fmt.Errorf("cannot open the writer's connection: %w", err)
 	}
-	writer, err := newWriter(conn, identity, recent, versions, w.slots, w.suspect, &cfg)
+	writer, err := newWriter(conn, identity, recent, versions, w.slots, w.lake, w.suspect, &cfg)
 	if err != nil {
 		conn.Close()
 		w.closeDB()
 		return nil, err
 	}
 	w.writer = writer
+	if w.lake != nil {
+		w.lake.start()
+	}
 	w.stopWatch, w.watchStopped = make(chan struct{}), make(chan struct{})
 	go w.watch(w.stopWatch, w.watchStopped)
 	return w, nil
@@ -387,6 +423,9 @@ func (w *Warehouse) Close() error {
 	w.slots.backfill.stop()
 	w.move.close()
 	w.backfill.close()
+	if w.lake != nil {
+		w.lake.close()
+	}
 	start = time.Now()
 	w.writer.Close()
 	w.log.Info("writer stopped", "took", time.Since(start).Round(time.Millisecond))

@@ -117,6 +117,11 @@ type Writer struct {
 	// (collectPositions); their arrays are kept for the next commit.
 	partitions []int64
 	sequences  []uint64
+	// lake is where the events go as parts (lake.go), nil when they go to the events
+	// table; parts builds each commit's, and partRow is the event's row of them.
+	lake    *lake
+	parts   partWriter
+	partRow partRow
 	// lastSquash is when the person overrides were last squashed (person_overrides.go):
 	// zero at start, so that the first commit, or the first idle tick, squashes those
 	// left from before.
@@ -155,8 +160,10 @@ const stagingTables = `
 	CREATE TEMP TABLE staged_distinct_ids (team_id BIGINT, distinct_id VARCHAR, person_id UUID, updated_at TIMESTAMPTZ)`
 
 func newWriter(conn driver.Conn, identity *identity, recent *recentEvents, versions *dataVersions, slots *chosenSlots,
-	suspect func(error), cfg *Config) (*Writer, error) {
+	lake *lake, suspect func(error), cfg *Config) (*Writer, error) {
 	w := &Writer{
+		lake:       lake,
+		parts:      partWriter{mem: &lakeMemory},
 		conn:       conn,
 		suspect:    suspect,
 		slots:      slots,
@@ -340,7 +347,7 @@ func (w *Writer) run() {
 // bulk reports whether the group that begins with a submission of events is a bulk
 // one.
 func (w *Writer) bulk(events int) bool {
-	if w.eventsSinceCheckpoint%RowGroupRows != 0 || w.checkpointDue {
+	if w.lake != nil || w.eventsSinceCheckpoint%RowGroupRows != 0 || w.checkpointDue {
 		return false
 	}
 	backlog := int64(events) + w.waiting.Load()
@@ -408,7 +415,7 @@ func (w *Writer) room() int { return w.cfg.CheckpointRows - w.eventsSinceCheckpo
 // bulk group.
 func (w *Writer) overflows(s *submission) bool {
 	n := len(s.batch.Events)
-	return w.eventsSinceCheckpoint > 0 && (n > w.room() || n >= RowGroupRows && w.eventsSinceCheckpoint%RowGroupRows != 0)
+	return w.lake == nil && w.eventsSinceCheckpoint > 0 && (n > w.room() || n >= RowGroupRows && w.eventsSinceCheckpoint%RowGroupRows != 0)
 }
 
 // fits reports whether s's events fit in the group beside its events: in the
@@ -420,6 +427,9 @@ func (w *Writer) overflows(s *submission) bool {
 // shaped to the row groups, so that a long transaction elsewhere cannot shrink them.
 func (w *Writer) fits(s *submission, events int) bool {
 	events += len(s.batch.Events)
+	if w.lake != nil { // parts have no row groups to fill: FlushRows alone ends a group
+		return true
+	}
 	if events < RowGroupRows && (w.checkpointDue || events <= w.room()) {
 		return true
 	}
@@ -534,7 +544,7 @@ func (w *Writer) gather(first *submission, linger *time.Timer) {
 		expired = linger.C
 	}
 	for rows < w.cfg.FlushRows {
-		if !w.checkpointDue && events >= w.room() {
+		if w.lake == nil && !w.checkpointDue && events >= w.room() {
 			w.checkpointDue = true
 			return
 		}
@@ -646,6 +656,8 @@ func (w *Writer) commit(group []*submission) (err error) {
 	defer func() { // the last row's values alias a request's buffers
 		clear(w.row)
 		clear(w.materialize.values[:])
+		w.partRow = partRow{}
+		w.parts.reset()
 	}()
 	var events [laneCount]int
 	warnings := 0
@@ -679,16 +691,22 @@ func (w *Writer) commit(group []*submission) (err error) {
 			if err := w.materialize.extract(e.Properties, chosen); err != nil {
 				return fmt.Errorf("cannot read the properties of event %s: %w", e.UUID, err)
 			}
-			// The properties text goes to properties_zstd, the last column, and
-			// properties is NULL (properties_text.go).
-			w.row = append(w.row[:0], duckdb.UUID(e.UUID), e.TeamID, e.Name, e.DistinctID, duckdb.UUID(p.personID),
-				e.Timestamp, insertedAt, nil,
-				groupColumn(p.groups[0]), groupColumn(p.groups[1]), groupColumn(p.groups[2]), groupColumn(p.groups[3]), groupColumn(p.groups[4]),
-				lane)
-			w.row = append(w.row, w.materialize.values[:]...)
-			w.row = append(w.row, e.Properties)
-			if err := a.events.AppendRow(w.row...); err != nil {
-				return fmt.Errorf("cannot append event %s: %w", e.UUID, err)
+			if w.lake != nil {
+				w.partRow = partRow{person: p.personID, insertedAt: insertedAt, groups: &p.groups, lane: lane,
+					materialized: w.materialize.values[:]}
+				w.parts.add(e, &w.partRow)
+			} else {
+				// The properties text goes to properties_zstd, the last column, and
+				// properties is NULL (properties_text.go).
+				w.row = append(w.row[:0], duckdb.UUID(e.UUID), e.TeamID, e.Name, e.DistinctID, duckdb.UUID(p.personID),
+					e.Timestamp, insertedAt, nil,
+					groupColumn(p.groups[0]), groupColumn(p.groups[1]), groupColumn(p.groups[2]), groupColumn(p.groups[3]), groupColumn(p.groups[4]),
+					lane)
+				w.row = append(w.row, w.materialize.values[:]...)
+				w.row = append(w.row, e.Properties)
+				if err := a.events.AppendRow(w.row...); err != nil {
+					return fmt.Errorf("cannot append event %s: %w", e.UUID, err)
+				}
 			}
 			if p.warning != "" {
 				warning := Warning{TeamID: e.TeamID, Time: insertedAt, Type: p.warning, Event: e.Name, DistinctID: e.DistinctID}
@@ -714,6 +732,15 @@ func (w *Writer) commit(group []*submission) (err error) {
 			return fmt.Errorf("cannot flush appended rows: %w", err)
 		}
 	}
+	parts, err := w.writeParts(insertedAt, teams)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			w.lake.remove(parts)
+		}
+	}()
 	if w.collectPositions(group); len(w.partitions) > 0 {
 		if err := w.exec(recordPositions, w.partitions, w.sequences); err != nil {
 			return fmt.Errorf("cannot record the log positions: %w", err)
@@ -721,6 +748,10 @@ func (w *Writer) commit(group []*submission) (err error) {
 	}
 	if err := w.exec("COMMIT"); err != nil {
 		return err
+	}
+	if len(parts) > 0 {
+		w.lake.change(nil, parts)
+		lakePartsWritten.Add(len(parts))
 	}
 	w.identity.apply()
 	w.recent.committed(insertedAt)
@@ -736,6 +767,9 @@ func (w *Writer) commit(group []*submission) (err error) {
 	for lane, n := range events {
 		eventsTotal[lane].Add(n)
 		stored += n
+	}
+	if w.lake != nil {
+		stored = 0 // in parts: none of the WAL's, nor of the checkpoint's row groups
 	}
 	w.rowsSinceCheckpoint += stored
 	if stored >= RowGroupRows {
@@ -754,6 +788,31 @@ func (w *Writer) commit(group []*submission) (err error) {
 	}
 	w.rowsSinceCheckpoint += warnings + len(w.partitions)
 	return nil
+}
+
+// writeParts writes the commit's parts, if the events go to the lake, and registers
+// them in the commit's transaction; the caller removes them should the commit fail.
+// teams are the projects' slots the commit extracted the materialized values with.
+func (w *Writer) writeParts(insertedAt time.Time, teams map[int64]*teamSlots) ([]lakePart, error) {
+	if w.lake == nil {
+		return nil, nil
+	}
+	parts, err := w.parts.write(w.lake, insertedAt, w.lake.seq.Add(1), func(team int64) (keys [slotCount]string) {
+		if t := teams[team]; t != nil {
+			keys = t.keys
+		}
+		return keys
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := range parts {
+		if err := w.exec(registerPartSQL, parts[i].registerArgs(insertedAt)...); err != nil {
+			w.lake.remove(parts)
+			return nil, fmt.Errorf("cannot register a part of the lake: %w", err)
+		}
+	}
+	return parts, nil
 }
 
 // recordPositions moves each partition of the lists to its sequence, unless it is

@@ -85,21 +85,28 @@ func renameIDs(events []Event) {
 // and the cost of the identity model. /persons and /personless commit the same ids
 // every time, which the Writer holds in memory; /new-ids gives every commit ids of its
 // own (renameIDs), which the Writer reads from the database, in one query per commit.
-// /chosen-8 is /persons for a project that chose benchChosen to materialize.
+// /chosen-8 is /persons for a project that chose benchChosen to materialize. /lake is
+// /persons with the events written as a Parquet part per commit (Config.LakeDir).
 func BenchmarkWriterAppender10k(b *testing.B) {
 	for _, bench := range []struct {
-		name              string
-		personless, renew bool
-		chosen            []string
+		name                    string
+		personless, renew, lake bool
+		chosen                  []string
 	}{
-		{"persons", false, false, nil},
-		{"personless", true, false, nil},
-		{"new-ids", false, true, nil},
-		{"chosen-8", false, false, benchChosen[:]},
+		{"persons", false, false, false, nil},
+		{"personless", true, false, false, nil},
+		{"new-ids", false, true, false, nil},
+		{"chosen-8", false, false, false, benchChosen[:]},
+		{"lake", false, false, true, nil},
 	} {
 		b.Run(bench.name, func(b *testing.B) {
 			events, size := benchEvents(b, 10000, bench.personless)
-			w, err := Open(context.Background(), Config{Path: filepath.Join(b.TempDir(), "hedge.duckdb"), FlushRows: 10000})
+			cfg := Config{Path: filepath.Join(b.TempDir(), "hedge.duckdb"), FlushRows: 10000}
+			if bench.lake {
+				cfg.LakeDir = filepath.Join(b.TempDir(), "lake")
+				cfg.Lake.CompactInterval = time.Hour
+			}
+			w, err := Open(context.Background(), cfg)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -129,6 +136,13 @@ func BenchmarkWriterAppender10k(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.N*len(events))/b.Elapsed().Seconds(), "rows/s")
+			if bench.lake {
+				var bytes, rows int64
+				for _, p := range w.lake.allParts() {
+					bytes, rows = bytes+p.Bytes, rows+p.Rows
+				}
+				b.ReportMetric(float64(bytes)/float64(rows), "part-bytes/row")
+			}
 		})
 	}
 }

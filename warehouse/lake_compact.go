@@ -1,0 +1,220 @@
+package warehouse
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The compaction. Each commit writes a part per project and day, a few a second
+// under load, and a query's cost grows with the files it opens, so the compaction
+// merges a project's small parts of one day (each under CompactBytes) into one part,
+// in tiers, so that a row is rewritten a few times, not at every merge: once
+// CompactParts parts of one level gather (the Writer's are level 0, a merge's one
+// more than its parts'), they become one of the next level; a day before yesterday's,
+// whose events rarely grow, has all its small parts merged as soon as it has two. A
+// merge takes parts of one set of slot keys only (a slot column means its key's
+// values), in the order they were registered, until their sizes reach CompactBytes. Its part keeps one row of each uuid (the first stored), as
+// PostHog's table keeps one row of an event sent twice, sorted by timestamp, so that a
+// query of a time range skips the row groups outside it by their statistics.
+//
+// The merge writes its file first, then swaps the parts in one transaction of the
+// catalog: a reader of the catalog sees the old parts or the new one, each row once.
+// The old files wait in meta.lake_garbage for the grace (LakeConfig.Grace), which a
+// query that read the catalog before the swap runs within; a crash leaves the merged
+// file unregistered (removed at the next start) or the swap whole.
+
+// compact merges what is due at now, and returns at the first failure or once ctx ends.
+func (l *lake) compact(ctx context.Context, now time.Time) error {
+	for _, parts := range l.mergeable(now) {
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err := l.merge(ctx, parts, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mergeable are the groups of parts due for a merge at now.
+func (l *lake) mergeable(now time.Time) [][]lakePart {
+	type key struct {
+		team  int64
+		day   int64
+		slots [slotCount]string
+		level int // -1 for a day before yesterday's: every level together
+	}
+	yesterday := now.UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour).Unix()
+	groups := map[key][]lakePart{}
+	var order []key
+	for _, parts := range *l.current.Load() {
+		for _, p := range parts {
+			if p.Bytes >= l.cfg.CompactBytes {
+				continue
+			}
+			k := key{p.Team, p.Day.Unix(), p.SlotKeys, p.Level}
+			if k.day < yesterday {
+				k.level = -1
+			}
+			if groups[k] == nil {
+				order = append(order, k)
+			}
+			groups[k] = append(groups[k], p)
+		}
+	}
+	var due [][]lakePart
+	for _, k := range order {
+		parts := groups[k]
+		if len(parts) < l.cfg.CompactParts && (len(parts) < 2 || k.level >= 0) {
+			continue
+		}
+		// At most CompactBytes of parts in one merge, and two at least.
+		var size int64
+		n := 0
+		for n < len(parts) && (n < 2 || size < l.cfg.CompactBytes) {
+			size += parts[n].Bytes
+			n++
+		}
+		due = append(due, parts[:n])
+	}
+	return due
+}
+
+// merge replaces parts (of one project, day and set of slot keys) with one part.
+func (l *lake) merge(ctx context.Context, parts []lakePart, now time.Time) error {
+	start := time.Now()
+	first := parts[0]
+	level := 0
+	for _, p := range parts {
+		level = max(level, p.Level)
+	}
+	name := "c" + strconv.FormatInt(now.UnixMicro(), 10) + "-" + strconv.FormatUint(l.seq.Add(1), 10) + ".parquet"
+	merged := lakePart{Team: first.Team, Day: first.Day, Path: l.partPath(first.Team, first.Day, name), SlotKeys: first.SlotKeys, Level: level + 1}
+	path := l.abs(merged.Path)
+	tmp := path + ".tmp"
+	conn, err := l.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("cannot get a connection to compact the lake: %w", err)
+	}
+	defer conn.Close()
+	copySQL := `COPY (SELECT * FROM ` + l.readParts(parts) + `
+		QUALIFY row_number() OVER (PARTITION BY uuid ORDER BY inserted_at) = 1
+		ORDER BY "timestamp") TO '` + strings.ReplaceAll(tmp, "'", "''") + `' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ` +
+		strconv.Itoa(8*RowGroupRows) + `)`
+	if _, err := conn.ExecContext(ctx, copySQL); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("cannot merge %d parts of project %d: %w", len(parts), first.Team, err)
+	}
+	fail := func(err error) error {
+		os.Remove(tmp)
+		os.Remove(path)
+		return fmt.Errorf("cannot merge %d parts of project %d: %w", len(parts), first.Team, err)
+	}
+	if err := syncFile(tmp); err != nil {
+		return fail(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fail(err)
+	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return fail(err)
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return fail(err)
+	}
+	merged.Bytes = info.Size()
+	if err := conn.QueryRowContext(ctx, `SELECT count(*), min("timestamp"), max("timestamp") FROM `+l.readParts([]lakePart{merged})).
+		Scan(&merged.Rows, &merged.MinTimestamp, &merged.MaxTimestamp); err != nil {
+		return fail(err)
+	}
+	replaced := make([]string, len(parts))
+	removed := make(map[string]bool, len(parts))
+	for i, p := range parts {
+		replaced[i], removed[p.Path] = p.Path, true
+	}
+	if err := swapParts(ctx, conn, replaced, &merged, now); err != nil {
+		return fail(err)
+	}
+	l.change(removed, []lakePart{merged})
+	lakeCompactions.Inc()
+	lakeCompactionTime.UpdateDuration(start)
+	l.log.Debug("lake parts merged", "project", first.Team, "day", first.Day.Format(time.DateOnly), "parts", len(parts),
+		"rows", merged.Rows, "bytes", merged.Bytes, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// swapParts replaces the parts of paths with merged in the catalog, in one
+// transaction on conn, and keeps the paths for removal after the grace.
+func swapParts(ctx context.Context, conn *sql.Conn, paths []string, merged *lakePart, now time.Time) error {
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	result, err := tx.ExecContext(ctx, `DELETE FROM meta.lake_parts WHERE list_contains(?::VARCHAR[], path)`, paths)
+	if err != nil {
+		return err
+	}
+	if n, err := result.RowsAffected(); err != nil || n != int64(len(paths)) {
+		return fmt.Errorf("the catalog holds %d of the %d parts merged (%v)", n, len(paths), err)
+	}
+	if _, err := tx.ExecContext(ctx, registerPartSQL, merged.registerArgs(now)...); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO meta.lake_garbage SELECT unnest(?::VARCHAR[]), ?`, paths, now); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// syncFile fsyncs the file at path.
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}
+
+// removeGarbage removes the files replaced before now less the grace.
+func (l *lake) removeGarbage(ctx context.Context, now time.Time) error {
+	rows, err := l.db.QueryContext(ctx, `SELECT path FROM meta.lake_garbage WHERE replaced_at < ?`, now.Add(-l.cfg.Grace))
+	if err != nil {
+		return err
+	}
+	var paths []string
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			rows.Close()
+			return err
+		}
+		paths = append(paths, p)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, p := range paths {
+		if err := os.Remove(l.abs(p)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("cannot remove replaced part %s: %w", p, err)
+		}
+		lakeGarbageRemoved.Inc()
+	}
+	if len(paths) > 0 {
+		if _, err := l.db.ExecContext(ctx, `DELETE FROM meta.lake_garbage WHERE list_contains(?::VARCHAR[], path)`, paths); err != nil {
+			return fmt.Errorf("cannot forget removed parts: %w", err)
+		}
+	}
+	return nil
+}
