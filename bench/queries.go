@@ -87,7 +87,7 @@ type queryRun struct {
 	// the parts' bytes per event.
 	MoveSeconds       float64 `json:"move_seconds,omitempty"`
 	LakeBytesPerEvent float64 `json:"lake_bytes_per_event,omitempty"`
-	StartSeconds    float64 `json:"hedge_start_seconds"`
+	StartSeconds      float64 `json:"hedge_start_seconds"`
 	// PropertiesBytes is the mean length of an event's properties text; BytesPerEvent
 	// hedge's database file (checkpointed) over the events, TypedBytesPerEvent the
 	// ceiling table's.
