@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -103,6 +104,8 @@ type lake struct {
 	current atomic.Pointer[lakeCatalog]
 	// seq names the parts of one commit apart from a retried commit's (writeParts).
 	seq atomic.Uint64
+	// partPattern finds a part's path in an error (lake_quarantine.go).
+	partPattern *regexp.Regexp
 	// stop ends the compaction's goroutine, which closes stopped.
 	stop    chan struct{}
 	stopped chan struct{}
@@ -132,7 +135,7 @@ func openLake(ctx context.Context, db *sql.DB, root string, cfg LakeConfig, quer
 	if cfg.Grace <= 0 {
 		cfg.Grace = queryTimeout + time.Minute
 	}
-	l := &lake{root: root, db: db, cfg: cfg, log: log}
+	l := &lake{root: root, db: db, cfg: cfg, log: log, partPattern: partPattern(root)}
 	catalog, err := l.read(ctx)
 	if err != nil {
 		return nil, err
@@ -191,6 +194,9 @@ func (l *lake) removeStrays(catalog lakeCatalog) error {
 	return filepath.WalkDir(l.root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("cannot read the lake directory: %w", err)
+		}
+		if d.IsDir() && d.Name() == quarantineDir {
+			return filepath.SkipDir
 		}
 		if d.IsDir() || d.Name() == listingName {
 			return nil

@@ -260,3 +260,47 @@ func TestLakeCompaction(t *testing.T) {
 		t.Fatal(missing)
 	}
 }
+
+// TestLakeQuarantine: a damaged part fails neither the queries of its project nor the
+// compaction: the first to meet it quarantines it (out of the catalog, its file aside,
+// counted), and the query answers from the other parts.
+func TestLakeQuarantine(t *testing.T) {
+	env := newLakeEnv(t, Config{Lake: LakeConfig{CompactParts: 3}})
+	ctx := context.Background()
+	for _, day := range []string{"2026-11-02", "2026-11-02", "2026-11-03", "2026-11-02"} {
+		if err := env.w.Writer().Submit(&Batch{Events: lakeEvents(1, day, 10)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	damage := func(p lakePart) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(env.cfg.LakeDir, p.Path), []byte("PAR1 not a part any more PAR1"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parts := env.w.lake.parts(1)
+	damage(parts[2]) // the day of one part
+	r, err := env.w.Queries().HogQL(ctx, Scope{Team: 1}, `SELECT count() FROM events`)
+	if err != nil || r.Results[0][0].(int64) != 30 {
+		t.Fatalf("a query beside a damaged part: %v (%v), want the other parts' 30 events", r, err)
+	}
+	// The compaction meets the next one.
+	damage(parts[0])
+	if err := env.w.lake.compact(ctx, at("2026-12-01T00:00:00Z")); err != nil {
+		t.Fatal(err)
+	}
+	if n, events, err := env.w.Quarantined(ctx); err != nil || n != 2 || events != 20 {
+		t.Fatalf("quarantined: %d parts, %d events (%v); want 2 and 20", n, events, err)
+	}
+	if got := env.count(1); got != 20 {
+		t.Fatalf("%d events after the compaction, want the two parts left merged: 20", got)
+	}
+	env.reopen() // the quarantined files are not strays
+	aside, err := filepath.Glob(filepath.Join(env.cfg.LakeDir, quarantineDir, "*.parquet"))
+	if err != nil || len(aside) != 2 {
+		t.Fatalf("the quarantine directory holds %v (%v)", aside, err)
+	}
+	if got := env.count(1); got != 20 {
+		t.Fatalf("%d events after a restart, want 20", got)
+	}
+}

@@ -312,7 +312,12 @@ func (q *Queries) defaultLimit(ctx context.Context, query string) (string, int, 
 // at most maxRows rows (HasMore when there were more), on a thread of lowered priority
 // (onLoweredThread). ctx is a request's, from begin.
 func (q *Queries) run(ctx context.Context, scope Scope, query string, persons personJoin, maxRows int, args ...any) (*Result, error) {
-	return onLoweredThread(q.nice, func() (*Result, error) { return q.execute(ctx, scope, query, persons, maxRows, args...) })
+	run := func() (*Result, error) { return q.execute(ctx, scope, query, persons, maxRows, args...) }
+	result, err := onLoweredThread(q.nice, run)
+	if errors.Is(err, errPartQuarantined) { // once more, over the parts left
+		result, err = onLoweredThread(q.nice, run)
+	}
+	return result, err
 }
 
 // execute is run on the calling thread.
@@ -467,6 +472,9 @@ func (q *Queries) failure(ctx context.Context, err error) error {
 	}
 	if err := q.interrupted(ctx); err != nil {
 		return err
+	}
+	if q.lake != nil && q.lake.quarantineIfDamaged(ctx, err) {
+		return errPartQuarantined
 	}
 	if m := unreadableColumn.FindStringSubmatch(err.Error()); m != nil {
 		of := ""

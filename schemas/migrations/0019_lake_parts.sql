@@ -34,3 +34,14 @@ CREATE TABLE meta.lake_garbage (
     -- query that began before then has ended.
     replaced_at   TIMESTAMPTZ NOT NULL
 );
+
+-- A part that cannot be read (a damaged file) is taken out of the catalog so that
+-- it fails no more queries, its file moved to <lake>/_quarantine/, and kept here
+-- with why: its events are missing from every answer until an operator restores it.
+CREATE TABLE meta.lake_quarantine (
+    path          VARCHAR     PRIMARY KEY,
+    team_id       BIGINT      NOT NULL,
+    rows          BIGINT      NOT NULL,
+    reason        VARCHAR     NOT NULL,
+    quarantined_at TIMESTAMPTZ NOT NULL
+);
