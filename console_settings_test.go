@@ -4,12 +4,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+
+	"github.com/hedge-analytics/hedge/warehouse"
 )
 
 // Project setup: the snippets carry the project's token and the capture listener's
@@ -215,22 +219,46 @@ func memberLevel(t *testing.T, c *consoleTab, uuid string) int {
 
 // TestConsoleIngestion: with the event log on, the settings page says that capture
 // answers once the events are on disk in the log, and shows each partition's backlog
-// and the dead letters, from the instance status.
+// and the dead letters, from the instance status; with the lake, its parts, and in an
+// alert the part set aside once damaged.
 func TestConsoleIngestion(t *testing.T) {
 	parent := requireBrowser(t)
 	dataDir := t.TempDir()
-	p := startProcess(t, []string{"HEDGE_DATA=" + dataDir, "HEDGE_ADMIN_ADDR=127.0.0.1:0", "HEDGE_CAPTURE_ADDR=127.0.0.1:0", "HEDGE_LOG=jetstream"})
+	p := startProcess(t, []string{"HEDGE_DATA=" + dataDir, "HEDGE_ADMIN_ADDR=127.0.0.1:0", "HEDGE_CAPTURE_ADDR=127.0.0.1:0", "HEDGE_LOG=jetstream", "HEDGE_STORAGE=lake"})
 	if p.captureURL == "" {
 		t.Fatalf("hedge did not start:\n%s", p.log())
 	}
 	boot := readBootstrap(t, dataDir)
 	seedConsoleEvents(t, p.captureURL, boot.ProjectAPIKey)
+	// Once the events are in parts, the first is damaged; the next query sets it aside.
+	project := fmt.Sprintf("%s/api/projects/%d/query/", p.adminURL, boot.ProjectID)
+	count := `{"query":{"kind":"HogQLQuery","query":"SELECT count() FROM events"}}`
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, body := request(t, http.MethodPost, project, boot.PersonalAPIKey, count); !strings.Contains(body, `"results":[[0]]`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the seeded events were not queryable within 30 s")
+		}
+	}
+	files, err := warehouse.LakeFiles(filepath.Join(dataDir, lakeDir), boot.ProjectID)
+	if err != nil || len(files) == 0 {
+		t.Fatalf("the lake's parts: %v (%v)", files, err)
+	}
+	if err := os.WriteFile(files[0], []byte("damaged"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if status, body := request(t, http.MethodPost, project, boot.PersonalAPIKey, count); status != http.StatusOK {
+		t.Fatalf("a query beside a damaged part: %d %s", status, body)
+	}
 	c := newTab(t, parent, p, boot)
 	c.signIn()
 	c.visit(fmt.Sprintf("/project/%d/settings", boot.ProjectID))
 	c.waitText("#ingestion .ingestion-path", "Events go through the event log")
 	c.waitText("#ingestion .ingestion-path", "on this node")
 	c.waitText("#ingestion .ingestion-backlog", "No dead letters.")
+	c.waitText("#ingestion .ingestion-storage", "Events are kept in the lake:")
+	c.waitText("#ingestion .ingestion-quarantine", "1 part (")
 	if n := eval[int](c, `document.querySelectorAll('#ingestion tbody tr').length`); n != 4 {
 		t.Errorf("the backlog table has %d rows, want one for each of the 4 partitions", n)
 	}

@@ -43,6 +43,16 @@ type partitionRecord struct {
 	BehindSeconds   float64 `json:"behind_seconds"`
 }
 
+// storageRecord is where the events live: "table", or "lake" with what it holds.
+type storageRecord struct {
+	Kind              string `json:"kind"`
+	Parts             int64  `json:"parts,omitempty"`
+	Bytes             int64  `json:"bytes,omitempty"`
+	Events            int64  `json:"events,omitempty"`
+	QuarantinedParts  int64  `json:"quarantined_parts"`
+	QuarantinedEvents int64  `json:"quarantined_events"`
+}
+
 type eventLogRecord struct {
 	Mode        string            `json:"mode"`
 	Replicas    int               `json:"replicas"`
@@ -52,7 +62,8 @@ type eventLogRecord struct {
 
 // GET /api/instance_status/ (user:read): the instance's ingestion, as PostHog's
 // instance status answers {"results": {"overview": [{key, metric, value}]}}, with
-// hedge's event_log beside it (null on the direct path). PostHog shows it to staff
+// hedge's event_log beside it (null on the direct path) and storage (the lake's parts
+// and the ones it set aside as unreadable, with --storage lake). PostHog shows it to staff
 // users; hedge has none, and what it says (a version, backlogs of all projects
 // together) names no project's data, so every signed-in user and key may read it.
 func (a *API) instanceStatus(c *fiber.Ctx) error {
@@ -83,5 +94,17 @@ func (a *API) instanceStatus(c *fiber.Ctx) error {
 			instanceStatusItem{Key: "log_behind_seconds", Metric: "Seconds the warehouse is behind the event log", Value: behind.Seconds()},
 			instanceStatusItem{Key: "log_dead_letters", Metric: "Messages the warehouse could not apply (dead letters)", Value: log.DeadLetters})
 	}
-	return c.JSON(fiber.Map{"results": fiber.Map{"overview": overview, "event_log": record}})
+	storage := &storageRecord{Kind: "table"}
+	lake, err := a.warehouse.Lake(c.Context())
+	if err != nil {
+		return err
+	}
+	if lake != nil {
+		storage = &storageRecord{Kind: "lake", Parts: lake.Parts, Bytes: lake.Bytes, Events: lake.Events,
+			QuarantinedParts: lake.QuarantinedParts, QuarantinedEvents: lake.QuarantinedEvents}
+		overview = append(overview,
+			instanceStatusItem{Key: "lake_parts", Metric: "Parquet parts of the events in the lake", Value: lake.Parts},
+			instanceStatusItem{Key: "lake_quarantined_parts", Metric: "Parts of the lake set aside as unreadable", Value: lake.QuarantinedParts})
+	}
+	return c.JSON(fiber.Map{"results": fiber.Map{"overview": overview, "event_log": record, "storage": storage}})
 }

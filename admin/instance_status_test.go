@@ -8,12 +8,14 @@ import (
 )
 
 // TestInstanceStatus: the instance status says how events reach the warehouse, and
-// with the event log on, each partition's backlog, totalled in the overview.
+// with the event log on, each partition's backlog, totalled in the overview; and where
+// they are kept (the lake's side: TestConsoleIngestion).
 func TestInstanceStatus(t *testing.T) {
 	type answer struct {
 		Results struct {
 			Overview []instanceStatusItem `json:"overview"`
 			EventLog *eventLogRecord      `json:"event_log"`
+			Storage  *storageRecord       `json:"storage"`
 		} `json:"results"`
 	}
 	read := func(env *testEnv) (answer, map[string]any) {
@@ -32,8 +34,9 @@ func TestInstanceStatus(t *testing.T) {
 
 	direct := serveAPI(t, func(cfg *Config) { cfg.Version = "v1.2.3" })
 	a, values := read(direct)
-	if values["event_path"] != "direct" || values["hedge_version"] != "v1.2.3" || a.Results.EventLog != nil {
-		t.Errorf("direct: overview %v, event_log %+v", values, a.Results.EventLog)
+	if values["event_path"] != "direct" || values["hedge_version"] != "v1.2.3" || a.Results.EventLog != nil ||
+		a.Results.Storage == nil || *a.Results.Storage != (storageRecord{Kind: "table"}) {
+		t.Errorf("direct: overview %v, event_log %+v, storage %+v", values, a.Results.EventLog, a.Results.Storage)
 	}
 	if status, _, _ := direct.do(t, http.MethodGet, "/api/instance_status/", "", nil, ""); status != http.StatusUnauthorized {
 		t.Errorf("without a key: %d, want 401", status)

@@ -303,15 +303,27 @@ func (r *reader) apply(ctx context.Context) error {
 	return nil
 }
 
-// submit submits batches, waiting out the Writer's load (ErrOverloaded) until ctx
-// ends; it returns the Writer's other errors.
+// submit submits batches, waiting out the Writer's load (ErrOverloaded) and a storage
+// that cannot be written (ErrStorage) until ctx ends; it returns the Writer's other
+// errors.
 func (r *reader) submit(ctx context.Context, batches ...*warehouse.Batch) error {
-	for {
+	for failures := 0; ; {
 		err := r.c.writer.Submit(batches...)
-		if !errors.Is(err, warehouse.ErrOverloaded) {
+		wait := 100 * time.Millisecond
+		switch {
+		case errors.Is(err, warehouse.ErrStorage):
+			// Not the events' fault: they wait in the log (which answers 503 once
+			// full) until the storage is back, logged once a minute.
+			if failures%60 == 0 {
+				r.c.log.Error("the warehouse cannot store the log's events; retrying every second",
+					"partition", r.partition, "lane", r.lane.String(), "err", err)
+			}
+			failures++
+			wait = time.Second
+		case !errors.Is(err, warehouse.ErrOverloaded):
 			return err
 		}
-		if !sleep(ctx, 100*time.Millisecond) {
+		if !sleep(ctx, wait) {
 			return ctx.Err()
 		}
 	}

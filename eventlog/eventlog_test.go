@@ -34,9 +34,16 @@ type logEnv struct {
 // stop does.
 func openLog(t *testing.T, dir string, cfg Config, consume bool) *logEnv {
 	t.Helper()
+	return openLogTo(t, dir, cfg, warehouse.Config{}, consume)
+}
+
+// openLogTo is openLog with a warehouse of whCfg (in dir).
+func openLogTo(t *testing.T, dir string, cfg Config, whCfg warehouse.Config, consume bool) *logEnv {
+	t.Helper()
 	ctx := context.Background()
 	log := testlog.New()
-	wh, err := warehouse.Open(ctx, warehouse.Config{Path: filepath.Join(dir, "hedge.duckdb"), Logger: log})
+	whCfg.Path, whCfg.Logger = filepath.Join(dir, "hedge.duckdb"), log
+	wh, err := warehouse.Open(ctx, whCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,4 +373,42 @@ func TestLogRecreated(t *testing.T) {
 	e = openLog(t, dir, Config{Partitions: 1}, true)
 	e.publish(t, 1, 3)
 	waitStored(t, e.warehouse, 1, 18, 6)
+}
+
+// TestLogLakeUnwritable: while the lake cannot be written (here its project directory
+// is a file), the log keeps the events and the consumer retries, sending nothing to the
+// dead letters; once it can, every event is stored once.
+func TestLogLakeUnwritable(t *testing.T) {
+	dir := t.TempDir()
+	lake := filepath.Join(dir, "lake")
+	e := openLogTo(t, dir, Config{Partitions: 2}, warehouse.Config{LakeDir: lake}, true)
+	obstacle := filepath.Join(lake, "team_id=1")
+	if err := os.WriteFile(obstacle, []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	deadBefore := e.consumer.DeadLetters() // the process's, other tests' too
+	e.publish(t, 3, 5)
+	count := func() int64 {
+		t.Helper()
+		r, err := e.warehouse.Queries().HogQL(context.Background(), warehouse.Scope{Team: 1}, `SELECT count() FROM events`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Results[0][0].(int64)
+	}
+	time.Sleep(1500 * time.Millisecond) // retries, each a second apart
+	if n, dead := count(), e.consumer.DeadLetters()-deadBefore; n != 0 || dead != 0 {
+		t.Fatalf("with the lake unwritable: %d events stored, %d dead letters; want none and none", n, dead)
+	}
+	if err := os.Remove(obstacle); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); count() != 15; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d events stored 30 s after the lake could be written again, want 15", count())
+		}
+	}
+	if dead := e.consumer.DeadLetters() - deadBefore; dead != 0 {
+		t.Fatalf("%d dead letters", dead)
+	}
 }

@@ -108,8 +108,10 @@ func (w *Warehouse) moveDay(ctx context.Context, team int64, day time.Time) (int
 		return fail(err)
 	}
 	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `COPY (SELECT `+strings.Join(columns, ", ")+` FROM events WHERE `+where+` ORDER BY "timestamp")
-		TO '`+strings.ReplaceAll(tmp, "'", "''")+`' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE `+strconv.Itoa(8*RowGroupRows)+`)`); err != nil {
+	// In the table's order (the order of their commits: about their time order), as a
+	// merge keeps it: a sort of a day's events ran DuckDB out of its memory limit.
+	if _, err := conn.ExecContext(ctx, `COPY (SELECT `+strings.Join(columns, ", ")+` FROM events WHERE `+where+`)
+		TO '`+strings.ReplaceAll(tmp, "'", "''")+`' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE `+strconv.Itoa(mergeRowGroupRows)+`)`); err != nil {
 		return fail(err)
 	}
 	if err := syncFile(tmp); err != nil {

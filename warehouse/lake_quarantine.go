@@ -111,12 +111,25 @@ func (l *lake) quarantine(ctx context.Context, part lakePart, cause error) error
 	return nil
 }
 
-// Quarantined is how many parts of the lake are quarantined, and their events; 0
-// without a lake.
-func (w *Warehouse) Quarantined(ctx context.Context) (parts, events int64, err error) {
+// LakeStatus is what the lake holds: its current parts, their bytes and events, and
+// the parts quarantined and their events.
+type LakeStatus struct {
+	Parts, Bytes, Events                int64
+	QuarantinedParts, QuarantinedEvents int64
+}
+
+// Lake is the lake's status, nil when the events go to the events table.
+func (w *Warehouse) Lake(ctx context.Context) (*LakeStatus, error) {
 	if w.lake == nil {
-		return 0, 0, nil
+		return nil, nil
 	}
-	err = w.db.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(rows), 0) FROM meta.lake_quarantine`).Scan(&parts, &events)
-	return parts, events, err
+	s := &LakeStatus{}
+	for _, p := range w.lake.allParts() {
+		s.Parts, s.Bytes, s.Events = s.Parts+1, s.Bytes+p.Bytes, s.Events+p.Rows
+	}
+	err := w.db.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(rows), 0) FROM meta.lake_quarantine`).Scan(&s.QuarantinedParts, &s.QuarantinedEvents)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the lake's quarantine: %w", err)
+	}
+	return s, nil
 }

@@ -289,11 +289,11 @@ func TestLakeQuarantine(t *testing.T) {
 	if err := env.w.lake.compact(ctx, at("2026-12-01T00:00:00Z")); err != nil {
 		t.Fatal(err)
 	}
-	if n, events, err := env.w.Quarantined(ctx); err != nil || n != 2 || events != 20 {
-		t.Fatalf("quarantined: %d parts, %d events (%v); want 2 and 20", n, events, err)
+	if s, err := env.w.Lake(ctx); err != nil || s.QuarantinedParts != 2 || s.QuarantinedEvents != 20 || s.Parts != 2 || s.Events != 20 {
+		t.Fatalf("the lake's status: %+v (%v); want 2 parts of 20 events, and 2 of 20 quarantined", s, err)
 	}
 	if got := env.count(1); got != 20 {
-		t.Fatalf("%d events after the compaction, want the two parts left merged: 20", got)
+		t.Fatalf("%d events after the compaction, want the two parts left: 20", got)
 	}
 	env.reopen() // the quarantined files are not strays
 	aside, err := filepath.Glob(filepath.Join(env.cfg.LakeDir, quarantineDir, "*.parquet"))

@@ -25,6 +25,11 @@ var (
 	ErrOverloaded = errors.New("the event writer is overloaded")
 	// ErrClosed means the Writer is shutting down and accepts nothing more.
 	ErrClosed = errors.New("the event writer is closed")
+	// ErrStorage means a commit could not write the lake's files (a full disk, an
+	// unwritable directory): nothing of it is stored, and the same events may be
+	// submitted again once the storage is back. The log's consumer waits and retries
+	// rather than set the events aside as dead letters.
+	ErrStorage = errors.New("the warehouse cannot write its files")
 )
 
 var (
@@ -804,7 +809,7 @@ func (w *Writer) writeParts(insertedAt time.Time, teams map[int64]*teamSlots) ([
 		return keys
 	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrStorage, err)
 	}
 	for i := range parts {
 		if err := w.exec(registerPartSQL, parts[i].registerArgs(insertedAt)...); err != nil {

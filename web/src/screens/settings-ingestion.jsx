@@ -1,6 +1,7 @@
 // Ingestion: how events reach the warehouse (GET /api/instance_status/), and with the
-// event log on, how far behind the warehouse is, partition by partition. It reloads
-// every 5 s while the tab is visible, so a backlog is seen draining.
+// event log on, how far behind the warehouse is, partition by partition; with the lake,
+// its parts, and the ones set aside as unreadable. It reloads every 5 s while the tab
+// is visible, so a backlog is seen draining.
 import { useEffect } from 'preact/hooks';
 import { api } from '../api.js';
 import { ErrorNote, Loading, Table, useAsync } from '../ui.jsx';
@@ -13,6 +14,7 @@ export function Ingestion() {
     return () => clearInterval(timer);
   }, [reload]);
   const log = status.data?.results.event_log;
+  const storage = status.data?.results.storage;
   return (
     <section class="card" aria-labelledby="ingestion-title" id="ingestion">
       <h2 id="ingestion-title">Ingestion</h2>
@@ -26,7 +28,29 @@ export function Ingestion() {
           they are queryable at once.
         </p>
       )}
+      {storage?.kind === 'lake' && <Lake storage={storage} />}
     </section>
+  );
+}
+
+const count = (n) => n.toLocaleString('en-US');
+
+function Lake({ storage }) {
+  const mb = (storage.bytes / (1 << 20)).toFixed(1);
+  return (
+    <>
+      <p class="ingestion-storage">
+        Events are kept in the lake: {count(storage.events ?? 0)} events in {count(storage.parts ?? 0)} Parquet parts ({mb} MB),
+        which any engine reads (<code>hedge lake files</code>).
+      </p>
+      {storage.quarantined_parts > 0 && (
+        <p class="error-note ingestion-quarantine" role="alert">
+          {count(storage.quarantined_parts)} {storage.quarantined_parts === 1 ? 'part' : 'parts'} (
+          {count(storage.quarantined_events)} events) could not be read and {storage.quarantined_parts === 1 ? 'was' : 'were'}{' '}
+          set aside: their events are missing from every answer. The server's log names the files.
+        </p>
+      )}
+    </>
   );
 }
 
