@@ -390,6 +390,10 @@ func (q *Queries) session(ctx context.Context, scope Scope, query string, person
 		}
 		if _, err := conn.ExecContext(ctx, q.views(scope, persons, materialized, slots)); err != nil {
 			conn.Close()
+			// The view reads the first part's footer for its columns.
+			if q.lake != nil && q.interrupted(ctx) == nil && q.lake.quarantineIfDamaged(ctx, err) {
+				return nil, errPartQuarantined
+			}
 			return nil, cmp.Or(q.interrupted(ctx), fmt.Errorf("cannot prepare the views of project %d: %w", scope.Team, err))
 		}
 		discard, err := start(conn, text)

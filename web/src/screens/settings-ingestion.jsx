@@ -35,12 +35,17 @@ export function Ingestion() {
 
 const count = (n) => n.toLocaleString('en-US');
 
+// size is bytes in KB, MB or GB.
+function size(bytes) {
+  const [unit, scale] = bytes >= 1 << 30 ? ['GB', 1 << 30] : bytes >= 1 << 20 ? ['MB', 1 << 20] : ['KB', 1 << 10];
+  return `${(bytes / scale).toFixed(1)} ${unit}`;
+}
+
 function Lake({ storage }) {
-  const mb = (storage.bytes / (1 << 20)).toFixed(1);
   return (
     <>
       <p class="ingestion-storage">
-        Events are kept in the lake: {count(storage.events ?? 0)} events in {count(storage.parts ?? 0)} Parquet parts ({mb} MB),
+        Events are kept in the lake: {count(storage.events ?? 0)} events in {count(storage.parts ?? 0)} Parquet parts ({size(storage.bytes ?? 0)}),
         which any engine reads (<code>hedge lake files</code>).
       </p>
       {storage.quarantined_parts > 0 && (
