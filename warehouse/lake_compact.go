@@ -102,7 +102,6 @@ func (l *lake) merge(ctx context.Context, parts []lakePart, now time.Time) error
 	name := "c" + strconv.FormatInt(now.UnixMicro(), 10) + "-" + strconv.FormatUint(l.seq.Add(1), 10) + ".parquet"
 	merged := lakePart{Team: first.Team, Day: first.Day, Path: l.partPath(first.Team, first.Day, name), SlotKeys: first.SlotKeys, Level: level + 1}
 	path := l.abs(merged.Path)
-	tmp := path + ".tmp"
 	conn, err := l.db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("cannot get a connection to compact the lake: %w", err)
@@ -124,33 +123,11 @@ func (l *lake) merge(ctx context.Context, parts []lakePart, now time.Time) error
 			UNION ALL (SELECT * FROM ` + source + ` WHERE uuid IN (SELECT uuid FROM merge_duplicates)
 				QUALIFY row_number() OVER (PARTITION BY uuid ORDER BY inserted_at) = 1)`
 	}
-	copySQL := `COPY (` + rows + `) TO '` + strings.ReplaceAll(tmp, "'", "''") +
-		`' (FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, ROW_GROUP_SIZE ` + strconv.Itoa(mergeRowGroupRows) + `)`
-	if _, err := conn.ExecContext(ctx, copySQL); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("cannot merge %d parts of project %d: %w", len(parts), first.Team, err)
-	}
 	fail := func(err error) error {
-		os.Remove(tmp)
 		os.Remove(path)
 		return fmt.Errorf("cannot merge %d parts of project %d: %w", len(parts), first.Team, err)
 	}
-	if err := syncFile(tmp); err != nil {
-		return fail(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fail(err)
-	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
-		return fail(err)
-	}
-	info, err := os.Stat(path)
-	if err != nil {
-		return fail(err)
-	}
-	merged.Bytes = info.Size()
-	if err := conn.QueryRowContext(ctx, `SELECT count(*), min("timestamp"), max("timestamp") FROM `+l.readParts([]lakePart{merged})).
-		Scan(&merged.Rows, &merged.MinTimestamp, &merged.MaxTimestamp); err != nil {
+	if err := l.copyPart(ctx, conn, rows, &merged); err != nil {
 		return fail(err)
 	}
 	replaced := make([]string, len(parts))
@@ -191,6 +168,33 @@ func swapParts(ctx context.Context, conn *sql.Conn, paths []string, merged *lake
 		return err
 	}
 	return tx.Commit()
+}
+
+// copyPart writes the rows of query (SQL, on conn) as part's file, whole once it
+// returns (keepFile), and fills in part's bytes, rows and time range. On an error the
+// file is not there.
+func (l *lake) copyPart(ctx context.Context, conn *sql.Conn, query string, part *lakePart) error {
+	path := l.abs(part.Path)
+	tmp := path + ".tmp"
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, `COPY (`+query+`) TO '`+strings.ReplaceAll(tmp, "'", "''")+
+		`' (FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, ROW_GROUP_SIZE `+strconv.Itoa(mergeRowGroupRows)+`)`); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	size, err := keepFile(tmp, path)
+	if err != nil {
+		return err
+	}
+	part.Bytes = size
+	if err := conn.QueryRowContext(ctx, `SELECT count(*), min("timestamp"), max("timestamp") FROM `+l.readParts([]lakePart{*part})).
+		Scan(&part.Rows, &part.MinTimestamp, &part.MaxTimestamp); err != nil {
+		os.Remove(path)
+		return err
+	}
+	return nil
 }
 
 // syncFile fsyncs the file at path.

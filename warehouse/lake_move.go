@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -93,14 +92,8 @@ func (w *Warehouse) moveDay(ctx context.Context, team int64, day time.Time) (int
 		`'::TIMESTAMPTZ AND "timestamp" < '` + next.Format(time.RFC3339) + `'::TIMESTAMPTZ`
 	name := "m" + strconv.FormatInt(time.Now().UnixMicro(), 10) + "-" + strconv.FormatUint(l.seq.Add(1), 10) + ".parquet"
 	part := lakePart{Team: team, Day: day, Path: l.partPath(team, day, name), SlotKeys: keys, Level: 1}
-	path := l.abs(part.Path)
-	tmp := path + ".tmp"
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return 0, fmt.Errorf("cannot move the events of project %d on %s: %w", team, day.Format(time.DateOnly), err)
-	}
 	fail := func(err error) (int64, error) {
-		os.Remove(tmp)
-		os.Remove(path)
+		os.Remove(l.abs(part.Path))
 		return 0, fmt.Errorf("cannot move the events of project %d on %s: %w", team, day.Format(time.DateOnly), err)
 	}
 	conn, err := w.db.Conn(ctx)
@@ -110,26 +103,7 @@ func (w *Warehouse) moveDay(ctx context.Context, team int64, day time.Time) (int
 	defer conn.Close()
 	// In the table's order (the order of their commits: about their time order), as a
 	// merge keeps it: a sort of a day's events ran DuckDB out of its memory limit.
-	if _, err := conn.ExecContext(ctx, `COPY (SELECT `+strings.Join(columns, ", ")+` FROM events WHERE `+where+`)
-		TO '`+strings.ReplaceAll(tmp, "'", "''")+`' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE `+strconv.Itoa(mergeRowGroupRows)+`)`); err != nil {
-		return fail(err)
-	}
-	if err := syncFile(tmp); err != nil {
-		return fail(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fail(err)
-	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
-		return fail(err)
-	}
-	info, err := os.Stat(path)
-	if err != nil {
-		return fail(err)
-	}
-	part.Bytes = info.Size()
-	if err := conn.QueryRowContext(ctx, `SELECT count(*), min("timestamp"), max("timestamp") FROM `+l.readParts([]lakePart{part})).
-		Scan(&part.Rows, &part.MinTimestamp, &part.MaxTimestamp); err != nil {
+	if err := l.copyPart(ctx, conn, `SELECT `+strings.Join(columns, ", ")+` FROM events WHERE `+where, &part); err != nil {
 		return fail(err)
 	}
 	tx, err := conn.BeginTx(ctx, nil)

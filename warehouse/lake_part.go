@@ -321,25 +321,31 @@ func writeParquet(path string, rec arrow.RecordBatch) (int64, error) {
 		os.Remove(tmp)
 		return 0, fmt.Errorf("cannot write part %s: %w", path, err)
 	}
-	f, err = os.Open(tmp)
+	size, err := keepFile(tmp, path)
 	if err != nil {
-		os.Remove(tmp)
 		return 0, fmt.Errorf("cannot write part %s: %w", path, err)
 	}
-	info, err := f.Stat()
-	if err == nil {
-		err = f.Sync()
-	}
-	f.Close()
+	return size, nil
+}
+
+// keepFile makes the file written at tmp path's, whole and lasting: fsynced, renamed,
+// and its directory fsynced. It returns its size; on an error neither file is left.
+func keepFile(tmp, path string) (int64, error) {
+	err := syncFile(tmp)
 	if err == nil {
 		err = os.Rename(tmp, path)
 	}
 	if err == nil {
 		err = syncDir(filepath.Dir(path))
 	}
+	var info os.FileInfo
+	if err == nil {
+		info, err = os.Stat(path)
+	}
 	if err != nil {
 		os.Remove(tmp)
-		return 0, fmt.Errorf("cannot write part %s: %w", path, err)
+		os.Remove(path)
+		return 0, err
 	}
 	return info.Size(), nil
 }
