@@ -87,6 +87,7 @@ func lakeMoveCommand(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lake move", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	data := fs.String("data", "./hedge-data", "data directory of a stopped hedge")
+	memory := fs.String("duckdb-memory-limit", "1GB", "DuckDB's memory_limit while it moves: a day of events is copied, and deleted, at once")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -98,7 +99,7 @@ func lakeMoveCommand(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	ctx := context.Background()
-	w, err := warehouse.Open(ctx, warehouse.Config{Path: filepath.Join(*data, databaseFile), LakeDir: filepath.Join(*data, lakeDir)})
+	w, err := warehouse.Open(ctx, warehouse.Config{Path: filepath.Join(*data, databaseFile), LakeDir: filepath.Join(*data, lakeDir), MemoryLimit: *memory})
 	if err != nil {
 		fmt.Fprintln(stderr, "hedge lake:", err)
 		return 1
