@@ -38,7 +38,8 @@ import (
 //
 // The files live under the lake directory as team_id=<project>/date=<day>/<name>.parquet,
 // and each project's directory holds _current: the absolute paths of its current
-// parts, one a line, rewritten after each change (hedge lake files prints it), for
+// parts, one a line, rewritten within listingInterval of each change (hedge lake files
+// prints it), for
 // scripts and other engines (a name beginning with _ is skipped by Spark's, Trino's and
 // DuckDB's readers of the directory's Parquet files).
 
@@ -99,16 +100,19 @@ type lake struct {
 	cfg  LakeConfig
 	log  *slog.Logger
 	// mu orders the changes of current (the Writer's additions, the compaction's
-	// swaps) and the writes of the listings.
+	// swaps) and guards unlisted.
 	mu      sync.Mutex
 	current atomic.Pointer[lakeCatalog]
+	// unlisted are the projects whose listing is older than current: a change marks
+	// them, and the lake's goroutine writes their listings (writeListings).
+	unlisted map[int64]bool
 	// seq names the parts of one commit apart from a retried commit's (writeParts).
 	seq atomic.Uint64
 	// partPattern finds a part's path in an error (lake_quarantine.go).
 	partPattern *regexp.Regexp
-	// stop ends the compaction's goroutine, which closes stopped.
+	// stop ends the goroutines of start, which running waits for.
 	stop    chan struct{}
-	stopped chan struct{}
+	running sync.WaitGroup
 }
 
 // openLake opens the lake at root, creating it: it reads the catalog, removes the
@@ -135,7 +139,7 @@ func openLake(ctx context.Context, db *sql.DB, root string, cfg LakeConfig, quer
 	if cfg.Grace <= 0 {
 		cfg.Grace = queryTimeout + time.Minute
 	}
-	l := &lake{root: root, db: db, cfg: cfg, log: log, partPattern: partPattern(root)}
+	l := &lake{root: root, db: db, cfg: cfg, log: log, partPattern: partPattern(root), unlisted: map[int64]bool{}}
 	catalog, err := l.read(ctx)
 	if err != nil {
 		return nil, err
@@ -246,8 +250,8 @@ func (p *lakePart) registerArgs(createdAt time.Time) []any {
 }
 
 // change replaces the parts of removed (by path) with added in the current catalog,
-// once the transaction that made the change committed, and rewrites the listings of
-// the projects it touched.
+// once the transaction that made the change committed, and marks the projects it
+// touched for their listings to be written again.
 func (l *lake) change(removed map[string]bool, added []lakePart) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -256,28 +260,44 @@ func (l *lake) change(removed map[string]bool, added []lakePart) {
 	for team, parts := range old {
 		next[team] = parts
 	}
-	touched := map[int64]bool{}
 	if len(removed) > 0 {
 		for team, parts := range next {
 			kept := slices.DeleteFunc(slices.Clone(parts), func(p lakePart) bool { return removed[p.Path] })
 			if len(kept) != len(parts) {
-				next[team], touched[team] = kept, true
+				next[team], l.unlisted[team] = kept, true
 			}
 		}
 	}
 	for _, p := range added {
 		// A new slice each time: the old catalog's readers keep theirs.
 		next[p.Team] = append(slices.Clip(next[p.Team]), p)
-		touched[p.Team] = true
+		l.unlisted[p.Team] = true
 	}
 	l.current.Store(&next)
-	for team := range touched {
-		l.publish(team, next[team])
-	}
 }
 
 // listingName is the name of a project's listing of its current parts.
 const listingName = "_current"
+
+// listingInterval is how often the lake's goroutine writes the listings that changes
+// made stale. The Writer's commits do not write them: a commit that touches many
+// projects would write as many files before its events are acknowledged, and a
+// listing is for scripts and other engines, which a second's delay does not harm.
+const listingInterval = time.Second
+
+// writeListings writes the listing of each project that a change marked since the
+// last call, from the catalog as it is now. Only the listings' goroutine calls it,
+// and close after that goroutine ended.
+func (l *lake) writeListings() {
+	l.mu.Lock()
+	teams := l.unlisted
+	l.unlisted = map[int64]bool{}
+	l.mu.Unlock()
+	catalog := *l.current.Load()
+	for team := range teams {
+		l.publish(team, catalog[team])
+	}
+}
 
 // publish rewrites team's listing: written beside and renamed, so that a reader sees
 // the old one or the new one whole. It is not fsynced: the catalog is the truth, and
@@ -368,11 +388,24 @@ func (l *lake) allParts() []lakePart {
 	return all
 }
 
-// start starts the compaction and the removal of replaced files, until close.
+// start starts the writing of listings, the compaction and the removal of replaced
+// files, until close. The listings have a goroutine of their own, so that a long merge
+// does not hold them back.
 func (l *lake) start() {
-	l.stop, l.stopped = make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(l.stopped)
+	l.stop = make(chan struct{})
+	l.running.Go(func() {
+		tick := time.NewTicker(listingInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-l.stop:
+				return
+			case <-tick.C:
+				l.writeListings()
+			}
+		}
+	})
+	l.running.Go(func() {
 		tick := time.NewTicker(l.cfg.CompactInterval)
 		defer tick.Stop()
 		for {
@@ -397,15 +430,16 @@ func (l *lake) start() {
 			}
 			cancel()
 		}
-	}()
+	})
 }
 
 // close stops the compaction, interrupting a merge in progress (its file is removed
-// as a stray at the next start).
+// as a stray at the next start), and writes the listings that are stale.
 func (l *lake) close() {
 	if l.stop != nil {
 		close(l.stop)
-		<-l.stopped
+		l.running.Wait()
 		l.stop = nil
 	}
+	l.writeListings()
 }

@@ -117,6 +117,31 @@ func TestLakeParts(t *testing.T) {
 	if got := env.catalog(); len(got) != 4 || !slices.Equal(got, env.files()) {
 		t.Fatalf("catalog %v, files %v: want the 4 parts of the two commits (2 projects and days, then 1)", got, env.files())
 	}
+	// The listing is written off the commits' path, within listingInterval.
+	listed := func() []string {
+		files, err := LakeFiles(env.cfg.LakeDir, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, f := range files {
+			rel, _ := filepath.Rel(env.cfg.LakeDir, f)
+			files[i] = filepath.ToSlash(rel)
+		}
+		slices.Sort(files)
+		return files
+	}
+	var project1 []string
+	for _, p := range env.catalog() {
+		if strings.HasPrefix(p, "team_id=1/") {
+			project1 = append(project1, p)
+		}
+	}
+	for deadline := time.Now().Add(listingInterval + 5*time.Second); !slices.Equal(listed(), project1); {
+		if time.Now().After(deadline) {
+			t.Fatalf("project 1's listing %v, its parts %v", listed(), project1)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	if got, want := env.count(1), int64(47); got != want {
 		t.Fatalf("project 1 counts %d events, want %d", got, want)
 	}
