@@ -157,8 +157,13 @@ func (a *API) runQuery(ctx context.Context, scope warehouse.Scope, raw json.RawM
 		if paths, err = a.queries.Paths(ctx, scope, q, now); err == nil {
 			result = paths
 		}
+	case "ActorsQuery", "InsightActorsQuery":
+		var actors *actorsResponse
+		if actors, err = a.runActors(ctx, scope, kind, raw, now); err == nil {
+			result = actors
+		}
 	default:
-		return nil, errValidation("query__kind", "invalid_choice", fmt.Sprintf("%q is not a valid choice: EventsQuery, TrendsQuery, FunnelsQuery, StickinessQuery, RetentionQuery, LifecycleQuery, PathsQuery or HogQLQuery.", kind))
+		return nil, errValidation("query__kind", "invalid_choice", fmt.Sprintf("%q is not a valid choice: EventsQuery, TrendsQuery, FunnelsQuery, StickinessQuery, RetentionQuery, LifecycleQuery, PathsQuery, ActorsQuery or HogQLQuery.", kind))
 	}
 	var queryErr *warehouse.QueryError
 	if errors.As(err, &queryErr) {

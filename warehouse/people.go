@@ -91,6 +91,31 @@ func (w *Warehouse) Person(ctx context.Context, team int64, id uuid.UUID) (p Per
 	return p, true, nil
 }
 
+// PersonsByID are the project's persons of ids, in the order of ids; an id that is no
+// person of the project (merged away since the caller read it) is left out.
+func (w *Warehouse) PersonsByID(ctx context.Context, team int64, ids []uuid.UUID) ([]Person, error) {
+	texts := make([]string, len(ids))
+	for i, id := range ids {
+		texts[i] = id.String()
+	}
+	found, err := records.All(ctx, w.db, fmt.Sprintf("persons of project %d", team), scanPerson,
+		personColumns+` WHERE p.team_id = ? AND p.id IN (SELECT unnest(?::VARCHAR[])::UUID)`, team, texts)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[uuid.UUID]Person, len(found))
+	for _, p := range found {
+		byID[p.ID] = p
+	}
+	persons := make([]Person, 0, len(ids))
+	for _, id := range ids {
+		if p, ok := byID[id]; ok {
+			persons = append(persons, p)
+		}
+	}
+	return persons, nil
+}
+
 // GroupType is a group type of a project and the index of its events' $group_N column.
 type GroupType struct {
 	Name  string

@@ -259,8 +259,6 @@ func (q *Queries) trendsSeries(ctx context.Context, scope Scope, tq TrendsQuery,
 // series down (else every row has the same value_group).
 func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string, from, to time.Time, axis *trendAxis) (query string,
 	args []any, persons personJoin, breakdown bool, err error) {
-	var where []string
-	var whereArgs []any
 	// One bucket for the whole range: the queries below then count each value once
 	// over the range, distinct persons included. Its label reads the column, as the
 	// intervals' do: grouped by constants alone, the rest's count would be a row of 0
@@ -285,16 +283,10 @@ func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string
 			readFrom = to.AddDate(0, 0, -window)
 		}
 	}
-	if event := series.event(); event != "" {
-		where, whereArgs = append(where, "event = ?"), append(whereArgs, event)
-	}
-	where, whereArgs = append(where, `"timestamp" >= ?`, `"timestamp" < ?`), append(whereArgs, readFrom, to)
-	filters, filterArgs, withPersons, err := propertyFilters(append(slices.Clone(tq.Properties), series.Properties...))
+	where, whereArgs, persons, err := seriesWhere(tq, series, readFrom, to)
 	if err != nil {
 		return "", nil, 0, false, err
 	}
-	persons = personJoinOf(withPersons)
-	where, whereArgs = append(where, filters...), append(whereArgs, filterArgs...)
 	if active {
 		query, args = activeUsersSQL(scope, window, axis != nil, where, whereArgs)
 		return query, args, max(persons, currentPersons), false, nil
@@ -405,6 +397,20 @@ func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string
 	}
 	args = append(append(bucketArgs, valueGroupArgs...), whereArgs...)
 	return query, args, persons, breakdown, nil
+}
+
+// seriesWhere are the conditions, and their arguments, of the events that series of
+// tq reads over [from, to), and what of persons they read.
+func seriesWhere(tq TrendsQuery, series TrendsSeries, from, to time.Time) (where []string, args []any, persons personJoin, err error) {
+	if event := series.event(); event != "" {
+		where, args = append(where, "event = ?"), append(args, event)
+	}
+	where, args = append(where, `"timestamp" >= ?`, `"timestamp" < ?`), append(args, from, to)
+	filters, filterArgs, withPersons, err := propertyFilters(append(slices.Clone(tq.Properties), series.Properties...))
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return append(where, filters...), append(args, filterArgs...), personJoinOf(withPersons), nil
 }
 
 // activeWindows are the maths that count a day's persons over the days up to it, and

@@ -1,0 +1,148 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/hedge-analytics/hedge/warehouse"
+)
+
+// actorsQuery is PostHog's ActorsQuery whose source is an InsightActorsQuery: the
+// persons behind one point of an insight, the query PostHog's persons modal sends when
+// a user clicks a point of a trend. A bare InsightActorsQuery is read as the source
+// of an ActorsQuery with the default columns.
+type actorsQuery struct {
+	Kind   string          `json:"kind"`
+	Source json.RawMessage `json:"source"`
+	// Select are the columns: actor (the person), event_count (their events in the
+	// point) and created_at (the person's); default actor and event_count.
+	Select []string `json:"select"`
+	Limit  int      `json:"limit"`
+	Offset int      `json:"offset"`
+}
+
+// insightActorsQuery is PostHog's InsightActorsQuery: an insight query and its point.
+type insightActorsQuery struct {
+	Kind   string          `json:"kind"`
+	Source json.RawMessage `json:"source"`
+	// Day is the point's interval, as the trend's days name it.
+	Day string `json:"day"`
+	// Series is the index of the point's series.
+	Series int `json:"series"`
+	// Breakdown is the line's breakdown_value: PostHog sends a string or a number.
+	Breakdown any `json:"breakdown"`
+	// Compare is the line's compare_label.
+	Compare string `json:"compare"`
+}
+
+// actorColumns are the columns an actors query may select.
+var actorColumns = []string{"actor", "event_count", "created_at"}
+
+// actorsResponse is the answer of an ActorsQuery, in PostHog's shape: a row per person,
+// each column as selected, the actor as a person of the persons API.
+type actorsResponse struct {
+	Columns            []string `json:"columns"`
+	Types              []string `json:"types"`
+	Results            [][]any  `json:"results"`
+	HasMore            bool     `json:"hasMore"`
+	Limit              int      `json:"limit"`
+	Offset             int      `json:"offset"`
+	MissingActorsCount int      `json:"missing_actors_count"`
+}
+
+// runActors runs an ActorsQuery (or a bare InsightActorsQuery) for the project.
+func (a *API) runActors(ctx context.Context, scope warehouse.Scope, kind string, raw json.RawMessage, now time.Time) (*actorsResponse, error) {
+	var q actorsQuery
+	if kind == "InsightActorsQuery" {
+		q.Source = raw
+	} else if err := decodeQuery(raw, &q); err != nil {
+		return nil, err
+	}
+	if len(q.Select) == 0 {
+		q.Select = []string{"actor", "event_count"}
+	}
+	for _, column := range q.Select {
+		if !slices.Contains(actorColumns, column) {
+			return nil, errValidation("query__select", "invalid_input", fmt.Sprintf("%q is not a column of actors: choose among actor, event_count and created_at.", column))
+		}
+	}
+	if len(q.Source) == 0 {
+		return nil, errRequired("query__source")
+	}
+	var point insightActorsQuery
+	if err := decodeQuery(q.Source, &point); err != nil {
+		return nil, err
+	}
+	if point.Kind != "InsightActorsQuery" {
+		return nil, errValidation("query__source__kind", "invalid_choice", fmt.Sprintf("%q is not a valid choice: InsightActorsQuery.", point.Kind))
+	}
+	insightKind, insight, err := queryKind(point.Source)
+	if err != nil {
+		return nil, err
+	}
+	if insightKind != "TrendsQuery" {
+		return nil, errValidation("query__source__source__kind", "invalid_choice",
+			fmt.Sprintf("The persons of a %s are not listed yet: hedge lists those of a TrendsQuery's points.", insightKind))
+	}
+	var trends warehouse.TrendsQuery
+	if err := decodeQuery(insight, &trends); err != nil {
+		return nil, err
+	}
+	target := warehouse.TrendsActors{Day: point.Day, Series: point.Series, Compare: point.Compare, Limit: q.Limit, Offset: q.Offset}
+	switch b := point.Breakdown.(type) {
+	case nil:
+	case string:
+		target.Breakdown = &b
+	case float64:
+		s := strconv.FormatFloat(b, 'f', -1, 64)
+		target.Breakdown = &s
+	default:
+		return nil, errValidation("query__source__breakdown", "invalid_input", "The breakdown must be a string or a number.")
+	}
+	actors, err := a.queries.TrendsActors(ctx, scope, trends, target, now)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]uuid.UUID, len(actors.Actors))
+	for i, actor := range actors.Actors {
+		ids[i] = actor.PersonID
+	}
+	persons, err := a.warehouse.PersonsByID(ctx, scope.Team, ids)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[uuid.UUID]warehouse.Person, len(persons))
+	for _, p := range persons {
+		byID[p.ID] = p
+	}
+	out := &actorsResponse{Columns: q.Select, Results: [][]any{}, HasMore: actors.HasMore, Limit: actors.Limit, Offset: actors.Offset}
+	for _, column := range q.Select {
+		out.Types = append(out.Types, map[string]string{"actor": "Tuple", "event_count": "UInt64", "created_at": "DateTime"}[column])
+	}
+	for _, actor := range actors.Actors {
+		p, ok := byID[actor.PersonID]
+		if !ok { // merged away between the two reads
+			out.MissingActorsCount++
+			continue
+		}
+		row := make([]any, len(q.Select))
+		for i, column := range q.Select {
+			switch column {
+			case "actor":
+				row[i] = newPersonRecord(p)
+			case "event_count":
+				row[i] = actor.EventCount
+			case "created_at":
+				row[i] = p.CreatedAt
+			}
+		}
+		out.Results = append(out.Results, row)
+	}
+	return out, nil
+}

@@ -1,0 +1,123 @@
+package admin
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hedge-analytics/hedge/warehouse"
+)
+
+// An ActorsQuery over a trend's point lists the persons whose events the point
+// counted, the most events first, as their distinct ids belong now (an identified
+// anonymous visitor once, with both ids), by breakdown value, in pages; a bare
+// InsightActorsQuery answers the same; a point or a source it cannot list is a 400.
+func TestQueryAPITrendsActors(t *testing.T) {
+	env := newTestEnv(t, "")
+	d0 := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -3).Add(10 * time.Hour)
+	d1 := d0.AddDate(0, 0, 1)
+	view := func(id, browser string, at time.Time) warehouse.Event {
+		return warehouse.Event{Name: "$pageview", DistinctID: id, Timestamp: at, Properties: `{"$browser":"` + browser + `"}`}
+	}
+	env.ingest(t,
+		view("alice", "Chrome", d0), view("alice", "Chrome", d0.Add(time.Minute)), view("alice", "Chrome", d0.Add(2*time.Minute)),
+		view("alice", "Firefox", d1),
+		view("bob", "Firefox", d0),
+		view("anon-c", "Chrome", d0), view("anon-c", "Chrome", d0.Add(time.Minute)),
+		warehouse.Event{Name: "signup", DistinctID: "dave", Timestamp: d0},
+	)
+	// The anonymous visitor identifies as carol the next day: one person since.
+	env.ingest(t,
+		warehouse.Event{Name: "$identify", DistinctID: "carol", Timestamp: d1, Properties: `{"$anon_distinct_id":"anon-c"}`, AnonDistinctID: "anon-c"},
+		view("carol", "Safari", d1.Add(time.Minute)),
+	)
+	trends := `{"kind": "TrendsQuery", "series": [{"kind": "EventsNode", "event": "$pageview"}, {"kind": "EventsNode", "event": "signup", "math": "dau"}],
+		"dateRange": {"date_from": "-7d"}%s}`
+	actors := func(source, point, page string) (int, map[string]any, string) {
+		t.Helper()
+		body := `{"query": {"kind": "ActorsQuery", "source": {"kind": "InsightActorsQuery", "source": ` + source + `` + point + `}` + page + `}}`
+		return env.call(t, "POST", env.project+"/query/", env.owner, body)
+	}
+	// persons are a page's rows as "first distinct id:event count".
+	persons := func(out map[string]any) []string {
+		var got []string
+		for _, row := range out["results"].([]any) {
+			r := row.([]any)
+			actor := r[0].(map[string]any)
+			ids := actor["distinct_ids"].([]any)
+			got = append(got, fmt.Sprintf("%v:%v", ids[len(ids)-1], r[1]))
+		}
+		return got
+	}
+	plain := fmt.Sprintf(trends, "")
+	day := func(t time.Time) string { return t.Format(time.DateOnly) }
+	for _, c := range []struct {
+		name, source, point, page string
+		want                      []string
+		hasMore                   bool
+	}{
+		{"the day before the identify", plain, `, "day": "` + day(d0) + `", "series": 0`, "", []string{"alice:3", "carol:2", "bob:1"}, false},
+		{"the day of the identify", plain, `, "day": "` + day(d1) + `", "series": 0`, "", []string{"alice:1", "carol:1"}, false},
+		{"the second series", plain, `, "day": "` + day(d0) + `", "series": 1`, "", []string{"dave:1"}, false},
+		{"the whole range", fmt.Sprintf(trends, `, "trendsFilter": {"display": "ActionsTable"}`), `, "series": 0`, "", []string{"alice:4", "carol:3", "bob:1"}, false},
+		{"a breakdown value", fmt.Sprintf(trends, `, "breakdownFilter": {"breakdown": "$browser"}`), `, "day": "` + day(d0) + `", "series": 0, "breakdown": "Chrome"`, "",
+			[]string{"alice:3", "carol:2"}, false},
+		{"another breakdown value", fmt.Sprintf(trends, `, "breakdownFilter": {"breakdown": "$browser"}`), `, "day": "` + day(d1) + `", "series": 0, "breakdown": "Safari"`, "",
+			[]string{"carol:1"}, false},
+		{"a first page", plain, `, "day": "` + day(d0) + `", "series": 0`, `, "limit": 2`, []string{"alice:3", "carol:2"}, true},
+		{"a second page", plain, `, "day": "` + day(d0) + `", "series": 0`, `, "limit": 2, "offset": 2`, []string{"bob:1"}, false},
+		{"the previous period", plain, `, "day": "` + day(d0.AddDate(0, 0, -7)) + `", "series": 0, "compare": "previous"`, "", nil, false},
+	} {
+		status, out, text := actors(c.source, c.point, c.page)
+		if status != 200 {
+			t.Errorf("%s: %d %s", c.name, status, text)
+			continue
+		}
+		got := persons(out)
+		if c.name == "the day of the identify" { // a tie, in the order of person ids
+			slices.Sort(got)
+		}
+		if !slices.Equal(got, c.want) || out["hasMore"] != c.hasMore {
+			t.Errorf("%s: persons %v hasMore %v, want %v %v", c.name, got, out["hasMore"], c.want, c.hasMore)
+		}
+	}
+
+	// The actor is the person of the persons API: carol with both of her ids.
+	_, out, _ := actors(plain, `, "day": "`+day(d0)+`", "series": 0`, "")
+	carol := out["results"].([]any)[1].([]any)[0].(map[string]any)
+	if fmt.Sprint(carol["distinct_ids"]) != "[anon-c carol]" || carol["id"] == "" || carol["id"] != carol["uuid"] {
+		t.Errorf("carol as an actor: %v", carol)
+	}
+	if fmt.Sprint(out["columns"]) != "[actor event_count]" {
+		t.Errorf("columns %v", out["columns"])
+	}
+	// A bare InsightActorsQuery, with the columns' default.
+	bare := env.must(t, 200, "POST", env.project+"/query/", env.owner,
+		`{"query": {"kind": "InsightActorsQuery", "source": `+plain+`, "day": "`+day(d0)+`", "series": 0}}`)
+	if got := persons(bare); !slices.Equal(got, []string{"alice:3", "carol:2", "bob:1"}) {
+		t.Errorf("a bare InsightActorsQuery: %v", got)
+	}
+	selected := env.must(t, 200, "POST", env.project+"/query/", env.owner,
+		`{"query": {"kind": "ActorsQuery", "select": ["actor", "created_at"], "source": {"kind": "InsightActorsQuery", "source": `+plain+`, "day": "`+day(d0)+`"}}}`)
+	if rows := selected["results"].([]any); len(rows) != 3 || len(rows[0].([]any)) != 2 || fmt.Sprint(selected["columns"]) != "[actor created_at]" {
+		t.Errorf("selecting actor and created_at: %v", selected)
+	}
+
+	for _, c := range []struct{ name, source, point, page, says string }{
+		{"no such series", plain, `, "day": "` + day(d0) + `", "series": 2`, "", "series must be the index"},
+		{"a day outside the range", plain, `, "day": "2001-01-01", "series": 0`, "", "outside the query's date range"},
+		{"a day that is no day", plain, `, "day": "yesterday", "series": 0`, "", "day must be a date"},
+		{"a breakdown without its value", fmt.Sprintf(trends, `, "breakdownFilter": {"breakdown": "$browser"}`), `, "day": "` + day(d0) + `", "series": 0`, "", "say which value"},
+		{"the rest of a breakdown", fmt.Sprintf(trends, `, "breakdownFilter": {"breakdown": "$browser"}`), `, "series": 0, "breakdown": "$$_posthog_breakdown_other_$$"`, "", "Other"},
+		{"a funnel", `{"kind": "FunnelsQuery", "series": [{"event": "a"}, {"event": "b"}]}`, `, "funnelStep": 1`, "", "not listed yet"},
+		{"a column actors do not have", plain, `, "series": 0`, `, "select": ["person.properties.email"]`, "not a column of actors"},
+		{"a page too large", plain, `, "series": 0`, `, "limit": 100000`, "limit must be"},
+	} {
+		status, _, text := actors(c.source, c.point, c.page)
+		if status != 400 || !strings.Contains(text, c.says) {
+			t.Errorf("%s: %d %s, want 400 saying %q", c.name, status, text, c.says)
+		}
+	}
+}
