@@ -1,0 +1,48 @@
+// What the insight and dashboard screens share to duplicate and delete the one shown.
+// A delete is soft (PATCH {"deleted": true}), so, as PostHog's "deleted" toast does,
+// the screen that deleted it offers Undo in its place ({"deleted": false}) and a way
+// back to the list, instead of asking first.
+import { useState } from 'preact/hooks';
+import { Link } from '../router.jsx';
+import { ErrorNote, Page } from '../ui.jsx';
+
+// useRequest runs one request at a time: busy while it runs, so its buttons are
+// disabled and a double click does not delete or duplicate twice; a failure is kept
+// for ErrorNote. run answers what send answers, or undefined when it failed.
+export function useRequest() {
+  const [state, setState] = useState({ busy: false, error: null });
+  const run = async (send) => {
+    setState({ busy: true, error: null });
+    try {
+      const out = await send();
+      setState({ busy: false, error: null });
+      return out;
+    } catch (error) {
+      setState({ busy: false, error });
+      return undefined;
+    }
+  };
+  return { ...state, run };
+}
+
+// Deleted stands in for a screen whose record was just deleted: what was deleted,
+// Undo (undo restores it and throws when hedge refuses), and the link to the list.
+export function Deleted({ title, name, undo, listHref, listLabel }) {
+  const req = useRequest();
+  return (
+    <Page title={title}>
+      <div class="card deleted-note">
+        <p role="status">
+          <strong>{name}</strong> deleted.
+        </p>
+        <div class="row">
+          <button type="button" disabled={req.busy} onClick={() => req.run(undo)}>
+            Undo
+          </button>
+          <Link href={listHref}>{listLabel}</Link>
+        </div>
+        <ErrorNote error={req.error} />
+      </div>
+    </Page>
+  );
+}
