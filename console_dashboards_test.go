@@ -771,6 +771,24 @@ func TestConsoleDashboardManage(t *testing.T) {
 		t.Fatal("after Undo the dashboard is not listed")
 	}
 
+	// The list deletes a row too, with Undo.
+	c.visit(fmt.Sprintf("/project/%d/dashboards", c.boot.ProjectID))
+	c.waitText("main table", "Weekly review (copy)")
+	c.clickButton("Delete Weekly review (copy)")
+	c.waitText("main [role=status]", "Weekly review (copy) deleted.")
+	waitFor(t, 10*time.Second, "the row to go", func() bool {
+		return !strings.Contains(c.text("main table"), "Weekly review (copy)")
+	})
+	if _, listed := c.dashboardsByName()["Weekly review (copy)"]; listed {
+		t.Fatal("the dashboard deleted from the list is still listed")
+	}
+	c.checkScreen("dashboards-row-deleted")
+	c.clickButton("Undo")
+	c.waitText("main table", "Weekly review (copy)")
+	if _, listed := c.dashboardsByName()["Weekly review (copy)"]; !listed {
+		t.Fatal("after the list's Undo the dashboard is not listed")
+	}
+
 	// A member who may only view it sees neither Rename nor Delete.
 	c.adminAPI("PATCH", fmt.Sprintf("/api/projects/%d/dashboards/%d/", c.boot.ProjectID, d.ID), map[string]any{"restriction_level": 37}, nil)
 	viewer, password := c.member("viewer@example.com")
@@ -784,4 +802,11 @@ func TestConsoleDashboardManage(t *testing.T) {
 		t.Errorf("a viewer's enabled buttons: %q", got)
 	}
 	c.checkScreen("dashboard-manage-viewer")
+	// Nor has its row a Delete.
+	c.visit(fmt.Sprintf("/project/%d/dashboards", c.boot.ProjectID))
+	c.waitText("main table", "View only")
+	if got := eval[[]string](c, `[...document.querySelectorAll('main table button')].map(b => b.getAttribute('aria-label'))`); slices.Contains(got, "Delete Weekly review") ||
+		!slices.Contains(got, "Delete Weekly review (copy)") {
+		t.Errorf("a viewer's list offers %q", got)
+	}
 }

@@ -514,6 +514,24 @@ func TestConsoleInsightManage(t *testing.T) {
 		t.Fatal("after Undo the insight is not listed")
 	}
 
+	// The list deletes a row too, with Undo.
+	c.visit(fmt.Sprintf("/project/%d/insights", c.boot.ProjectID))
+	c.waitText("main table", "Sign-ups (copy)")
+	c.clickButton("Delete Sign-ups (copy)")
+	c.waitText("main [role=status]", "Sign-ups (copy) deleted.")
+	waitFor(t, 10*time.Second, "the row to go", func() bool {
+		return !strings.Contains(c.text("main table"), "Sign-ups (copy)")
+	})
+	if _, listed := c.insightsByName()["Sign-ups (copy)"]; listed {
+		t.Fatal("the insight deleted from the list is still listed")
+	}
+	c.checkScreen("insights-row-deleted")
+	c.clickButton("Undo")
+	c.waitText("main table", "Sign-ups (copy)")
+	if _, listed := c.insightsByName()["Sign-ups (copy)"]; !listed {
+		t.Fatal("after the list's Undo the insight is not listed")
+	}
+
 	// A member who may only view it: Delete is disabled, and says why.
 	var d struct{ ID int }
 	c.adminAPI("POST", fmt.Sprintf("/api/projects/%d/dashboards/", c.boot.ProjectID), map[string]any{"name": "Guarded"}, &d)
@@ -530,6 +548,13 @@ func TestConsoleInsightManage(t *testing.T) {
 		t.Errorf("a viewer's Delete buttons: %v", deletes)
 	}
 	c.checkScreen("insight-manage-viewer")
+	// Nor has its row a Delete.
+	c.visit(fmt.Sprintf("/project/%d/insights", c.boot.ProjectID))
+	c.waitText("main table", "Sign-ups (copy)")
+	if got := eval[[]string](c, `[...document.querySelectorAll('main table button')].map(b => b.getAttribute('aria-label'))`); slices.Contains(got, "Delete Sign-ups") ||
+		!slices.Contains(got, "Delete Sign-ups (copy)") {
+		t.Errorf("a viewer's list offers %q", got)
+	}
 }
 
 // mustJSON is v as JSON, for comparing what the API answers.

@@ -3,6 +3,7 @@
 // the screen that deleted it offers Undo in its place ({"deleted": false}) and a way
 // back to the list, instead of asking first.
 import { useState } from 'preact/hooks';
+import { api } from '../api.js';
 import { Link } from '../router.jsx';
 import { ErrorNote, Page } from '../ui.jsx';
 
@@ -44,5 +45,61 @@ export function Deleted({ title, name, undo, listHref, listLabel }) {
         <ErrorNote error={req.error} />
       </div>
     </Page>
+  );
+}
+
+// useListDelete deletes rows of a list (insights or dashboards, under path, which ends
+// in "/") and keeps the last one deleted, so the list can say so with Undo; reload
+// fetches the list again after each change.
+export function useListDelete(path, reload) {
+  const req = useRequest();
+  const [gone, setGone] = useState(null);
+  const patch = (row, deleted) => api(`${path}${row.id}/`, { method: 'PATCH', body: { deleted } });
+  const remove = (row) =>
+    req.run(async () => {
+      await patch(row, true);
+      setGone(row);
+      reload();
+    });
+  const undo = () =>
+    req.run(async () => {
+      await patch(gone, false);
+      setGone(null);
+      reload();
+    });
+  return { ...req, gone, remove, undo };
+}
+
+// deleteColumn is a list's column of Delete buttons, one a row the user may edit
+// (effective_privilege_level 37); named says what a row is called.
+export function deleteColumn(list, named) {
+  return {
+    key: 'delete',
+    label: <span class="sr-only">Delete</span>,
+    render: (r) =>
+      r.effective_privilege_level >= 37 && (
+        <button type="button" class="secondary small" disabled={list.busy} aria-label={`Delete ${named(r)}`} onClick={() => list.remove(r)}>
+          Delete
+        </button>
+      ),
+  };
+}
+
+// ListDeleted says which row was just deleted, with Undo, and any refusal.
+export function ListDeleted({ list, named }) {
+  return (
+    <>
+      <div class="dash-status" role="status">
+        {list.gone && (
+          <>
+            {named(list.gone)} deleted.
+            <button type="button" class="link" disabled={list.busy} onClick={list.undo}>
+              Undo
+            </button>
+          </>
+        )}
+      </div>
+      <ErrorNote error={list.error} />
+    </>
   );
 }
