@@ -508,7 +508,7 @@ func TestConsoleInsightManage(t *testing.T) {
 
 	// Undo brings it back, on screen and in the list.
 	c.clickButton("Undo")
-	c.run(chromedp.WaitVisible(chromedp.CSS(".save-bar")))
+	c.waitText("main .save-bar", "Save changes")
 	c.waitText("main h1", "Sign-ups")
 	if _, listed := c.insightsByName()["Sign-ups"]; !listed {
 		t.Fatal("after Undo the insight is not listed")
