@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -681,4 +683,130 @@ func TestConsoleDashboardInProgress(t *testing.T) {
 		t.Errorf("the tile's body scrolls (%v): its chart and note do not fit", got)
 	}
 	c.checkScreen("dashboard-in-progress")
+}
+
+// dashboardsByName lists the project's dashboards (not deleted) through the API, by
+// name, each as the API answers it.
+func (c *consoleTab) dashboardsByName() map[string]map[string]any {
+	c.t.Helper()
+	var page struct {
+		Results []map[string]any `json:"results"`
+	}
+	c.adminAPI("GET", fmt.Sprintf("/api/projects/%d/dashboards/?limit=200", c.boot.ProjectID), nil, &page)
+	out := map[string]map[string]any{}
+	for _, r := range page.Results {
+		out[fmt.Sprint(r["name"])] = r
+	}
+	return out
+}
+
+// A dashboard is renamed in place, duplicated into "<name> (copy)" with the same
+// tiles, which opens, and deleted: the screen says so with Undo, which brings it back,
+// and a link to the list. A member who may only view it is offered Duplicate only.
+func TestConsoleDashboardManage(t *testing.T) {
+	c := openConsole(t)
+	c.signIn()
+	var d struct{ ID int }
+	c.adminAPI("POST", fmt.Sprintf("/api/projects/%d/dashboards/", c.boot.ProjectID), map[string]any{"name": "Weekly"}, &d)
+	c.adminAPI("POST", fmt.Sprintf("/api/projects/%d/insights/", c.boot.ProjectID), map[string]any{"name": "Signups", "dashboards": []int{d.ID},
+		"query": map[string]any{"kind": "InsightVizNode", "source": map[string]any{"kind": "TrendsQuery", "series": []any{map[string]any{"kind": "EventsNode", "event": "signed_up"}}}}}, nil)
+	path := fmt.Sprintf("/project/%d/dashboard/%d", c.boot.ProjectID, d.ID)
+	c.visit(path)
+	c.waitTiles(1)
+
+	// Rename in place.
+	c.clickButton("Rename")
+	if got := eval[string](c, `document.querySelector('#field-name').value`); got != "Weekly" {
+		t.Errorf("the name field starts with %q", got)
+	}
+	c.fill("#field-name", "Weekly review")
+	c.checkScreen("dashboard-rename")
+	c.clickButton("Save name")
+	c.waitText("main h1", "Weekly review")
+	c.waitText(".dash-status", "Renamed to Weekly review.")
+	if _, ok := c.dashboardsByName()["Weekly review"]; !ok {
+		t.Fatalf("the dashboards after a rename: %v", slices.Sorted(maps.Keys(c.dashboardsByName())))
+	}
+	c.checkScreen("dashboard-manage")
+
+	// Duplicate: a new dashboard with the same tiles, opened at once.
+	c.clickButton("Duplicate")
+	c.waitText("main h1", "Weekly review (copy)")
+	c.waitTiles(1)
+	copied, ok := c.dashboardsByName()["Weekly review (copy)"]
+	if !ok {
+		t.Fatalf("no copy among %v", slices.Sorted(maps.Keys(c.dashboardsByName())))
+	}
+	copyPath := fmt.Sprintf("/project/%d/dashboard/%v", c.boot.ProjectID, copied["id"])
+	if got := eval[string](c, `location.pathname`); got != copyPath {
+		t.Errorf("Duplicate opened %s, not the copy %s", got, copyPath)
+	}
+	var full struct {
+		Tiles []struct {
+			Insight struct{ Name string } `json:"insight"`
+		} `json:"tiles"`
+	}
+	c.adminAPI("GET", fmt.Sprintf("/api/projects/%d/dashboards/%v/", c.boot.ProjectID, copied["id"]), nil, &full)
+	if len(full.Tiles) != 1 || full.Tiles[0].Insight.Name != "Signups" {
+		t.Errorf("the copy's tiles: %+v", full.Tiles)
+	}
+
+	// Delete the copy: the screen says so, the list no longer has it.
+	c.clickButton("Delete")
+	c.waitText("main", "Weekly review (copy) deleted.")
+	if _, listed := c.dashboardsByName()["Weekly review (copy)"]; listed {
+		t.Fatal("the deleted dashboard is still listed")
+	}
+	if got := eval[string](c, `[...document.querySelectorAll('main a')].filter(a => a.innerText === 'Back to dashboards').map(a => a.pathname).join()`); got != fmt.Sprintf("/project/%d/dashboards", c.boot.ProjectID) {
+		t.Errorf("the link back to the list goes to %q", got)
+	}
+	c.checkScreen("dashboard-deleted")
+
+	// Undo brings it back, with its tile, on screen and in the list.
+	c.clickButton("Undo")
+	c.waitText("main h1", "Weekly review (copy)")
+	c.waitTiles(1)
+	c.waitText(".dash-status", "Weekly review (copy) is back.")
+	if _, listed := c.dashboardsByName()["Weekly review (copy)"]; !listed {
+		t.Fatal("after Undo the dashboard is not listed")
+	}
+
+	// The list deletes a row too, with Undo.
+	c.visit(fmt.Sprintf("/project/%d/dashboards", c.boot.ProjectID))
+	c.waitText("main table", "Weekly review (copy)")
+	c.clickButton("Delete Weekly review (copy)")
+	c.waitText("main [role=status]", "Weekly review (copy) deleted.")
+	waitFor(t, 10*time.Second, "the row to go", func() bool {
+		return !strings.Contains(c.text("main table"), "Weekly review (copy)")
+	})
+	if _, listed := c.dashboardsByName()["Weekly review (copy)"]; listed {
+		t.Fatal("the dashboard deleted from the list is still listed")
+	}
+	c.checkScreen("dashboards-row-deleted")
+	c.clickButton("Undo")
+	c.waitText("main table", "Weekly review (copy)")
+	if _, listed := c.dashboardsByName()["Weekly review (copy)"]; !listed {
+		t.Fatal("after the list's Undo the dashboard is not listed")
+	}
+
+	// A member who may only view it sees neither Rename nor Delete.
+	c.adminAPI("PATCH", fmt.Sprintf("/api/projects/%d/dashboards/%d/", c.boot.ProjectID, d.ID), map[string]any{"restriction_level": 37}, nil)
+	viewer, password := c.member("viewer@example.com")
+	c.signOut()
+	c.signInAs(viewer, password)
+	c.run(chromedp.WaitVisible(chromedp.CSS("header.top")))
+	c.visit(path)
+	c.waitTiles(1)
+	if got := eval[[]string](c, `[...document.querySelectorAll('main button')].filter(b => !b.disabled).map(b => b.innerText.trim())`); slices.Contains(got, "Delete") || slices.Contains(got, "Rename") ||
+		!slices.Contains(got, "Duplicate") {
+		t.Errorf("a viewer's enabled buttons: %q", got)
+	}
+	c.checkScreen("dashboard-manage-viewer")
+	// Nor has its row a Delete.
+	c.visit(fmt.Sprintf("/project/%d/dashboards", c.boot.ProjectID))
+	c.waitText("main table", "View only")
+	if got := eval[[]string](c, `[...document.querySelectorAll('main table button')].map(b => b.getAttribute('aria-label'))`); slices.Contains(got, "Delete Weekly review") ||
+		!slices.Contains(got, "Delete Weekly review (copy)") {
+		t.Errorf("a viewer's list offers %q", got)
+	}
 }

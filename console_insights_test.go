@@ -3,8 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -425,4 +427,142 @@ func TestConsoleInsightCompare(t *testing.T) {
 	}
 	eval[bool](c, `(document.activeElement.blur(), window.scrollTo(0, 0), true)`)
 	c.checkScreen("insight-compare")
+}
+
+// insightsByName lists the project's insights (not deleted) through the API, by name,
+// each as the API answers it.
+func (c *consoleTab) insightsByName() map[string]map[string]any {
+	c.t.Helper()
+	var page struct {
+		Results []map[string]any `json:"results"`
+	}
+	c.adminAPI("GET", fmt.Sprintf("/api/projects/%d/insights/?limit=100", c.boot.ProjectID), nil, &page)
+	out := map[string]map[string]any{}
+	for _, r := range page.Results {
+		out[fmt.Sprint(r["name"])] = r
+	}
+	return out
+}
+
+// An insight is renamed by its Name field and "Save changes" alone (the query
+// unchanged), duplicated into "<name> (copy)" with the same query, which opens, and
+// deleted: the screen says so with Undo, which brings it back, and a link to the list.
+// A member who may only view it (it is on a restricted dashboard) gets Delete disabled.
+func TestConsoleInsightManage(t *testing.T) {
+	c := openConsole(t)
+	c.signIn()
+	var made struct {
+		ID      int    `json:"id"`
+		ShortID string `json:"short_id"`
+	}
+	c.adminAPI("POST", fmt.Sprintf("/api/projects/%d/insights/", c.boot.ProjectID), map[string]any{"name": "Signups",
+		"query": map[string]any{"kind": "InsightVizNode", "source": map[string]any{"kind": "TrendsQuery", "series": []any{map[string]any{"kind": "EventsNode", "event": "signed_up"}}}}}, &made)
+	path := fmt.Sprintf("/project/%d/insights/%s", c.boot.ProjectID, made.ShortID)
+	c.visit(path)
+	c.waitText("main h1", "Signups")
+
+	// Rename: a changed name is an unsaved change, saved by "Save changes".
+	c.fill("#field-name", "Sign-ups")
+	c.waitText(".save-bar [role=status]", "Unsaved changes.")
+	c.clickButton("Save changes")
+	c.waitText(".save-bar [role=status]", "Saved.")
+	c.waitText("main h1", "Sign-ups")
+	if got := c.insightByShortID(made.ShortID).Name; got != "Sign-ups" {
+		t.Fatalf("renamed to %q, want Sign-ups", got)
+	}
+	c.checkScreen("insight-manage")
+
+	// Duplicate: a new insight of the same query, opened at once.
+	c.clickButton("Duplicate")
+	c.waitText("main h1", "Sign-ups (copy)")
+	waitFor(t, 10*time.Second, "the copy's own address", func() bool {
+		return eval[string](c, `location.pathname`) != path
+	})
+	all := c.insightsByName()
+	original, copied := all["Sign-ups"], all["Sign-ups (copy)"]
+	if original == nil || copied == nil {
+		t.Fatalf("after Duplicate the insights are %v", slices.Sorted(maps.Keys(all)))
+	}
+	if a, b := mustJSON(t, original["query"]), mustJSON(t, copied["query"]); a != b {
+		t.Errorf("the copy's query %s is not the original's %s", b, a)
+	}
+	if got := eval[string](c, `location.pathname`); got != fmt.Sprintf("/project/%d/insights/%s", c.boot.ProjectID, copied["short_id"]) {
+		t.Errorf("Duplicate opened %s, not the copy", got)
+	}
+	if got := eval[string](c, `document.querySelector('#field-name').value`); got != "Sign-ups (copy)" {
+		t.Errorf("the copy's name field shows %q", got)
+	}
+
+	// Delete the original: the screen says so, the list no longer has it.
+	c.visit(path)
+	c.waitText("main h1", "Sign-ups")
+	c.clickButton("Delete")
+	c.waitText("main", "Sign-ups deleted.")
+	if _, listed := c.insightsByName()["Sign-ups"]; listed {
+		t.Fatal("the deleted insight is still listed")
+	}
+	if got := eval[string](c, `[...document.querySelectorAll('main a')].filter(a => a.innerText === 'Back to insights').map(a => a.pathname).join()`); got != fmt.Sprintf("/project/%d/insights", c.boot.ProjectID) {
+		t.Errorf("the link back to the list goes to %q", got)
+	}
+	c.checkScreen("insight-deleted")
+
+	// Undo brings it back, on screen and in the list.
+	c.clickButton("Undo")
+	c.waitText("main .save-bar", "Save changes")
+	c.waitText("main h1", "Sign-ups")
+	if _, listed := c.insightsByName()["Sign-ups"]; !listed {
+		t.Fatal("after Undo the insight is not listed")
+	}
+
+	// The list deletes a row too, with Undo.
+	c.visit(fmt.Sprintf("/project/%d/insights", c.boot.ProjectID))
+	c.waitText("main table", "Sign-ups (copy)")
+	c.clickButton("Delete Sign-ups (copy)")
+	c.waitText("main [role=status]", "Sign-ups (copy) deleted.")
+	waitFor(t, 10*time.Second, "the row to go", func() bool {
+		return !strings.Contains(c.text("main table"), "Sign-ups (copy)")
+	})
+	if _, listed := c.insightsByName()["Sign-ups (copy)"]; listed {
+		t.Fatal("the insight deleted from the list is still listed")
+	}
+	c.checkScreen("insights-row-deleted")
+	c.clickButton("Undo")
+	c.waitText("main table", "Sign-ups (copy)")
+	if _, listed := c.insightsByName()["Sign-ups (copy)"]; !listed {
+		t.Fatal("after the list's Undo the insight is not listed")
+	}
+
+	// A member who may only view it: Delete is disabled, and says why.
+	var d struct{ ID int }
+	c.adminAPI("POST", fmt.Sprintf("/api/projects/%d/dashboards/", c.boot.ProjectID), map[string]any{"name": "Guarded"}, &d)
+	c.adminAPI("PATCH", fmt.Sprintf("/api/projects/%d/dashboards/%d/", c.boot.ProjectID, d.ID), map[string]any{"restriction_level": 37}, nil)
+	c.adminAPI("PATCH", fmt.Sprintf("/api/projects/%d/insights/%d/", c.boot.ProjectID, made.ID), map[string]any{"dashboards": []int{d.ID}}, nil)
+	viewer, password := c.member("viewer@example.com")
+	c.signOut()
+	c.signInAs(viewer, password)
+	c.run(chromedp.WaitVisible(chromedp.CSS("header.top")))
+	c.visit(path)
+	c.waitText(".save-bar", "View only.")
+	deletes := eval[[]map[string]any](c, `[...document.querySelectorAll('main button')].filter(b => b.innerText.trim() === 'Delete').map(b => ({disabled: b.disabled, title: b.title}))`)
+	if len(deletes) != 1 || deletes[0]["disabled"] != true || !strings.Contains(fmt.Sprint(deletes[0]["title"]), "editors") {
+		t.Errorf("a viewer's Delete buttons: %v", deletes)
+	}
+	c.checkScreen("insight-manage-viewer")
+	// Nor has its row a Delete.
+	c.visit(fmt.Sprintf("/project/%d/insights", c.boot.ProjectID))
+	c.waitText("main table", "Sign-ups (copy)")
+	if got := eval[[]string](c, `[...document.querySelectorAll('main table button')].map(b => b.getAttribute('aria-label'))`); slices.Contains(got, "Delete Sign-ups") ||
+		!slices.Contains(got, "Delete Sign-ups (copy)") {
+		t.Errorf("a viewer's list offers %q", got)
+	}
+}
+
+// mustJSON is v as JSON, for comparing what the API answers.
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

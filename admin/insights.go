@@ -433,6 +433,19 @@ func (a *API) insightUpdate(c *fiber.Ctx) error {
 		return errInsightNotFound
 	}
 	ctx := c.UserContext()
+	if isExactlyUndelete(c.Body()) {
+		restored, err := a.undeleteInsight(ctx, pr, p.userID, id)
+		if err != nil {
+			return err
+		}
+		if restored {
+			r, err := a.insight(ctx, pr.id, id, true)
+			if err != nil {
+				return err
+			}
+			return a.sendInsight(c, pr, fiber.StatusOK, r)
+		}
+	}
 	current, err := a.insight(ctx, pr.id, id, false)
 	if err != nil {
 		return err
@@ -484,4 +497,29 @@ func (a *API) insightUpdate(c *fiber.Ctx) error {
 		return err
 	}
 	return a.sendInsight(c, pr, fiber.StatusOK, r)
+}
+
+// undeleteInsight restores a soft-deleted insight of the project, as a body of exactly
+// {"deleted": false} does in PostHog (the only update a deleted insight takes): the
+// console's Undo after a delete. restored is false when there is no such deleted
+// insight, and the request goes on as any update. Restoring needs the same edit rights
+// as any change: on every dashboard the insight is on.
+func (a *API) undeleteInsight(ctx context.Context, pr project, userID, id int64) (restored bool, err error) {
+	var n int
+	if err := a.db.QueryRowContext(ctx, `SELECT count(*) FROM meta.insights WHERE team_id = ? AND id = ? AND deleted`, pr.id, id).Scan(&n); err != nil {
+		return false, fmt.Errorf("cannot read insight %d: %w", id, err)
+	}
+	if n == 0 {
+		return false, nil
+	}
+	if ok, err := a.mayEditContent(ctx, a.db, pr, userID, insightContent, id); err != nil {
+		return false, err
+	} else if !ok {
+		return false, errInsightNotEditable
+	}
+	sets := columnSets{"deleted": false, "last_modified_at": time.Now().UTC(), "last_modified_by": userID}
+	if err := updateColumns(ctx, a.db, "meta.insights", id, sets); err != nil {
+		return false, err
+	}
+	return true, nil
 }

@@ -77,6 +77,17 @@ func TestInsightEditRights(t *testing.T) {
 	env.must(t, 200, "PATCH", env.insightPath(onRestricted), env.owner, fmt.Sprintf(`{"dashboards": [%d]}`, restricted))
 	env.must(t, 200, "PATCH", env.insightPath(onRestricted), env.owner, `{"deleted": true}`)
 	env.must(t, 404, "GET", env.insightPath(onRestricted), env.owner, "")
+	// Exactly {"deleted": false} restores it (the console's Undo), for those who may
+	// edit it only; any other change to a deleted insight finds nothing.
+	env.must(t, 404, "PATCH", env.insightPath(onRestricted), env.owner, `{"name": "Ghost"}`)
+	env.must(t, 404, "PATCH", env.insightPath(onRestricted), env.owner, `{"deleted": false, "name": "Ghost"}`)
+	env.must(t, 403, "PATCH", env.insightPath(onRestricted), memberKey, `{"deleted": false}`)
+	env.must(t, 404, "GET", env.insightPath(onRestricted), env.owner, "")
+	if i := env.must(t, 200, "PATCH", env.insightPath(onRestricted), collaboratorKey, `{"deleted": false}`); i["deleted"] != false || i["name"] != "Collaborated" ||
+		fmt.Sprint(i["dashboards"]) != fmt.Sprintf("[%d]", restricted) {
+		t.Fatalf("restored %v %v %v", i["deleted"], i["name"], i["dashboards"])
+	}
+	env.must(t, 200, "GET", env.insightPath(onRestricted), env.owner, "")
 }
 
 // Each insight answer says what the caller may do with it (effective_privilege_level,

@@ -6,9 +6,10 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { InsightResult, sourceOf } from '../insight-result.jsx';
-import { Link, setQuery } from '../router.jsx';
+import { Link, navigate, setQuery } from '../router.jsx';
 import { projectPath } from '../session.jsx';
 import { CopyButton, ErrorNote, Field, Loading, Page, downloadCSV, useAsync } from '../ui.jsx';
+import { Deleted, useRequest } from './manage.jsx';
 
 // The grid's geometry: PostHog's 12 columns; rows of ROW px with GAP px between.
 export const COLS = 12;
@@ -365,7 +366,8 @@ export function Dashboard({ project, id, params }) {
     );
   }
   if (!data) return <Loading />;
-  return <DashboardView project={project} base={base} dashboard={data} error={error} loading={loading} reload={reload} params={params} />;
+  // Keyed by the dashboard, so opening another (a duplicate just made) starts afresh.
+  return <DashboardView key={data.id} project={project} base={base} dashboard={data} error={error} loading={loading} reload={reload} params={params} />;
 }
 
 function DashboardView({ project, base, dashboard, error, loading, reload, params }) {
@@ -379,6 +381,7 @@ function DashboardView({ project, base, dashboard, error, loading, reload, param
   const [failure, setFailure] = useState(null);
   const [removed, setRemoved] = useState(null);
   const [dialog, setDialog] = useState(null);
+  const [deleted, setDeleted] = useState(false);
   useEffect(() => {
     const l = placed(tiles);
     saved.current = l;
@@ -445,6 +448,23 @@ function DashboardView({ project, base, dashboard, error, loading, reload, param
     if (await patch({ tiles: [{ id: tile.id, deleted: false }] }, `${tileName(tile)} is back.`)) reload();
   };
 
+  const name = dashboard.name || 'Untitled dashboard';
+  if (deleted) {
+    return (
+      <Deleted
+        title="Dashboard deleted"
+        name={name}
+        listHref={projectPath(project, 'dashboards')}
+        listLabel="Back to dashboards"
+        undo={async () => {
+          await api(base, { method: 'PATCH', body: { deleted: false } });
+          setDeleted(false);
+          setStatus(`${name} is back.`);
+          reload();
+        }}
+      />
+    );
+  }
   return (
     <Page
       title={dashboard.name || 'Untitled dashboard'}
@@ -475,6 +495,7 @@ function DashboardView({ project, base, dashboard, error, loading, reload, param
         </>
       }
     >
+      <Manage project={project} base={base} dashboard={dashboard} editable={editable} reload={reload} setStatus={setStatus} onDeleted={() => setDeleted(true)} />
       {dashboard.description && <p class="muted dash-description">{dashboard.description}</p>}
       <ErrorNote error={failure || error} />
       <p class="sr-only" id="move-help">
@@ -547,6 +568,79 @@ function DashboardView({ project, base, dashboard, error, loading, reload, param
         />
       )}
     </Page>
+  );
+}
+
+// Manage renames the dashboard in place (PATCH name), duplicates it as PostHog does
+// (POST use_dashboard: a new dashboard named "… (copy)" with the same tiles, their
+// insights shared, opened at once) and deletes it (soft, onDeleted shows Undo; its
+// insights stay). Renaming and deleting are for its editors only; anyone who sees it
+// may duplicate it into a dashboard of their own.
+function Manage({ project, base, dashboard, editable, reload, setStatus, onDeleted }) {
+  const [renaming, setRenaming] = useState(false);
+  const [name, setName] = useState('');
+  const req = useRequest();
+  const current = dashboard.name || 'Untitled dashboard';
+  const rename = async (e) => {
+    e.preventDefault();
+    const done = await req.run(() => api(base, { method: 'PATCH', body: { name: name.trim() } }));
+    if (done) {
+      setRenaming(false);
+      setStatus(`Renamed to ${done.name}.`);
+      reload();
+    }
+  };
+  const duplicate = () =>
+    req.run(async () => {
+      const made = await api(`/api/projects/${project}/dashboards/`, { method: 'POST', body: { name: `${current} (copy)`, use_dashboard: dashboard.id } });
+      navigate(projectPath(project, `dashboard/${made.id}`));
+    });
+  const remove = () =>
+    req.run(async () => {
+      await api(base, { method: 'PATCH', body: { deleted: true } });
+      onDeleted();
+    });
+  return (
+    <>
+      {renaming ? (
+        <form class="dash-manage" onSubmit={rename} aria-label="Rename dashboard">
+          <Field label="Name" name="name" error={req.error}>
+            <input value={name} required maxLength={400} onInput={(e) => setName(e.target.value)} autofocus />
+          </Field>
+          <button type="submit" class="small" disabled={req.busy}>
+            Save name
+          </button>
+          <button type="button" class="secondary small" onClick={() => setRenaming(false)}>
+            Cancel
+          </button>
+        </form>
+      ) : (
+        <div class="dash-manage">
+          {editable && (
+            <button
+              type="button"
+              class="secondary small"
+              disabled={req.busy}
+              onClick={() => {
+                setName(dashboard.name || '');
+                setRenaming(true);
+              }}
+            >
+              Rename
+            </button>
+          )}
+          <button type="button" class="secondary small" disabled={req.busy} onClick={duplicate}>
+            Duplicate
+          </button>
+          {editable && (
+            <button type="button" class="secondary small" disabled={req.busy} onClick={remove}>
+              Delete
+            </button>
+          )}
+        </div>
+      )}
+      <ErrorNote error={req.error} fields={renaming ? ['name'] : []} />
+    </>
   );
 }
 

@@ -1,17 +1,23 @@
 // The project's dashboards: pinned first, then by name (hedge's order), each a link to
-// its grid, and a new one made by name (it opens in edit mode).
+// its grid, and a new one made by name (it opens in edit mode). Each the user may edit
+// has a Delete (soft, with Undo).
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { Link, navigate } from '../router.jsx';
 import { projectPath } from '../session.jsx';
 import { ErrorNote, Field, Loading, Page, Table, relativeTime, useAsync } from '../ui.jsx';
+import { ListDeleted, deleteColumn, useListDelete } from './manage.jsx';
+
+const named = (d) => d.name || 'Untitled dashboard';
 
 export function Dashboards({ project }) {
   const list = useAsync((signal) => api(`/api/projects/${project}/dashboards/?limit=200`, { signal }), [project]);
+  const deletes = useListDelete(`/api/projects/${project}/dashboards/`, list.reload);
   return (
     <Page title="Dashboards">
       <NewDashboard project={project} />
       <ErrorNote error={list.error} />
+      <ListDeleted list={deletes} named={named} />
       {list.loading && !list.data ? (
         <Loading />
       ) : (
@@ -25,7 +31,7 @@ export function Dashboards({ project }) {
               {
                 key: 'name',
                 label: 'Name',
-                render: (d) => <Link href={projectPath(project, `dashboard/${d.id}`)}>{d.name || 'Untitled dashboard'}</Link>,
+                render: (d) => <Link href={projectPath(project, `dashboard/${d.id}`)}>{named(d)}</Link>,
               },
               { key: 'description', label: 'Description' },
               {
@@ -34,6 +40,7 @@ export function Dashboards({ project }) {
                 render: (d) => [d.pinned && 'Pinned', d.is_shared && 'Shared', d.effective_privilege_level < 37 && 'View only'].filter(Boolean).join(', '),
               },
               { key: 'created_at', label: 'Created', render: (d) => relativeTime(d.created_at) },
+              deleteColumn(deletes, named),
             ]}
           />
         )

@@ -9,6 +9,7 @@ import { Link, navigate, setQuery } from '../router.jsx';
 import { projectPath } from '../session.jsx';
 import { ErrorNote, Field, Loading, Page, downloadCSV, useAsync } from '../ui.jsx';
 import { BreakdownField, DateRangeFields, Filters, FunnelFields, SeriesFields, fieldError } from './insight-fields.jsx';
+import { Deleted, useRequest } from './manage.jsx';
 
 // The suggestions: events and event property keys seen in the last 30 days, most
 // frequent first.
@@ -87,11 +88,13 @@ export function Insight({ project, params, shortId }) {
       </Page>
     );
   }
-  return <Builder project={project} params={params} initial={saved.data} />;
+  // Keyed by the insight, so opening another (a duplicate just made) starts afresh.
+  return <Builder key={saved.data ? saved.data.id : 'new'} project={project} params={params} initial={saved.data} />;
 }
 
 function Builder({ project, params, initial }) {
   const [record, setRecord] = useState(initial);
+  const [deleted, setDeleted] = useState(false);
   const savedSource = record ? sourceOf(record.query) : null;
   const source = parseQ(params.get('q')) || savedSource || blank.TrendsQuery;
   const set = (next) => setQuery({ q: JSON.stringify(next) });
@@ -119,9 +122,31 @@ function Builder({ project, params, initial }) {
   const dirty = record && JSON.stringify(sent(source)) !== JSON.stringify(sent(savedSource));
   const drawsChart = isTrends && ['ActionsLineGraph', 'ActionsBar', 'ActionsStackedBar'].includes(display);
 
+  if (deleted) {
+    return (
+      <Deleted
+        title="Insight deleted"
+        name={title}
+        listHref={projectPath(project, 'insights')}
+        listLabel="Back to insights"
+        undo={async () => {
+          setRecord(await api(`/api/projects/${project}/insights/${record.id}/`, { method: 'PATCH', body: { deleted: false } }));
+          setDeleted(false);
+        }}
+      />
+    );
+  }
   return (
     <Page title={record ? title : 'New insight'} wide>
-      <SaveBar project={project} record={record} setRecord={setRecord} source={body} dirty={dirty} forDashboard={Number(params.get('dashboard')) || null} />
+      <SaveBar
+        project={project}
+        record={record}
+        setRecord={setRecord}
+        source={body}
+        dirty={dirty}
+        forDashboard={Number(params.get('dashboard')) || null}
+        onDeleted={() => setDeleted(true)}
+      />
       <div class="insight-layout">
         <form class="card insight-form" aria-labelledby="query-title" onSubmit={(e) => e.preventDefault()}>
           <h2 id="query-title">Query</h2>
@@ -227,10 +252,27 @@ function downloadResult(title, source, results) {
 // dashboard and the user goes back to it. An insight the user may only view (it is on
 // a dashboard they cannot edit: effective_privilege_level 21) can be explored but not
 // changed, so the bar offers to save a copy instead of a Save that hedge would refuse.
-function SaveBar({ project, record, setRecord, source, dirty, forDashboard }) {
+// A saved insight is renamed by its Name field and "Save changes" (which saves the name
+// with the query, changed or not), duplicated as PostHog does (a new insight of the
+// saved query named "… (copy)", opened at once), and deleted (soft, onDeleted shows
+// Undo) by those who may edit it.
+function SaveBar({ project, record, setRecord, source, dirty, forDashboard, onDeleted }) {
   const [name, setName] = useState((record && record.name) || '');
   const [state, setState] = useState({ error: null, note: '' });
+  const manage = useRequest();
   const viewOnly = record && record.effective_privilege_level < 37;
+  const renamed = record && name.trim() !== (record.name || '');
+  const duplicate = () =>
+    manage.run(async () => {
+      const body = { name: `${record.name || 'Untitled insight'} (copy)`, description: record.description, query: record.query };
+      const made = await api(`/api/projects/${project}/insights/`, { method: 'POST', body });
+      navigate(projectPath(project, `insights/${made.short_id}`));
+    });
+  const remove = () =>
+    manage.run(async () => {
+      await api(`/api/projects/${project}/insights/${record.id}/`, { method: 'PATCH', body: { deleted: true } });
+      onDeleted();
+    });
   const save = async (e) => {
     e.preventDefault();
     const body = { name: name.trim() || null, query: { kind: 'InsightVizNode', source } };
@@ -264,10 +306,27 @@ function SaveBar({ project, record, setRecord, source, dirty, forDashboard }) {
         </Field>
         <button type="submit">{label}</button>
         <p class="muted" role="status">
-          {dirty ? 'Unsaved changes.' : state.note}
+          {dirty || renamed ? 'Unsaved changes.' : state.note}
         </p>
+        {record && (
+          <div class="manage-actions">
+            <button type="button" class="secondary" disabled={manage.busy} onClick={duplicate}>
+              Duplicate
+            </button>
+            <button
+              type="button"
+              class="secondary"
+              disabled={manage.busy || viewOnly}
+              title={viewOnly ? 'Only the editors of its dashboard may delete this insight.' : undefined}
+              onClick={remove}
+            >
+              Delete
+            </button>
+          </div>
+        )}
       </form>
       <ErrorNote error={state.error} fields={['name']} />
+      <ErrorNote error={manage.error} />
       {record && !viewOnly && <AddToDashboard project={project} record={record} setRecord={setRecord} />}
     </div>
   );

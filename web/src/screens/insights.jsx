@@ -1,11 +1,14 @@
 // The project's saved insights, searchable by name; the search is in the URL so a
-// link reproduces the list.
+// link reproduces the list. Each the user may edit has a Delete (soft, with Undo).
 import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { Link, setQuery } from '../router.jsx';
 import { projectPath } from '../session.jsx';
 import { ErrorNote, Field, Loading, Page, Table, relativeTime, useAsync } from '../ui.jsx';
 import { sourceOf } from '../insight-result.jsx';
+import { ListDeleted, deleteColumn, useListDelete } from './manage.jsx';
+
+const named = (r) => r.name || 'Untitled insight';
 
 const kinds = { TrendsQuery: 'Trends', FunnelsQuery: 'Funnel', EventsQuery: 'Events', HogQLQuery: 'SQL' };
 
@@ -27,10 +30,11 @@ export function Insights({ project, params }) {
     addEventListener('keydown', onKey);
     return () => removeEventListener('keydown', onKey);
   }, []);
-  const { data, error, loading } = useAsync(
+  const { data, error, loading, reload } = useAsync(
     (signal) => api(`/api/projects/${project}/insights/?limit=100&search=${encodeURIComponent(search)}`, { signal }),
     [project, search],
   );
+  const list = useListDelete(`/api/projects/${project}/insights/`, reload);
   return (
     <Page
       title="Insights"
@@ -46,6 +50,7 @@ export function Insights({ project, params }) {
         </Field>
       </div>
       <ErrorNote error={error} />
+      <ListDeleted list={list} named={named} />
       {loading && !data ? (
         <Loading />
       ) : (
@@ -62,10 +67,11 @@ export function Insights({ project, params }) {
                 {
                   key: 'name',
                   label: 'Name',
-                  render: (r) => <Link href={projectPath(project, `insights/${r.short_id}`)}>{r.name || 'Untitled insight'}</Link>,
+                  render: (r) => <Link href={projectPath(project, `insights/${r.short_id}`)}>{named(r)}</Link>,
                 },
                 { key: 'kind', label: 'Type', render: (r) => kinds[(sourceOf(r.query) || {}).kind] || '—' },
                 { key: 'last_modified_at', label: 'Last modified', render: (r) => relativeTime(r.last_modified_at) },
+                deleteColumn(list, named),
               ]}
               rows={data.results}
             />
