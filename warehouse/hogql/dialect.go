@@ -29,15 +29,36 @@ func backticks(query string) string {
 	return out.String()
 }
 
+// The bounds of the rewrites, which run before the caller measures the query: a
+// rewrite may repeat an argument (the JSON functions read theirs twice) and a scalar
+// WITH is put in place at each use, so nesting them grows the text exponentially.
+const (
+	// maxRewrittenBytes bounds the text the rewrites make (a query runs if it is
+	// shorter still: the caller's bound).
+	maxRewrittenBytes = 256 << 10
+	// maxRewriteDepth bounds the nesting of rewritten calls, each rewritten from the
+	// inside, and maxNullish the ?? operators, each rewritten over the whole query.
+	maxRewriteDepth = 64
+	maxNullish      = 100
+)
+
+var (
+	errRewrittenLength = errorf("the query is longer than %d KB once its ClickHouse forms are rewritten", maxRewrittenBytes>>10)
+	errRewriteDepth    = errorf("the query nests ClickHouse's functions more than %d deep", maxRewriteDepth)
+	errNullish         = errorf("the query uses ?? more than %d times", maxNullish)
+)
+
 // dialect rewrites the calls of callRewrites, the ?? operator and a WITH clause's
 // scalars (scalarCTEs) of query.
 func dialect(query string) (string, error) {
-	query, err := rewriteCalls(lex(query))
+	query, err := rewriteCalls(lex(query), 0)
 	if err != nil {
 		return "", err
 	}
-	query = nullishOperators(query)
-	return scalarCTEs(query), nil
+	if query, err = nullishOperators(query); err != nil {
+		return "", err
+	}
+	return scalarCTEs(query)
 }
 
 // callRewrite makes DuckDB's SQL of a call from its arguments' SQL (already
@@ -268,14 +289,18 @@ func formatDateTime(args, _ []string) (string, error) {
 }
 
 // rewriteCalls writes toks back with each call of callRewrites rewritten, its
-// arguments first.
-func rewriteCalls(toks []token) (string, error) {
+// arguments first; toks are depth deep in rewritten calls.
+func rewriteCalls(toks []token, depth int) (string, error) {
+	if depth > maxRewriteDepth {
+		return "", errRewriteDepth
+	}
 	var out strings.Builder
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
 		rewrite := callRewrites[strings.ToLower(t.text)]
 		open := nextToken(toks, i+1)
-		if t.kind != tokIdent || rewrite == nil || afterDot(toks, i) || open >= len(toks) || toks[open].text != "(" {
+		if t.kind != tokIdent || rewrite == nil || afterDot(toks, i) || open >= len(toks) || toks[open].text != "(" ||
+			afterComparison(toks, i) {
 			out.WriteString(t.text)
 			continue
 		}
@@ -284,7 +309,7 @@ func rewriteCalls(toks []token) (string, error) {
 			out.WriteString(t.text)
 			continue
 		}
-		args, err := callArgs(toks[open+1 : end])
+		args, err := callArgs(toks[open+1:end], depth)
 		if err != nil {
 			return "", err
 		}
@@ -292,7 +317,7 @@ func rewriteCalls(toks []token) (string, error) {
 		if second := nextToken(toks, end+1); parametric[strings.ToLower(t.text)] && second < len(toks) && toks[second].text == "(" {
 			if secondEnd := closing(toks, second); secondEnd >= 0 {
 				params = args
-				if args, err = callArgs(toks[second+1 : secondEnd]); err != nil {
+				if args, err = callArgs(toks[second+1:secondEnd], depth); err != nil {
 					return "", err
 				}
 				end = secondEnd
@@ -306,14 +331,17 @@ func rewriteCalls(toks []token) (string, error) {
 			out.WriteString(t.text)
 			continue
 		}
-		out.WriteString(sql)
+		if out.WriteString(sql); out.Len() > maxRewrittenBytes {
+			return "", errRewrittenLength
+		}
 		i = end
 	}
 	return out.String(), nil
 }
 
-// callArgs splits a call's tokens at its commas and rewrites each argument.
-func callArgs(toks []token) ([]string, error) {
+// callArgs splits a call's tokens at its commas and rewrites each argument, the call
+// being nesting deep in rewritten calls.
+func callArgs(toks []token, nesting int) ([]string, error) {
 	var args []string
 	depth, start := 0, 0
 	for i := 0; i <= len(toks); i++ {
@@ -333,7 +361,7 @@ func callArgs(toks []token) ([]string, error) {
 				continue
 			}
 		}
-		arg, err := rewriteCalls(toks[start:i])
+		arg, err := rewriteCalls(toks[start:i], nesting+1)
 		if err != nil {
 			return nil, err
 		}
@@ -401,6 +429,13 @@ func previousToken(toks []token, i int) int {
 	return i
 }
 
+// afterComparison reports whether toks[i] follows a comparison operator: SQL's
+// x = ANY (subquery), where ANY is no call.
+func afterComparison(toks []token, i int) bool {
+	j := previousToken(toks, i-1)
+	return j >= 0 && toks[j].kind == tokPunct && strings.Contains("=<>", toks[j].text)
+}
+
 func afterDot(toks []token, i int) bool {
 	j := previousToken(toks, i-1)
 	return j >= 0 && toks[j].kind == tokPunct && toks[j].text == "."
@@ -410,8 +445,14 @@ func afterDot(toks []token, i int) bool {
 // from the left (a ?? b ?? c is coalesce(coalesce(a, b), c)). Its operands are what
 // binds tighter than any operator: a name, a literal, a call, a bracketed expression,
 // with their .name, [index] and ::type suffixes.
-func nullishOperators(query string) string {
+func nullishOperators(query string) (string, error) {
+	if strings.Count(query, "??") > maxNullish {
+		return "", errNullish
+	}
 	for {
+		if len(query) > maxRewrittenBytes {
+			return "", errRewrittenLength
+		}
 		toks := lex(query)
 		at := -1
 		for i := 0; i+1 < len(toks); i++ {
@@ -421,11 +462,11 @@ func nullishOperators(query string) string {
 			}
 		}
 		if at < 0 {
-			return query
+			return query, nil
 		}
 		left, right := operandStart(toks, at-1), operandEnd(toks, at+2)
 		if left < 0 || right < 0 {
-			return query // for DuckDB to refuse
+			return query, nil // for DuckDB to refuse
 		}
 		var b strings.Builder
 		for _, t := range toks[:left] {
@@ -523,17 +564,17 @@ func operandEnd(toks []token, i int) int {
 // scalarCTEs rewrites ClickHouse's WITH <expression> AS <name>, at the head of the
 // query: the name stands for the expression in the rest of the query (in brackets),
 // as ClickHouse reads it; the WITH clause keeps its queries (name AS (SELECT ...)).
-func scalarCTEs(query string) string {
+func scalarCTEs(query string) (string, error) {
 	toks := lex(query)
 	with := nextToken(toks, 0)
 	if with >= len(toks) || !strings.EqualFold(toks[with].text, "with") {
-		return query
+		return query, nil
 	}
 	scalars := map[string]string{} // name: SQL
 	var kept []string
 	i := nextToken(toks, with+1)
 	if i < len(toks) && strings.EqualFold(toks[i].text, "recursive") {
-		return query
+		return query, nil
 	}
 	for {
 		start := i
@@ -546,7 +587,7 @@ func scalarCTEs(query string) string {
 			for j := i; j < len(toks); j++ {
 				if toks[j].text == "(" || toks[j].text == "[" {
 					if j = closing(toks, j); j < 0 {
-						return query
+						return query, nil
 					}
 					continue
 				}
@@ -562,11 +603,15 @@ func scalarCTEs(query string) string {
 				}
 			}
 			if as < 0 || as == start {
-				return query
+				return query, nil
 			}
 			name := nextToken(toks, as+1)
 			// A scalar may use those before it.
-			scalars[toks[name].text] = "(" + strings.TrimSpace(substitute(toks[start:as], scalars)) + ")"
+			sql, err := substitute(toks[start:as], scalars)
+			if err != nil {
+				return "", err
+			}
+			scalars[toks[name].text] = "(" + strings.TrimSpace(sql) + ")"
 			i = name + 1
 		}
 		i = nextToken(toks, i)
@@ -577,32 +622,42 @@ func scalarCTEs(query string) string {
 		break
 	}
 	if len(scalars) == 0 {
-		return query
+		return query, nil
 	}
 	var b strings.Builder
 	b.WriteString(join(toks[:with]))
 	if len(kept) > 0 {
-		b.WriteString(toks[with].text + " " + substitute(lex(strings.Join(kept, ", ")), scalars) + " ")
+		queries, err := substitute(lex(strings.Join(kept, ", ")), scalars)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(toks[with].text + " " + queries + " ")
 	}
-	b.WriteString(substitute(toks[i:], scalars))
-	return b.String()
+	rest, err := substitute(toks[i:], scalars)
+	if err != nil {
+		return "", err
+	}
+	b.WriteString(rest)
+	return b.String(), nil
 }
 
 // substitute writes toks back with each name of m that is a column reference (not
 // after a dot, not a call, not an alias after AS) replaced by its SQL.
-func substitute(toks []token, m map[string]string) string {
+func substitute(toks []token, m map[string]string) (string, error) {
 	var b strings.Builder
 	for i, t := range toks {
 		if sql, ok := m[t.text]; ok && t.kind == tokIdent && !afterDot(toks, i) {
 			next, previous := nextToken(toks, i+1), previousToken(toks, i-1)
 			if (next >= len(toks) || toks[next].text != "(") && (previous < 0 || !strings.EqualFold(toks[previous].text, "as")) {
-				b.WriteString(sql)
+				if b.WriteString(sql); b.Len() > maxRewrittenBytes {
+					return "", errRewrittenLength
+				}
 				continue
 			}
 		}
 		b.WriteString(t.text)
 	}
-	return b.String()
+	return b.String(), nil
 }
 
 // namedCTEEnd is the index of the ) that ends a WITH query starting at toks[i], name
