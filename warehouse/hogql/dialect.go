@@ -58,7 +58,54 @@ func dialect(query string) (string, error) {
 	if query, err = nullishOperators(query); err != nil {
 		return "", err
 	}
-	return scalarCTEs(query)
+	return scalarCTEs(notEquals(query))
+}
+
+// notEquals rewrites a != b and a <> b to (a IS DISTINCT FROM b), HogQL's rule: a
+// property that is missing (NULL) differs from any value, so properties.x != 'a' holds
+// for the events without x (where SQL's != is NULL and drops them), and two NULLs are
+// equal. Only a comparison that stands alone is rewritten, operands as ?? reads them
+// between a clause's keyword, a bracket, a comma or AND/OR/NOT and the next such:
+// in a + 1 != b, where operators bind the operands, the comparison stays SQL's.
+func notEquals(query string) string {
+	toks := lex(query)
+	var b strings.Builder
+	last := 0 // toks before last are written
+	for i := 0; i+1 < len(toks); i++ {
+		if !(toks[i].text == "!" && toks[i+1].text == "=" || toks[i].text == "<" && toks[i+1].text == ">") {
+			continue
+		}
+		left, right := operandStart(toks, i-1), operandEnd(toks, i+2)
+		if left < last || right < 0 || !comparisonEdge(toks, previousToken(toks, left-1)) || !comparisonEdge(toks, nextToken(toks, right+1)) {
+			continue
+		}
+		b.WriteString(join(toks[last:left]))
+		b.WriteString("(" + join(toks[left:previousToken(toks, i-1)+1]) + " IS DISTINCT FROM " + join(toks[nextToken(toks, i+2):right+1]) + ")")
+		last, i = right+1, right
+	}
+	b.WriteString(join(toks[last:]))
+	return b.String()
+}
+
+// comparisonEdges are the keywords that end what a comparison's operand may be.
+var comparisonEdges = map[string]bool{"select": true, "where": true, "having": true, "qualify": true, "on": true,
+	"and": true, "or": true, "not": true, "when": true, "then": true, "else": true, "end": true, "as": true,
+	"from": true, "group": true, "order": true, "limit": true, "offset": true, "union": true, "except": true,
+	"intersect": true, "window": true}
+
+// comparisonEdge reports whether toks[i] (the start or the end of the query when out
+// of range) ends a comparison's operand.
+func comparisonEdge(toks []token, i int) bool {
+	if i < 0 || i >= len(toks) {
+		return true
+	}
+	switch t := toks[i]; t.kind {
+	case tokPunct:
+		return t.text == "(" || t.text == ")" || t.text == "," || t.text == ";"
+	case tokIdent:
+		return comparisonEdges[strings.ToLower(t.text)]
+	}
+	return false
 }
 
 // callRewrite makes DuckDB's SQL of a call from its arguments' SQL (already

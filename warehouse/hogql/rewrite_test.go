@@ -188,6 +188,11 @@ func TestRewriteDialect(t *testing.T) {
 	f(`WITH t AS (SELECT 1) SELECT * FROM t`, `WITH t AS (SELECT 1) SELECT * FROM t`)
 	f(`WITH RECURSIVE r AS (SELECT 1) SELECT * FROM r`, `WITH RECURSIVE r AS (SELECT 1) SELECT * FROM r`)
 	f(`WITH now() - INTERVAL 7 DAY AS since SELECT since`, `SELECT (now() - INTERVAL 7 DAY)`)
+	// != and <> that stand alone hold for a NULL, as HogQL's do; inside arithmetic they
+	// stay SQL's.
+	f(`SELECT count() FROM events WHERE properties.x != 'a' AND NOT (b <> 2) OR f(c)[1] != d`,
+		`SELECT count() FROM events WHERE (json_extract_string(properties, '$."x"') IS DISTINCT FROM 'a') AND NOT ((b IS DISTINCT FROM 2)) OR (f(c)[1] IS DISTINCT FROM d)`)
+	f(`SELECT a + 1 != 2, a != b * 2, CASE WHEN a != 1 THEN 0 END`, `SELECT a + 1 != 2, a != b * 2, CASE WHEN (a IS DISTINCT FROM 1) THEN 0 END`)
 }
 
 func TestCapturingGroup(t *testing.T) {
