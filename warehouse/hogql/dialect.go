@@ -76,7 +76,8 @@ func notEquals(query string) string {
 			continue
 		}
 		left, right := operandStart(toks, i-1), operandEnd(toks, i+2)
-		if left < last || right < 0 || !comparisonEdge(toks, previousToken(toks, left-1)) || !comparisonEdge(toks, nextToken(toks, right+1)) {
+		if left < last || right < 0 || !comparisonEdge(toks, previousToken(toks, left-1)) || !comparisonEdge(toks, nextToken(toks, right+1)) ||
+			quantified[strings.ToLower(toks[nextToken(toks, i+2)].text)] {
 			continue
 		}
 		b.WriteString(join(toks[last:left]))
@@ -86,6 +87,9 @@ func notEquals(query string) string {
 	b.WriteString(join(toks[last:]))
 	return b.String()
 }
+
+// quantified are the words of SQL's x != ANY (subquery), which stays SQL's.
+var quantified = map[string]bool{"any": true, "all": true, "some": true}
 
 // comparisonEdges are the keywords that end what a comparison's operand may be.
 var comparisonEdges = map[string]bool{"select": true, "where": true, "having": true, "qualify": true, "on": true,

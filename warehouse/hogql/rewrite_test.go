@@ -193,6 +193,7 @@ func TestRewriteDialect(t *testing.T) {
 	f(`SELECT count() FROM events WHERE properties.x != 'a' AND NOT (b <> 2) OR f(c)[1] != d`,
 		`SELECT count() FROM events WHERE (json_extract_string(properties, '$."x"') IS DISTINCT FROM 'a') AND NOT ((b IS DISTINCT FROM 2)) OR (f(c)[1] IS DISTINCT FROM d)`)
 	f(`SELECT a + 1 != 2, a != b * 2, CASE WHEN a != 1 THEN 0 END`, `SELECT a + 1 != 2, a != b * 2, CASE WHEN (a IS DISTINCT FROM 1) THEN 0 END`)
+	f(`SELECT a <> ALL (SELECT 1), a != any(SELECT 1)`, `SELECT a <> ALL (SELECT 1), a != any(SELECT 1)`)
 }
 
 func TestCapturingGroup(t *testing.T) {
