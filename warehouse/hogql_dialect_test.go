@@ -86,9 +86,11 @@ func (e dialectEvent) properties() string {
 }
 
 // dialectCase is a HogQL query as PostHog's documentation writes it, and its answer:
-// want, the rows as fmt prints them, or wantError, a part of the refusal's text.
+// want, the rows as fmt prints them (and columns, their names, when set), or
+// wantError, a part of the refusal's text.
 type dialectCase struct {
 	query, want, wantError string
+	columns                []string
 }
 
 // rows prints rows as the test compares them: fmt's text of the result's values.
@@ -474,6 +476,8 @@ func TestHogQLDialect(t *testing.T) {
 				want: rows(row(count(events, func(e dialectEvent) bool { return e.browser != "Chrome" && e.name != "purchase" })))},
 			{query: `SELECT count() FROM events WHERE toInt(properties.n) + 1 != 5`, want: rows(row(len(events) - 1))},
 			{query: `WITH 'purchase' AS wanted SELECT count() FROM events WHERE event = wanted`, want: rows(row(count(events, is("purchase"))))},
+			{query: `WITH 'purchase' AS wanted, 2 AS two SELECT wanted, two * 2 AS four`, want: rows(row("purchase", 4)),
+				columns: []string{"wanted", "four"}},
 			{query: `WITH 'u1' AS who, 'purchase' AS what SELECT count() FROM events WHERE distinct_id = who AND event = what`,
 				want: rows(row(purchasesOf("u1")))},
 			{query: `WITH 40 AS lo, buyers AS (SELECT distinct_id FROM events WHERE event = 'purchase' AND toInt(properties.n) >= lo)
@@ -523,6 +527,9 @@ func TestHogQLDialect(t *testing.T) {
 				}
 				if got := fmt.Sprint(result.Results); got != c.want {
 					t.Errorf("%s\n got %s\nwant %s", c.query, got, c.want)
+				}
+				if c.columns != nil && !slices.Equal(result.Columns, c.columns) {
+					t.Errorf("%s\n got the columns %q\nwant %q", c.query, result.Columns, c.columns)
 				}
 			}
 		})

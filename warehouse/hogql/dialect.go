@@ -693,13 +693,26 @@ func scalarCTEs(query string) (string, error) {
 }
 
 // substitute writes toks back with each name of m that is a column reference (not
-// after a dot, not a call, not an alias after AS) replaced by its SQL.
+// after a dot, not a call, not an alias after AS) replaced by its SQL. A name that is
+// a whole item of the select list of toks's query (at the top, not in brackets) keeps
+// its name as the column's, as in ClickHouse: WITH 1 AS n SELECT n answers a column n.
 func substitute(toks []token, m map[string]string) (string, error) {
 	var b strings.Builder
+	depth := 0
 	for i, t := range toks {
+		switch t.text {
+		case "(", "[":
+			depth++
+		case ")", "]":
+			depth--
+		}
 		if sql, ok := m[t.text]; ok && t.kind == tokIdent && !afterDot(toks, i) {
 			next, previous := nextToken(toks, i+1), previousToken(toks, i-1)
 			if (next >= len(toks) || toks[next].text != "(") && (previous < 0 || !strings.EqualFold(toks[previous].text, "as")) {
+				if depth == 0 && previous >= 0 && (strings.EqualFold(toks[previous].text, "select") || toks[previous].text == ",") &&
+					(next >= len(toks) || toks[next].text == "," || strings.EqualFold(toks[next].text, "from")) {
+					sql += " AS " + t.text
+				}
 				if b.WriteString(sql); b.Len() > maxRewrittenBytes {
 					return "", errRewrittenLength
 				}

@@ -184,10 +184,11 @@ func TestRewriteDialect(t *testing.T) {
 		`SELECT coalesce(json_extract_string(properties, '$."x"'), 'none'), coalesce(f(x)[1], (y + 1)), coalesce(x::INT, 0)`)
 	// Scalar WITHs stand for their expressions; WITH queries stay.
 	f(`WITH 'p' AS e1, 2 AS n, t AS (SELECT n AS m) SELECT e1, x.e1, e1(), 3 AS e1 FROM t WHERE event = e1`,
-		`WITH t AS (SELECT (2) AS m) SELECT ('p'), x.e1, e1(), 3 AS e1 FROM t WHERE event = ('p')`)
+		`WITH t AS (SELECT (2) AS m) SELECT ('p') AS e1, x.e1, e1(), 3 AS e1 FROM t WHERE event = ('p')`)
+	f(`WITH 1 AS n SELECT f(n, 2), n FROM (SELECT n)`, `SELECT f((1), 2), (1) AS n FROM (SELECT (1))`)
 	f(`WITH t AS (SELECT 1) SELECT * FROM t`, `WITH t AS (SELECT 1) SELECT * FROM t`)
 	f(`WITH RECURSIVE r AS (SELECT 1) SELECT * FROM r`, `WITH RECURSIVE r AS (SELECT 1) SELECT * FROM r`)
-	f(`WITH now() - INTERVAL 7 DAY AS since SELECT since`, `SELECT (now() - INTERVAL 7 DAY)`)
+	f(`WITH now() - INTERVAL 7 DAY AS since SELECT since`, `SELECT (now() - INTERVAL 7 DAY) AS since`)
 	// != and <> that stand alone hold for a NULL, as HogQL's do; inside arithmetic they
 	// stay SQL's.
 	f(`SELECT count() FROM events WHERE properties.x != 'a' AND NOT (b <> 2) OR f(c)[1] != d`,
