@@ -368,6 +368,14 @@ func TestHogQLDialect(t *testing.T) {
 			{query: `SELECT dateDiff('day', yesterday(), today()), today() - yesterday()`, want: rows(row(1, 1))},
 			{query: `SELECT toInt(properties.n) AS n, dateDiff('day', toDateTime('2026-11-01 00:00:00'), timestamp) FROM events ORDER BY n`,
 				want: perEvent(events, func(e dialectEvent) any { return int(day(e.ts).Sub(nov1).Hours() / 24) })},
+			{query: `SELECT toInt(properties.n) AS n, dateDiff('week', toDateTime('2026-11-01 00:00:00'), timestamp) FROM events ORDER BY n`,
+				want: perEvent(events, func(e dialectEvent) any {
+					monday := func(t time.Time) time.Time { return day(t).AddDate(0, 0, -((int(t.Weekday()) + 6) % 7)) }
+					return int(monday(e.ts).Sub(monday(nov1)).Hours() / 24 / 7)
+				})},
+			{query: `SELECT dateDiff('hour', toDateTime('2026-11-01 00:00:00'), timestamp), dateDiff('month', toDateTime('2026-10-31 23:00:00'), timestamp)
+				FROM events WHERE properties.n = '9'`,
+				want: rows(row(int(e9.ts.Truncate(time.Hour).Sub(nov1).Hours()), 1))},
 			{query: `SELECT dateAdd('day', 3, timestamp), dateSub('hour', 2, timestamp) FROM events WHERE properties.n = '9'`,
 				want: rows(row(e9.ts.AddDate(0, 0, 3).Format(dateTime), e9.ts.Add(-2*time.Hour).Format(dateTime)))},
 			{query: `SELECT addDays(timestamp, 2), subtractHours(timestamp, 5), addMinutes(timestamp, 90) FROM events WHERE properties.n = '9'`,

@@ -172,6 +172,11 @@ const clickHouseMacros = `
 	CREATE OR REPLACE TEMP MACRO yesterday() AS CAST(current_date - 1 AS DATE);
 	CREATE OR REPLACE TEMP MACRO toDate(x) AS CAST(x AS DATE);
 	CREATE OR REPLACE TEMP MACRO toDateTime(x) AS CAST(x AS TIMESTAMPTZ);
+	-- dateDiff counts the unit's boundaries crossed, as DuckDB's date_diff does, but
+	-- weeks start on Monday (ClickHouse's toRelativeWeekNum), where date_diff counts
+	-- whole weeks.
+	CREATE OR REPLACE TEMP MACRO dateDiff(unit, a, b) AS CASE WHEN lower(unit) IN ('week', 'weeks')
+		THEN (toMonday(b) - toMonday(a)) // 7 ELSE date_diff(unit, a, b) END;
 	-- dateAdd and dateSub take the unit first, as a string ('day', 'hour', ...); DuckDB's
 	-- own datesub, a difference, gives way to ClickHouse's.
 	CREATE OR REPLACE TEMP MACRO dateAdd(unit, n, x) AS x + n * CAST('1 ' || unit AS INTERVAL);
