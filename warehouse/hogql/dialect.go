@@ -194,6 +194,8 @@ func init() {
 			}
 			return "strpos(" + args[0] + ", " + args[1] + ")", nil
 		},
+		// like(s, pattern) and its kin are SQL's operators, whose names DuckDB's
+		// parser reserves.
 		"like":           like("LIKE"),
 		"ilike":          like("ILIKE"),
 		"notlike":        like("NOT LIKE"),
@@ -214,6 +216,7 @@ func init() {
 			return "CASE WHEN json_type(" + j + ", " + p + ") IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN CAST(json_extract_string(" +
 				j + ", " + p + ") AS DOUBLE) ELSE 0 END"
 		}),
+		// A boolean, where ClickHouse answers UInt8's 1 or 0 (as for its comparisons).
 		"jsonextractbool": jsonExtract(func(j, p string) string {
 			return "CASE WHEN json_type(" + j + ", " + p + ") = 'BOOLEAN' THEN CAST(json_extract_string(" + j + ", " + p + ") AS BOOLEAN) ELSE false END"
 		}),
@@ -226,6 +229,7 @@ func init() {
 			all := p[:len(p)-1] + "[*]'" // the path's literal, of each element
 			return "CASE WHEN json_type(" + j + ", " + p + ") = 'ARRAY' THEN CAST(json_extract(" + j + ", " + all + ") AS VARCHAR[]) ELSE [] END"
 		}),
+		// Whether the keys lead to a value, a boolean (ClickHouse's 1 or 0).
 		"jsonhas": jsonExtract(func(j, p string) string {
 			return "coalesce(json_exists(" + j + ", " + p + "), false)"
 		}),
