@@ -8,7 +8,7 @@ const (
 	tokSpace tokenKind = iota
 	tokComment
 	tokString // '...'
-	tokQuoted // "..."
+	tokQuoted // "...", or ClickHouse's `...` (which Rewrite makes "...")
 	// tokOpen is a string or quoted name the query never closes: the rest of the
 	// query. It is neither a string nor a name, so nothing rewrites it, and DuckDB
 	// refuses the query when it parses it.
@@ -48,9 +48,9 @@ func lex(q string) []token {
 			} else {
 				i += end + 4
 			}
-		case c == '\'' || c == '"':
+		case c == '\'' || c == '"' || c == '`':
 			kind = tokString
-			if c == '"' {
+			if c != '\'' {
 				kind = tokQuoted
 			}
 			closed := false

@@ -11,11 +11,14 @@ import (
 // with the same over the person_properties column; a string literal on the right of
 // -> or ->> that names a PostHog property ('$current_url') becomes the JSON path of
 // that key. usesPerson reports whether the query reads person properties, which needs
-// an events view that joins persons. The result is still to be checked (Check): the
-// rewrite makes no query safe, it only changes how properties are written.
+// an events view that joins persons. Then the ClickHouse forms DuckDB cannot read
+// become DuckDB's (dialect): backtick names first, which may be property keys
+// (properties.`$browser`), and the calls, operators and scalar WITHs last, over the
+// rewritten properties. The result is still to be checked (Check): the rewrite makes
+// no query safe, it only changes how properties and ClickHouse's forms are written.
 func Rewrite(query string) (rewritten string, usesPerson bool, err error) {
 	var out strings.Builder
-	toks := lex(query)
+	toks := lex(backticks(query))
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
 		if t.kind == tokString && afterArrow(toks, i) {
@@ -60,7 +63,11 @@ func Rewrite(query string) (rewritten string, usesPerson bool, err error) {
 		fmt.Fprintf(&out, "json_extract_string(%s, '%s')", column, strings.ReplaceAll(path.String(), "'", "''"))
 		i = j - 1
 	}
-	return out.String(), usesPerson, nil
+	rewritten, err = dialect(out.String())
+	if err != nil {
+		return "", false, err
+	}
+	return rewritten, usesPerson, nil
 }
 
 // rewrittenColumn is the name DuckDB gives a column that Rewrite wrote from a property

@@ -2,6 +2,7 @@ package hogql
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -131,6 +132,8 @@ func FuzzRewrite(f *testing.F) {
 	for _, q := range []string{
 		`SELECT properties.$current_url FROM events`, `SELECT person.properties."a""b" FROM events`,
 		`SELECT properties->>'$it''s'`, `SELECT properties->'`, `SELECT properties."`, `/* open`, `-- x`,
+		"SELECT properties.`$browser` ?? 'x'", `WITH 1 AS a, t AS (SELECT a) SELECT quantiles(0.5)(a) FROM t`,
+		`SELECT multiIf(a, b, c), JSONExtractString(j, 'k', 1), formatDateTime(t, '%F'), extract(s, '(a)')`, "`open",
 	} {
 		f.Add(q)
 	}
@@ -144,4 +147,103 @@ func FuzzRewrite(f *testing.F) {
 		}
 		Rewrite(q)
 	})
+}
+
+// TestRewriteDialect: the ClickHouse forms DuckDB cannot read as macros become DuckDB's
+// SQL (their answers are TestHogQLDialect's, in package warehouse).
+func TestRewriteDialect(t *testing.T) {
+	f := func(query, want string) {
+		t.Helper()
+		got, _, err := Rewrite(query)
+		if err != nil {
+			t.Fatalf("Rewrite(%q): %v", query, err)
+		}
+		if got != want {
+			t.Fatalf("Rewrite(%q)\n = %q\nwant %q", query, got, want)
+		}
+	}
+	// Backtick names, property keys among them.
+	f("SELECT properties.`$browser`, `a``b`, `x\"y` FROM events",
+		`SELECT json_extract_string(properties, '$."$browser"'), "a`+"`"+`b", "x""y" FROM events`)
+	f("SELECT '`not a name`'", "SELECT '`not a name`'")
+	// Parametric aggregates; DuckDB's own quantile(x, p) stays.
+	f(`SELECT quantile(0.9)(x), quantiles(0.1, 0.5) (x), quantile(x, 0.5)`,
+		`SELECT quantile_cont(x, 0.9), quantile_cont(x, [0.1, 0.5]), quantile(x, 0.5)`)
+	// Calls inside calls, rewritten from the inside.
+	f(`SELECT multiIf(a, any(b), c, extract(s, '(x)'), 'e')`,
+		`SELECT CASE WHEN a THEN any_value(b) WHEN c THEN regexp_extract(s, '(x)', 1) ELSE 'e' END`)
+	// SQL's forms of keywords stay: EXTRACT(part FROM x), position(a IN b), = ANY (...).
+	f(`SELECT EXTRACT(year FROM t), position('a' IN s), x = ANY (SELECT 1), extract(s, 'a(?:b)')`,
+		`SELECT EXTRACT(year FROM t), position('a' IN s), x = ANY (SELECT 1), regexp_extract(s, 'a(?:b)')`)
+	f(`SELECT position(s, 'a'), like(s, 'a%'), notILike(s, 'a%')`, `SELECT strpos(s, 'a'), (s LIKE 'a%'), (s NOT ILIKE 'a%')`)
+	f(`SELECT formatDateTime(t, '%Y-%m-%d %H:%i %M 100%%')`, `SELECT strftime(t, '%Y-%m-%d %H:%M %B 100%%')`)
+	f(`SELECT JSONExtractRaw(properties, 'a', 2, -1)`, `SELECT coalesce(CAST(json_extract((properties), '$."a"[1][#-1]') AS VARCHAR), '')`)
+	// ??, left to right, over calls, properties, brackets and casts.
+	f(`SELECT a ?? b ?? c`, `SELECT coalesce(coalesce(a, b), c)`)
+	f(`SELECT properties.x ?? 'none', f(x)[1] ?? (y + 1), x::INT ?? 0`,
+		`SELECT coalesce(json_extract_string(properties, '$."x"'), 'none'), coalesce(f(x)[1], (y + 1)), coalesce(x::INT, 0)`)
+	// Scalar WITHs stand for their expressions; WITH queries stay.
+	f(`WITH 'p' AS e1, 2 AS n, t AS (SELECT n AS m) SELECT e1, x.e1, e1(), 3 AS e1 FROM t WHERE event = e1`,
+		`WITH t AS (SELECT (2) AS m) SELECT ('p') AS e1, x.e1, e1(), 3 AS e1 FROM t WHERE event = ('p')`)
+	f(`WITH 1 AS n SELECT f(n, 2), n FROM (SELECT n)`, `SELECT f((1), 2), (1) AS n FROM (SELECT (1))`)
+	f(`WITH t AS (SELECT 1) SELECT * FROM t`, `WITH t AS (SELECT 1) SELECT * FROM t`)
+	f(`WITH RECURSIVE r AS (SELECT 1) SELECT * FROM r`, `WITH RECURSIVE r AS (SELECT 1) SELECT * FROM r`)
+	f(`WITH now() - INTERVAL 7 DAY AS since SELECT since`, `SELECT (now() - INTERVAL 7 DAY) AS since`)
+	// != and <> that stand alone hold for a NULL, as HogQL's do; inside arithmetic they
+	// stay SQL's.
+	f(`SELECT count() FROM events WHERE properties.x != 'a' AND NOT (b <> 2) OR f(c)[1] != d`,
+		`SELECT count() FROM events WHERE (json_extract_string(properties, '$."x"') IS DISTINCT FROM 'a') AND NOT ((b IS DISTINCT FROM 2)) OR (f(c)[1] IS DISTINCT FROM d)`)
+	f(`SELECT a + 1 != 2, a != b * 2, CASE WHEN a != 1 THEN 0 END`, `SELECT a + 1 != 2, a != b * 2, CASE WHEN (a IS DISTINCT FROM 1) THEN 0 END`)
+	f(`SELECT a <> ALL (SELECT 1), a != any(SELECT 1)`, `SELECT a <> ALL (SELECT 1), a != any(SELECT 1)`)
+}
+
+func TestCapturingGroup(t *testing.T) {
+	for pattern, want := range map[string]bool{
+		`a(b)`: true, `(?P<n>a)`: true, `(?<n>a)`: true, `a`: false, `a\(b\)`: false, `(?:a)`: false, `(?i)a`: false,
+		`[(]a`: false, `[]()]`: false, `\\(a)`: true,
+	} {
+		if got := capturingGroup(pattern); got != want {
+			t.Errorf("capturingGroup(%q) = %v, want %v", pattern, got, want)
+		}
+	}
+}
+
+func TestRewriteDialectRefuses(t *testing.T) {
+	f := func(query, want string) {
+		t.Helper()
+		_, _, err := Rewrite(query)
+		var refused *Error
+		if !errors.As(err, &refused) || refused.Detail != want {
+			t.Fatalf("Rewrite(%q): %v, want the refusal %q", query, err, want)
+		}
+	}
+	f(`SELECT extract(s, p)`, `extract(s, pattern) takes a constant pattern here`)
+	f(`SELECT formatDateTime(t, '%Q')`, `formatDateTime's specifier %Q is not supported here`)
+	f(`SELECT formatDateTime(t, '%')`, `formatDateTime's format ends with a lone %`)
+	f(`SELECT multiIf(a, b)`, `multiIf takes pairs of a condition and a value, then the value otherwise`)
+	f(`SELECT JSONExtractString(j, 0)`, `the keys of the JSON functions are constant strings or non-zero integers here`)
+	f(`SELECT JSONExtractString(j, 'a"b')`, `the JSON key "a\"b" cannot be read here`)
+	f(`SELECT quantile(0.5, 0.6)(x)`, `quantile(p)(x) takes one level and one value`)
+}
+
+// TestRewriteDialectBounds: the rewrites that repeat text stop at a bound, before the
+// text they make grows past it.
+func TestRewriteDialectBounds(t *testing.T) {
+	f := func(query string, want error) {
+		t.Helper()
+		if _, _, err := Rewrite(query); err != want {
+			t.Fatalf("Rewrite(%.60q...): %v, want %v", query, err, want)
+		}
+	}
+	// Each JSONExtractString reads its JSON twice: nested 30 deep, 2^30 copies.
+	f(strings.Repeat("JSONExtractString(", 30)+"'{}'"+strings.Repeat(", 'a')", 30), errRewrittenLength)
+	f("SELECT "+strings.Repeat("any(", maxRewriteDepth+2)+"1"+strings.Repeat(")", maxRewriteDepth+2), errRewriteDepth)
+	f("SELECT 1"+strings.Repeat(" ?? 1", maxNullish+1), errNullish)
+	// Each scalar uses the one before it three times.
+	var with strings.Builder
+	with.WriteString("WITH 'aaaaaaaa' AS s0")
+	for i := 1; i < 20; i++ {
+		fmt.Fprintf(&with, ", s%d || s%d || s%d AS s%d", i-1, i-1, i-1, i)
+	}
+	f(with.String()+" SELECT s19", errRewrittenLength)
 }
