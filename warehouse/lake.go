@@ -393,44 +393,44 @@ func (l *lake) allParts() []lakePart {
 // does not hold them back.
 func (l *lake) start() {
 	l.stop = make(chan struct{})
+	l.every(listingInterval, l.writeListings)
+	l.every(l.cfg.CompactInterval, l.compactOnce)
+}
+
+// every runs f every interval on a goroutine of its own, until close.
+func (l *lake) every(interval time.Duration, f func()) {
 	l.running.Go(func() {
-		tick := time.NewTicker(listingInterval)
+		tick := time.NewTicker(interval)
 		defer tick.Stop()
 		for {
 			select {
 			case <-l.stop:
 				return
 			case <-tick.C:
-				l.writeListings()
+				f()
 			}
 		}
 	})
-	l.running.Go(func() {
-		tick := time.NewTicker(l.cfg.CompactInterval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-l.stop:
-				return
-			case <-tick.C:
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			go func() {
-				select {
-				case <-l.stop:
-				case <-ctx.Done():
-				}
-				cancel()
-			}()
-			if err := l.compact(ctx, time.Now()); err != nil && ctx.Err() == nil {
-				l.log.Error("cannot compact the lake", "err", err)
-			}
-			if err := l.removeGarbage(ctx, time.Now()); err != nil && ctx.Err() == nil {
-				l.log.Error("cannot remove the lake's replaced files", "err", err)
-			}
-			cancel()
+}
+
+// compactOnce merges the parts that are due and removes the files replaced before the
+// grace; close interrupts it.
+func (l *lake) compactOnce() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-l.stop:
+		case <-ctx.Done():
 		}
-	})
+		cancel()
+	}()
+	if err := l.compact(ctx, time.Now()); err != nil && ctx.Err() == nil {
+		l.log.Error("cannot compact the lake", "err", err)
+	}
+	if err := l.removeGarbage(ctx, time.Now()); err != nil && ctx.Err() == nil {
+		l.log.Error("cannot remove the lake's replaced files", "err", err)
+	}
 }
 
 // close stops the compaction, interrupting a merge in progress (its file is removed

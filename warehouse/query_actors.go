@@ -73,15 +73,7 @@ func (q *Queries) TrendsActors(ctx context.Context, scope Scope, tq TrendsQuery,
 		return nil, err
 	}
 	defer done()
-	interval, err := insightInterval(tq.Interval)
-	if err != nil {
-		return nil, err
-	}
-	loc, err := scope.location()
-	if err != nil {
-		return nil, err
-	}
-	from, to, err := q.dates(ctx, scope, tq.DateRange, now)
+	interval, loc, from, to, err := q.insightSpan(ctx, scope, tq.Interval, tq.DateRange, now)
 	if err != nil {
 		return nil, err
 	}

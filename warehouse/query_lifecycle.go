@@ -47,15 +47,7 @@ func (q *Queries) Lifecycle(ctx context.Context, scope Scope, lq LifecycleQuery,
 		return nil, err
 	}
 	defer done()
-	interval, err := insightInterval(lq.Interval)
-	if err != nil {
-		return nil, err
-	}
-	loc, err := scope.location()
-	if err != nil {
-		return nil, err
-	}
-	from, to, err := q.dates(ctx, scope, lq.DateRange, now)
+	interval, loc, from, to, err := q.insightSpan(ctx, scope, lq.Interval, lq.DateRange, now)
 	if err != nil {
 		return nil, err
 	}

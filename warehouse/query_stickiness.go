@@ -53,15 +53,7 @@ func (q *Queries) Stickiness(ctx context.Context, scope Scope, sq StickinessQuer
 		return nil, err
 	}
 	defer done()
-	interval, err := insightInterval(sq.Interval)
-	if err != nil {
-		return nil, err
-	}
-	loc, err := scope.location()
-	if err != nil {
-		return nil, err
-	}
-	from, to, err := q.dates(ctx, scope, sq.DateRange, now)
+	interval, loc, from, to, err := q.insightSpan(ctx, scope, sq.Interval, sq.DateRange, now)
 	if err != nil {
 		return nil, err
 	}

@@ -155,15 +155,7 @@ func (q *Queries) Trends(ctx context.Context, scope Scope, tq TrendsQuery, now t
 	if len(tq.Series) == 0 {
 		return nil, queryErrorf("a trends query needs at least one series")
 	}
-	interval, err := insightInterval(tq.Interval)
-	if err != nil {
-		return nil, err
-	}
-	loc, err := scope.location()
-	if err != nil {
-		return nil, err
-	}
-	from, to, err := q.dates(ctx, scope, tq.DateRange, now)
+	interval, loc, from, to, err := q.insightSpan(ctx, scope, tq.Interval, tq.DateRange, now)
 	if err != nil {
 		return nil, err
 	}
@@ -209,6 +201,23 @@ func (q *Queries) Trends(ctx context.Context, scope Scope, tq TrendsQuery, now t
 		result.Results = append(result.Results, lines...)
 	}
 	return result, nil
+}
+
+// insightSpan resolves what an insight query of intervals reads: its interval (as
+// insightInterval), the project's location, and [from, to) (as dates). ctx is a
+// request's, from begin.
+func (q *Queries) insightSpan(ctx context.Context, scope Scope, interval string, dr DateRange, now time.Time) (
+	_ string, loc *time.Location, from, to time.Time, err error) {
+	if interval, err = insightInterval(interval); err != nil {
+		return "", nil, from, to, err
+	}
+	if loc, err = scope.location(); err != nil {
+		return "", nil, from, to, err
+	}
+	if from, to, err = q.dates(ctx, scope, dr, now); err != nil {
+		return "", nil, from, to, err
+	}
+	return interval, loc, from, to, nil
 }
 
 // insightInterval is an insight's interval: hour, day (the default), week or month.
