@@ -687,6 +687,29 @@ func TestConsoleDashboardInProgress(t *testing.T) {
 
 // dashboardsByName lists the project's dashboards (not deleted) through the API, by
 // name, each as the API answers it.
+// deleteRowWithUndo deletes the row of name from the project's list (insights or
+// dashboards) with its Delete button, checks that the row and the API's listing
+// (byName) lose it, then brings it back with Undo and checks both have it again.
+func (c *consoleTab) deleteRowWithUndo(list, name string, byName func() map[string]map[string]any) {
+	c.t.Helper()
+	c.visit(fmt.Sprintf("/project/%d/%s", c.boot.ProjectID, list))
+	c.waitText("main table", name)
+	c.clickButton("Delete " + name)
+	c.waitText("main [role=status]", name+" deleted.")
+	waitFor(c.t, 10*time.Second, "the row to go", func() bool {
+		return !strings.Contains(c.text("main table"), name)
+	})
+	if _, listed := byName()[name]; listed {
+		c.t.Fatalf("%s, deleted from the list of %s, is still listed", name, list)
+	}
+	c.checkScreen(list + "-row-deleted")
+	c.clickButton("Undo")
+	c.waitText("main table", name)
+	if _, listed := byName()[name]; !listed {
+		c.t.Fatalf("after the list's Undo %s is not listed", name)
+	}
+}
+
 func (c *consoleTab) dashboardsByName() map[string]map[string]any {
 	c.t.Helper()
 	var page struct {
@@ -772,22 +795,7 @@ func TestConsoleDashboardManage(t *testing.T) {
 	}
 
 	// The list deletes a row too, with Undo.
-	c.visit(fmt.Sprintf("/project/%d/dashboards", c.boot.ProjectID))
-	c.waitText("main table", "Weekly review (copy)")
-	c.clickButton("Delete Weekly review (copy)")
-	c.waitText("main [role=status]", "Weekly review (copy) deleted.")
-	waitFor(t, 10*time.Second, "the row to go", func() bool {
-		return !strings.Contains(c.text("main table"), "Weekly review (copy)")
-	})
-	if _, listed := c.dashboardsByName()["Weekly review (copy)"]; listed {
-		t.Fatal("the dashboard deleted from the list is still listed")
-	}
-	c.checkScreen("dashboards-row-deleted")
-	c.clickButton("Undo")
-	c.waitText("main table", "Weekly review (copy)")
-	if _, listed := c.dashboardsByName()["Weekly review (copy)"]; !listed {
-		t.Fatal("after the list's Undo the dashboard is not listed")
-	}
+	c.deleteRowWithUndo("dashboards", "Weekly review (copy)", c.dashboardsByName)
 
 	// A member who may only view it sees neither Rename nor Delete.
 	c.adminAPI("PATCH", fmt.Sprintf("/api/projects/%d/dashboards/%d/", c.boot.ProjectID, d.ID), map[string]any{"restriction_level": 37}, nil)

@@ -515,22 +515,7 @@ func TestConsoleInsightManage(t *testing.T) {
 	}
 
 	// The list deletes a row too, with Undo.
-	c.visit(fmt.Sprintf("/project/%d/insights", c.boot.ProjectID))
-	c.waitText("main table", "Sign-ups (copy)")
-	c.clickButton("Delete Sign-ups (copy)")
-	c.waitText("main [role=status]", "Sign-ups (copy) deleted.")
-	waitFor(t, 10*time.Second, "the row to go", func() bool {
-		return !strings.Contains(c.text("main table"), "Sign-ups (copy)")
-	})
-	if _, listed := c.insightsByName()["Sign-ups (copy)"]; listed {
-		t.Fatal("the insight deleted from the list is still listed")
-	}
-	c.checkScreen("insights-row-deleted")
-	c.clickButton("Undo")
-	c.waitText("main table", "Sign-ups (copy)")
-	if _, listed := c.insightsByName()["Sign-ups (copy)"]; !listed {
-		t.Fatal("after the list's Undo the insight is not listed")
-	}
+	c.deleteRowWithUndo("insights", "Sign-ups (copy)", c.insightsByName)
 
 	// A member who may only view it: Delete is disabled, and says why.
 	var d struct{ ID int }
