@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -15,13 +16,14 @@ import (
 
 // actorsQuery is PostHog's ActorsQuery whose source is an InsightActorsQuery: the
 // persons behind one point of an insight, the query PostHog's persons modal sends when
-// a user clicks a point of a trend. A bare InsightActorsQuery is read as the source
-// of an ActorsQuery with the default columns.
+// a user clicks a point of a trend or a cohort of a retention. A bare
+// InsightActorsQuery is read as the source of an ActorsQuery with the default columns.
 type actorsQuery struct {
 	Kind   string          `json:"kind"`
 	Source json.RawMessage `json:"source"`
-	// Select are the columns: actor (the person), event_count (their events in the
-	// point) and created_at (the person's); default actor and event_count.
+	// Select are the columns: actor (the person), created_at (the person's), and
+	// event_count (their events in a trend's point) or appearances (the periods they
+	// came back in, of a retention's cohort); default actor and the third.
 	Select []string `json:"select"`
 	Limit  int      `json:"limit"`
 	Offset int      `json:"offset"`
@@ -39,10 +41,16 @@ type insightActorsQuery struct {
 	Breakdown any `json:"breakdown"`
 	// Compare is the line's compare_label.
 	Compare string `json:"compare"`
+	// Interval is a retention's cohort, its index (the oldest 0).
+	Interval int `json:"interval"`
 }
 
-// actorColumns are the columns an actors query may select.
-var actorColumns = []string{"actor", "event_count", "created_at"}
+// actorColumns are the columns an actors query may select, by the kind of its insight;
+// the first two are the default.
+var actorColumns = map[string][]string{
+	"TrendsQuery":    {"actor", "event_count", "created_at"},
+	"RetentionQuery": {"actor", "appearances", "created_at"},
+}
 
 // actorsResponse is the answer of an ActorsQuery, in PostHog's shape: a row per person,
 // each column as selected, the actor as a person of the persons API.
@@ -64,14 +72,6 @@ func (a *API) runActors(ctx context.Context, scope warehouse.Scope, kind string,
 	} else if err := decodeQuery(raw, &q); err != nil {
 		return nil, err
 	}
-	if len(q.Select) == 0 {
-		q.Select = []string{"actor", "event_count"}
-	}
-	for _, column := range q.Select {
-		if !slices.Contains(actorColumns, column) {
-			return nil, errValidation("query__select", "invalid_input", fmt.Sprintf("%q is not a column of actors: choose among actor, event_count and created_at.", column))
-		}
-	}
 	if len(q.Source) == 0 {
 		return nil, errRequired("query__source")
 	}
@@ -86,28 +86,47 @@ func (a *API) runActors(ctx context.Context, scope warehouse.Scope, kind string,
 	if err != nil {
 		return nil, err
 	}
-	if insightKind != "TrendsQuery" {
+	columns, ok := actorColumns[insightKind]
+	if !ok {
 		return nil, errValidation("query__source__source__kind", "invalid_choice",
-			fmt.Sprintf("The persons of a %s are not listed yet: hedge lists those of a TrendsQuery's points.", insightKind))
+			fmt.Sprintf("The persons of a %s are not listed yet: hedge lists those of a TrendsQuery's points and a RetentionQuery's cohorts.", insightKind))
 	}
-	var trends warehouse.TrendsQuery
-	if err := decodeQuery(insight, &trends); err != nil {
-		return nil, err
+	if len(q.Select) == 0 {
+		q.Select = columns[:2]
 	}
-	target := warehouse.TrendsActors{Day: point.Day, Series: point.Series, Compare: point.Compare, Limit: q.Limit, Offset: q.Offset}
-	switch b := point.Breakdown.(type) {
-	case nil:
-	case string:
-		target.Breakdown = &b
-	case float64:
-		s := strconv.FormatFloat(b, 'f', -1, 64)
-		target.Breakdown = &s
-	default:
-		return nil, errValidation("query__source__breakdown", "invalid_input", "The breakdown must be a string or a number.")
+	for _, column := range q.Select {
+		if !slices.Contains(columns, column) {
+			return nil, errValidation("query__select", "invalid_input", fmt.Sprintf("%q is not a column of a %s's actors: choose among %s.", column, insightKind, strings.Join(columns, ", ")))
+		}
 	}
-	actors, err := a.queries.TrendsActors(ctx, scope, trends, target, now)
-	if err != nil {
-		return nil, err
+	var actors *warehouse.ActorsResult
+	if insightKind == "RetentionQuery" {
+		var retention warehouse.RetentionQuery
+		if err := decodeQuery(insight, &retention); err != nil {
+			return nil, err
+		}
+		if actors, err = a.queries.RetentionActors(ctx, scope, retention, point.Interval, q.Limit, q.Offset, now); err != nil {
+			return nil, err
+		}
+	} else {
+		var trends warehouse.TrendsQuery
+		if err := decodeQuery(insight, &trends); err != nil {
+			return nil, err
+		}
+		target := warehouse.TrendsActors{Day: point.Day, Series: point.Series, Compare: point.Compare, Limit: q.Limit, Offset: q.Offset}
+		switch b := point.Breakdown.(type) {
+		case nil:
+		case string:
+			target.Breakdown = &b
+		case float64:
+			s := strconv.FormatFloat(b, 'f', -1, 64)
+			target.Breakdown = &s
+		default:
+			return nil, errValidation("query__source__breakdown", "invalid_input", "The breakdown must be a string or a number.")
+		}
+		if actors, err = a.queries.TrendsActors(ctx, scope, trends, target, now); err != nil {
+			return nil, err
+		}
 	}
 	ids := make([]uuid.UUID, len(actors.Actors))
 	for i, actor := range actors.Actors {
@@ -123,7 +142,7 @@ func (a *API) runActors(ctx context.Context, scope warehouse.Scope, kind string,
 	}
 	out := &actorsResponse{Columns: q.Select, Results: [][]any{}, HasMore: actors.HasMore, Limit: actors.Limit, Offset: actors.Offset}
 	for _, column := range q.Select {
-		out.Types = append(out.Types, map[string]string{"actor": "Tuple", "event_count": "UInt64", "created_at": "DateTime"}[column])
+		out.Types = append(out.Types, map[string]string{"actor": "Tuple", "event_count": "UInt64", "appearances": "Array(UInt64)", "created_at": "DateTime"}[column])
 	}
 	for _, actor := range actors.Actors {
 		p, ok := byID[actor.PersonID]
@@ -138,6 +157,8 @@ func (a *API) runActors(ctx context.Context, scope warehouse.Scope, kind string,
 				row[i] = newPersonRecord(p)
 			case "event_count":
 				row[i] = actor.EventCount
+			case "appearances":
+				row[i] = actor.Appearances
 			case "created_at":
 				row[i] = p.CreatedAt
 			}

@@ -112,12 +112,46 @@ func TestQueryAPITrendsActors(t *testing.T) {
 		{"a breakdown without its value", fmt.Sprintf(trends, `, "breakdownFilter": {"breakdown": "$browser"}`), `, "day": "` + day(d0) + `", "series": 0`, "", "say which value"},
 		{"the rest of a breakdown", fmt.Sprintf(trends, `, "breakdownFilter": {"breakdown": "$browser"}`), `, "series": 0, "breakdown": "$$_posthog_breakdown_other_$$"`, "", "Other"},
 		{"a funnel", `{"kind": "FunnelsQuery", "series": [{"event": "a"}, {"event": "b"}]}`, `, "funnelStep": 1`, "", "not listed yet"},
-		{"a column actors do not have", plain, `, "series": 0`, `, "select": ["person.properties.email"]`, "not a column of actors"},
+		{"a column actors do not have", plain, `, "series": 0`, `, "select": ["person.properties.email"]`, "not a column of a TrendsQuery"},
 		{"a page too large", plain, `, "series": 0`, `, "limit": 100000`, "limit must be"},
 	} {
 		status, _, text := actors(c.source, c.point, c.page)
 		if status != 400 || !strings.Contains(text, c.says) {
 			t.Errorf("%s: %d %s, want 400 saying %q", c.name, status, text, c.says)
 		}
+	}
+}
+
+// An ActorsQuery over a retention's cohort lists its persons, those who came back most
+// often first, each with the periods they came back in (0, the cohort's own, first).
+func TestQueryAPIRetentionActors(t *testing.T) {
+	env := newTestEnv(t, "")
+	d0 := time.Date(2026, 10, 5, 12, 0, 0, 0, time.UTC)
+	view := func(id string, day int) warehouse.Event {
+		return warehouse.Event{Name: "$pageview", DistinctID: id, Timestamp: d0.AddDate(0, 0, day)}
+	}
+	env.ingest(t, view("p1", 0), view("p1", 1), view("p1", 3), view("p1", 3), view("p2", 0), view("p3", 1), view("p3", 2))
+	retention := `{"kind": "RetentionQuery", "dateRange": {"date_to": "2026-10-09"}, "retentionFilter": {"period": "Day", "totalIntervals": 5,
+		"targetEntity": {"id": "$pageview", "type": "events"}, "returningEntity": {"id": "$pageview", "type": "events"}}}`
+	cohort := func(interval int) (int, map[string]any, string) {
+		return env.call(t, "POST", env.project+"/query/", env.owner, fmt.Sprintf(
+			`{"query": {"kind": "ActorsQuery", "source": {"kind": "InsightActorsQuery", "source": %s, "interval": %d}}}`, retention, interval))
+	}
+	rows := func(out map[string]any) []string {
+		var got []string
+		for _, row := range out["results"].([]any) {
+			r := row.([]any)
+			got = append(got, fmt.Sprintf("%v:%v", r[0].(map[string]any)["distinct_ids"], r[1]))
+		}
+		return got
+	}
+	for interval, want := range [][]string{{"[p1]:[0 1 3]", "[p2]:[0]"}, {"[p3]:[0 1]"}, nil, nil, nil} {
+		status, out, text := cohort(interval)
+		if status != 200 || !slices.Equal(rows(out), want) || fmt.Sprint(out["columns"]) != "[actor appearances]" {
+			t.Errorf("cohort %d: %d %s, want %v", interval, status, text, want)
+		}
+	}
+	if status, _, text := cohort(5); status != 400 || !strings.Contains(text, "one of the query's 5 cohorts") {
+		t.Errorf("a cohort past the last: %d %s", status, text)
 	}
 }

@@ -10,11 +10,11 @@ import (
 	"github.com/google/uuid"
 )
 
-// The actors of an insight: the persons behind one point of a trend, as PostHog's
-// InsightActorsQuery lists them when a user clicks the point. A point's persons are
-// those whose events the series counted in the point's interval (and breakdown
-// value), as their distinct ids belong now (a merged person once), the most events
-// first.
+// The actors of an insight: the persons behind one point of a trend, or one cohort of
+// a retention, as PostHog's InsightActorsQuery lists them when a user clicks the point
+// or the row. A point's persons are those whose events the series counted in the
+// point's interval (and breakdown value), as their distinct ids belong now (a merged
+// person once), the most events first.
 
 // TrendsActors says which point of a TrendsQuery to list the persons of.
 type TrendsActors struct {
@@ -40,10 +40,12 @@ const (
 	MaxActorsLimit     = 10_000
 )
 
-// Actor is one person behind a point, and how many of the point's events are theirs.
+// Actor is one person behind a point, and how many of the point's events are theirs,
+// or of a retention cohort, the periods they came back in.
 type Actor struct {
-	PersonID   uuid.UUID
-	EventCount int64
+	PersonID    uuid.UUID
+	EventCount  int64
+	Appearances []int
 }
 
 // ActorsResult is one page of a point's persons.
@@ -160,4 +162,59 @@ func parseDay(day string, loc *time.Location) (time.Time, error) {
 		}
 	}
 	return time.Time{}, queryErrorf("day must be a date (2026-11-02) or a time (2026-11-02 10:00:00), not %q", day)
+}
+
+// RetentionActors lists the persons of cohort (its index among rq's cohorts, the
+// oldest 0), those who came back most often first, each with Appearances: the periods
+// after their cohort's they came back in (0, the cohort's own, first), as PostHog's
+// retention persons list them. limit and offset page them (limit 0:
+// DefaultActorsLimit).
+func (q *Queries) RetentionActors(ctx context.Context, scope Scope, rq RetentionQuery, cohort, limit, offset int, now time.Time) (*ActorsResult, error) {
+	limit = cmp.Or(limit, DefaultActorsLimit)
+	if limit < 0 || limit > MaxActorsLimit || offset < 0 {
+		return nil, queryErrorf("limit must be from 1 to %d and offset 0 or more", MaxActorsLimit)
+	}
+	ctx, done, err := q.begin(ctx, scope)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	plan, err := q.retentionPlanOf(ctx, scope, rq, now)
+	if err != nil {
+		return nil, err
+	}
+	if cohort < 0 || cohort >= len(plan.starts) {
+		return nil, queryErrorf("interval must be the index of one of the query's %d cohorts, not %d", len(plan.starts), cohort)
+	}
+	query := plan.ctes + `
+		SELECT person_id::VARCHAR, list_sort(list_distinct(list(k))) AS appearances FROM (
+			SELECT person_id, 0 AS k FROM retention_cohorts WHERE c = ?
+			UNION ALL
+			SELECT person_id, date_diff('` + plan.interval + `', c, r) FROM retention_cohorts JOIN retention_returns USING (person_id)
+				WHERE c = ? AND r > c)
+		GROUP BY person_id ORDER BY len(appearances) DESC, person_id LIMIT ` + strconv.Itoa(limit+1) + ` OFFSET ` + strconv.Itoa(offset)
+	start := plan.starts[cohort].Format(time.DateTime)
+	result, err := q.run(ctx, scope, query, plan.persons, limit+1, append(plan.args, start, start)...)
+	if err != nil {
+		return nil, cmp.Or(q.interrupted(ctx), err)
+	}
+	out := &ActorsResult{Actors: make([]Actor, 0, min(len(result.Results), limit)), Limit: limit, Offset: offset}
+	for i, row := range result.Results {
+		if i == limit {
+			out.HasMore = true
+			break
+		}
+		text, _ := row[0].(string)
+		id, err := uuid.Parse(text)
+		if err != nil {
+			continue
+		}
+		actor := Actor{PersonID: id, Appearances: []int{}}
+		periods, _ := row[1].([]any)
+		for _, k := range periods {
+			actor.Appearances = append(actor.Appearances, int(toFloat(k)))
+		}
+		out.Actors = append(out.Actors, actor)
+	}
+	return out, nil
 }

@@ -73,8 +73,19 @@ const (
 // query engine (truncate, next) and DuckDB's date parts.
 var retentionPeriods = map[string]string{"Hour": "hour", "Day": "day", "Week": "week", "Month": "month"}
 
-// Retention runs a RetentionQuery. Persons are as they are now (merged ids once).
-func (q *Queries) Retention(ctx context.Context, scope Scope, rq RetentionQuery, now time.Time) (*RetentionResult, error) {
+// retentionPlan is what a RetentionQuery reads, resolved: its cohorts' starts, and the
+// SQL of two CTEs, retention_cohorts (person_id, c: a person's cohort period) and
+// retention_returns (person_id, r: a period they came back in), with their arguments.
+type retentionPlan struct {
+	interval, periodName string
+	starts               []time.Time
+	ctes                 string
+	args                 []any
+	persons              personJoin
+}
+
+// retentionPlanOf resolves rq at now. ctx is a request's, from begin.
+func (q *Queries) retentionPlanOf(ctx context.Context, scope Scope, rq RetentionQuery, now time.Time) (*retentionPlan, error) {
 	f := rq.RetentionFilter
 	periodName := cmp.Or(f.Period, "Day")
 	interval, ok := retentionPeriods[periodName]
@@ -98,11 +109,6 @@ func (q *Queries) Retention(ctx context.Context, scope Scope, rq RetentionQuery,
 			return nil, queryErrorf("a retention entity must be of type events, not %q (actions are not supported)", e.Type)
 		}
 	}
-	ctx, done, err := q.begin(ctx, scope)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
 	loc, err := scope.location()
 	if err != nil {
 		return nil, err
@@ -122,10 +128,6 @@ func (q *Queries) Retention(ctx context.Context, scope Scope, rq RetentionQuery,
 	starts, err := bucketStarts(ctx, first, to, interval, scope.WeekStartDay)
 	if err != nil {
 		return nil, cmp.Or(q.interrupted(ctx), err)
-	}
-	index := make(map[string]int, len(starts))
-	for i, s := range starts {
-		index[s.Format(time.DateTime)] = i
 	}
 
 	filters, filterArgs, withPersons, err := propertyFilters(rq.Properties)
@@ -158,25 +160,47 @@ func (q *Queries) Retention(ctx context.Context, scope Scope, rq RetentionQuery,
 	if firstTime {
 		cohorts = `SELECT person_id, min(` + period + `) AS c ` + targetRows + ` GROUP BY person_id`
 	}
-	query := `WITH retention_cohorts AS (SELECT person_id, c FROM (` + cohorts + `) WHERE c >= ?),
-		retention_returns AS (SELECT DISTINCT person_id, ` + period + ` AS r ` + returnRows + `)
+	return &retentionPlan{
+		interval: interval, periodName: periodName, starts: starts,
+		ctes: `WITH retention_cohorts AS (SELECT person_id, c FROM (` + cohorts + `) WHERE c >= ?),
+		retention_returns AS (SELECT DISTINCT person_id, ` + period + ` AS r ` + returnRows + `)`,
+		args:    append(append(append(append(slices.Clone(periodArgs), targetArgs...), first.Format(time.DateTime)), periodArgs...), returnArgs...),
+		persons: max(personJoinOf(withPersons), currentPersons),
+	}, nil
+}
+
+// Retention runs a RetentionQuery. Persons are as they are now (merged ids once).
+func (q *Queries) Retention(ctx context.Context, scope Scope, rq RetentionQuery, now time.Time) (*RetentionResult, error) {
+	ctx, done, err := q.begin(ctx, scope)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	plan, err := q.retentionPlanOf(ctx, scope, rq, now)
+	if err != nil {
+		return nil, err
+	}
+	index := make(map[string]int, len(plan.starts))
+	for i, s := range plan.starts {
+		index[s.Format(time.DateTime)] = i
+	}
+	query := plan.ctes + `
 		SELECT strftime(c, '%Y-%m-%d %H:%M:%S'), 0, count(*) FROM retention_cohorts GROUP BY ALL
 		UNION ALL
-		SELECT strftime(c, '%Y-%m-%d %H:%M:%S'), date_diff('` + interval + `', c, r), count(DISTINCT person_id)
+		SELECT strftime(c, '%Y-%m-%d %H:%M:%S'), date_diff('` + plan.interval + `', c, r), count(DISTINCT person_id)
 			FROM retention_cohorts JOIN retention_returns USING (person_id) WHERE r > c GROUP BY ALL`
-	args := append(append(append(append(slices.Clone(periodArgs), targetArgs...), first.Format(time.DateTime)), periodArgs...), returnArgs...)
-	rows, err := q.run(ctx, scope, query, max(personJoinOf(withPersons), currentPersons), q.maxRows, args...)
+	rows, err := q.run(ctx, scope, query, plan.persons, q.maxRows, plan.args...)
 	if err != nil {
 		return nil, cmp.Or(q.interrupted(ctx), err)
 	}
 
-	result := &RetentionResult{Results: make([]RetentionCohort, len(starts)), Timezone: scope.timezone()}
-	for i, s := range starts {
+	result := &RetentionResult{Results: make([]RetentionCohort, len(plan.starts)), Timezone: scope.timezone()}
+	for i, s := range plan.starts {
 		c := &result.Results[i]
-		c.Date, c.Label = s.Format(time.RFC3339), periodName+" "+strconv.Itoa(i)
-		c.Values = make([]RetentionValue, len(starts)-i)
+		c.Date, c.Label = s.Format(time.RFC3339), plan.periodName+" "+strconv.Itoa(i)
+		c.Values = make([]RetentionValue, len(plan.starts)-i)
 		for k := range c.Values {
-			c.Values[k].Label = periodName + " " + strconv.Itoa(k)
+			c.Values[k].Label = plan.periodName + " " + strconv.Itoa(k)
 		}
 	}
 	for _, row := range rows.Results {
