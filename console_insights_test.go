@@ -611,7 +611,7 @@ func TestConsoleTrendPersons(t *testing.T) {
 	// point is the circle of series i on the seeded day, and its centre on the page.
 	point := func(i int) (string, float64, float64) {
 		t.Helper()
-		sel := fmt.Sprintf(`.insight-result svg.plot circle.point[data-series="%d"][data-j="%d"]`, i, dayIndex(t, c, noon))
+		sel := fmt.Sprintf(`.insight-result svg.plot circle.point[data-series="%d"][data-j="%d"]`, i, dayIndex(t, c, noon, "-7d"))
 		c.run(chromedp.WaitVisible(chromedp.CSS(sel)))
 		xy := eval[[]float64](c, fmt.Sprintf(`(() => { const r = document.querySelector(%q).getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()`, sel))
 		return sel, xy[0], xy[1]
@@ -676,6 +676,33 @@ func TestConsoleTrendPersons(t *testing.T) {
 	c.run(chromedp.Click(chromedp.CSS(`.persons-dialog .confirm-actions button`)))
 	c.run(chromedp.Poll[chromedp.Void](`document.querySelector('.persons-dialog') === null`, chromedp.WithPollingTimeout(5*time.Second)))
 
+	// On a dashboard, under a range of the URL's (-14d), a tile's point lists the same
+	// persons: the tile's query is the insight's under the dashboard's filters.
+	var dashboard struct{ ID int }
+	c.adminAPI("POST", fmt.Sprintf("/api/projects/%d/dashboards/", project), map[string]any{"name": "Views"}, &dashboard)
+	if status := c.adminAPI("POST", fmt.Sprintf("/api/projects/%d/insights/", project), map[string]any{
+		"name": "Pageviews", "dashboards": []int{dashboard.ID},
+		"query": map[string]any{"kind": "InsightVizNode", "source": map[string]any{"kind": "TrendsQuery", "interval": "day",
+			"dateRange": map[string]any{"date_from": "-7d"}, "series": []any{map[string]any{"kind": "EventsNode", "event": "$pageview", "name": "$pageview"}}}},
+	}, nil); status != 201 {
+		t.Fatalf("creating the insight answers %d", status)
+	}
+	c.visit(fmt.Sprintf("/project/%d/dashboard/%d?date_from=-14d", project, dashboard.ID))
+	tile := fmt.Sprintf(`.tile svg.plot circle.point[data-series="0"][data-j="%d"]`, dayIndex(t, c, noon, "-14d"))
+	c.run(chromedp.WaitVisible(chromedp.CSS(tile)))
+	c.run(chromedp.Poll[chromedp.Void](fmt.Sprintf(`document.querySelector(%q).getAttribute('role') === 'button'`, tile), chromedp.WithPollingTimeout(10*time.Second)))
+	c.run(chromedp.Focus(chromedp.CSS(tile)))
+	c.waitText(".tile .chart-tip", label)
+	c.checkScreen("tile-tooltip")
+	c.key("\r")
+	c.waitText(".persons-dialog h2", "$pageview on "+label)
+	if got, want := listed(), [][]string{{"alice@example.com", "3"}, {"carol@example.com", "2"}, {"bob@example.com", "1"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("the tile's point lists %q, want %q", got, want)
+	}
+	c.checkScreen("tile-persons")
+	c.run(chromedp.Click(chromedp.CSS(`.persons-dialog .confirm-actions button`)))
+	c.run(chromedp.Poll[chromedp.Void](`document.querySelector('.persons-dialog') === null`, chromedp.WithPollingTimeout(5*time.Second)))
+
 	// A formula's line is no series: its points are not buttons.
 	c.visit(trend(map[string]any{"series": []any{
 		map[string]any{"kind": "EventsNode", "event": "$pageview", "name": "$pageview", "math": "total"},
@@ -687,14 +714,14 @@ func TestConsoleTrendPersons(t *testing.T) {
 	}
 }
 
-// dayIndex is the index of day's interval in a trend of the last 7 days by day, as the
+// dayIndex is the index of day's interval in a trend by day from dateFrom, as the
 // query API names its days (the chart's x positions).
-func dayIndex(t *testing.T, c *consoleTab, day time.Time) int {
+func dayIndex(t *testing.T, c *consoleTab, day time.Time, dateFrom string) int {
 	t.Helper()
 	var answer trendsAnswer
 	c.adminAPI("POST", fmt.Sprintf("/api/projects/%d/query/", c.boot.ProjectID), map[string]any{"query": map[string]any{
 		"kind": "TrendsQuery", "series": []any{map[string]any{"event": "$pageview", "math": "total"}}, "interval": "day",
-		"dateRange": map[string]any{"date_from": "-7d"},
+		"dateRange": map[string]any{"date_from": dateFrom},
 	}}, &answer)
 	if len(answer.Results) == 0 {
 		t.Fatal("the trend has no line")
