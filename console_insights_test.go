@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 )
 
 // trendsAnswer is the part of a TrendsQuery's answer the tests compare.
@@ -648,7 +649,25 @@ func TestConsoleTrendPersons(t *testing.T) {
 	if f := c.focused(); !strings.Contains(f, "show persons") {
 		t.Errorf("after Escape the focus is on %q, not the point", f)
 	}
-	// Enter on the focused point opens it again; a name opens the person.
+	// The chart is one Tab stop: arrow keys move between its points. Enter on the
+	// focused point opens it again; Enter on Close closes it for good.
+	c.key(kb.ArrowLeft)
+	if f, want := c.focused(), "$pageview on "+noon.AddDate(0, 0, -1).Format("02-Jan-2006")+": 0"; !strings.Contains(f, want) {
+		t.Errorf("ArrowLeft focused %q, want %q", f, want)
+	}
+	c.key(kb.ArrowRight)
+	c.key("\r")
+	if got := listed(); len(got) != 3 {
+		t.Errorf("Enter on the point lists %q", got)
+	}
+	c.run(chromedp.Focus(chromedp.CSS(`.persons-dialog .confirm-actions button`)))
+	c.key("\r")
+	c.run(chromedp.Poll[chromedp.Void](`document.querySelector('.persons-dialog') === null`, chromedp.WithPollingTimeout(5*time.Second)))
+	time.Sleep(300 * time.Millisecond)
+	if eval[bool](c, `document.querySelector('.persons-dialog') !== null`) {
+		t.Error("Enter on Close opened the dialog again")
+	}
+	// A name opens the person.
 	c.key("\r")
 	listed()
 	href := eval[string](c, `document.querySelector('.persons-dialog tbody tr a').getAttribute('href')`)

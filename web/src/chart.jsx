@@ -206,6 +206,12 @@ export function BarList({ title, items }) {
 // outlined dashed, so that a day not over does not read as a drop.
 function Plot({ labels, series, display, hidden, width, height, summary, current, drill }) {
   const [tip, setTip] = useState(null);
+  // cursor is the point a Tab reaches ({i, j}): a chart is one stop, whose arrow keys
+  // move between its points (Left and Right by interval, Up and Down by series).
+  const [cursor, setCursor] = useState(null);
+  // pressed is the point an Enter or Space went down on: only its release opens it (not
+  // the release of the Enter that pressed the dialog's Close, focus back on the point).
+  const pressed = useRef(null);
   const shown = series.map((s, i) => ({ ...s, i })).filter((s) => !hidden.has(s.i));
   const n = labels.length;
   const left = 48, right = 12, top = 10, bottom = 26;
@@ -223,21 +229,52 @@ function Plot({ labels, series, display, hidden, width, height, summary, current
   const marks = [];
   // mark is what a point or bar of series s at interval j answers to: hover and focus
   // show the tooltip; a drillable one is a button that drills into it.
+  const stops = drill ? shown.filter((s) => s.drillable).map((s) => s.i) : [];
+  const stop = cursor && stops.includes(cursor.i) && cursor.j < n ? cursor : stops.length ? { i: stops[0], j: 0 } : null;
+  // move answers the arrow key of e on point (i, j): focus goes to the next point.
+  const move = (e, i, j) => {
+    let k = j;
+    const at = stops.indexOf(i);
+    if (e.key === 'ArrowRight') k = Math.min(n - 1, j + 1);
+    else if (e.key === 'ArrowLeft') k = Math.max(0, j - 1);
+    else if (e.key === 'Home') k = 0;
+    else if (e.key === 'End') k = n - 1;
+    else if (e.key === 'ArrowUp' || e.key === 'ArrowDown') i = stops[(at + (e.key === 'ArrowUp' ? stops.length - 1 : 1)) % stops.length];
+    else return;
+    e.preventDefault();
+    const el = e.currentTarget.ownerSVGElement.querySelector(`[data-series="${i}"][data-j="${k}"]`);
+    if (el) {
+      setCursor({ i, j: k });
+      el.focus();
+    }
+  };
   const mark = (s, j) => {
     const props = { 'data-series': s.i, 'data-j': j, onMouseEnter: () => setTip(j) };
     if (!drill || !s.drillable) return { ...props, 'aria-hidden': 'true' };
     const open = (e) => drill(s.i, j, e.currentTarget);
     return {
       ...props,
-      tabindex: 0,
+      tabindex: stop && stop.i === s.i && stop.j === j ? 0 : -1,
       role: 'button',
       'aria-label': `${s.label} on ${longDate(labels[j])}: ${format(value(s, j))}${!s.settled && j >= current ? ' (in progress)' : ''}, show persons`,
-      onFocus: () => setTip(j),
+      onFocus: () => {
+        setTip(j);
+        setCursor({ i: s.i, j });
+      },
       onBlur: () => setTip(null),
       onClick: open,
+      // Enter and Space open on their release, as a button's Space does, so that the
+      // key's own events land before the dialog takes focus.
       onKeyDown: (e) => {
         if (e.key === 'Enter' || e.key === ' ') {
           e.preventDefault();
+          pressed.current = `${s.i}-${j}`;
+        } else move(e, s.i, j);
+      },
+      onKeyUp: (e) => {
+        if ((e.key === 'Enter' || e.key === ' ') && pressed.current === `${s.i}-${j}`) {
+          e.preventDefault();
+          pressed.current = null;
           open(e);
         }
       },
