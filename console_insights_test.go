@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 )
 
 // trendsAnswer is the part of a TrendsQuery's answer the tests compare.
@@ -550,4 +551,188 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// The persons behind a trend's point: three persons view pages on one day (alice 3
+// times, carol twice, bob once). Hovering the day's point shows a tooltip with the
+// day's value; clicking it opens a dialog listing alice 3, carol 2, bob 1, most events
+// first, each name a link to the person; Escape closes it and puts focus back on the
+// point, Enter opens it again. A breakdown's point lists only that value's persons,
+// and a formula's points open nothing.
+func TestConsoleTrendPersons(t *testing.T) {
+	parent := requireBrowser(t)
+	p, boot, _ := startServing(t)
+	day := time.Now().UTC().AddDate(0, 0, -2)
+	noon := time.Date(day.Year(), day.Month(), day.Day(), 12, 0, 0, 0, time.UTC)
+	var batch []map[string]any
+	for _, who := range []struct {
+		name, browser string
+		views         int
+	}{{"alice", "Chrome", 3}, {"bob", "Safari", 1}, {"carol", "Chrome", 2}} {
+		for n := range who.views {
+			batch = append(batch, map[string]any{
+				"event": "$pageview", "distinct_id": who.name, "timestamp": noon.Add(time.Duration(n) * time.Minute).Format(time.RFC3339Nano),
+				"properties": map[string]any{"$browser": who.browser, "$set": map[string]any{"email": who.name + "@example.com"}},
+			})
+		}
+	}
+	postBatch(t, p.captureURL, boot.ProjectAPIKey, batch)
+	c := newTab(t, parent, p, boot)
+	project := boot.ProjectID
+	waitFor(t, 30*time.Second, "the six pageviews to be queryable", func() bool {
+		var got struct{ Results [][]float64 }
+		c.adminAPI("POST", fmt.Sprintf("/api/projects/%d/query/", project), map[string]any{"query": map[string]any{
+			"kind": "HogQLQuery", "query": "SELECT count() FROM events"}}, &got)
+		return len(got.Results) == 1 && got.Results[0][0] == 6
+	})
+	c.signIn()
+	label := noon.Format("02-Jan-2006")
+	trend := func(extra map[string]any) string {
+		q := map[string]any{"kind": "TrendsQuery", "series": []any{map[string]any{"kind": "EventsNode", "event": "$pageview", "name": "$pageview", "math": "total"}},
+			"interval": "day", "dateRange": map[string]any{"date_from": "-7d"}, "trendsFilter": map[string]any{"display": "ActionsLineGraph"}}
+		maps.Copy(q, extra)
+		b, _ := json.Marshal(q)
+		return fmt.Sprintf("/project/%d/insights/new?q=%s", project, url.QueryEscape(string(b)))
+	}
+	// point is the circle of series i on the seeded day, and its centre on the page.
+	point := func(i int) (string, float64, float64) {
+		t.Helper()
+		sel := fmt.Sprintf(`.insight-result svg.plot circle.point[data-series="%d"][data-j="%d"]`, i, dayIndex(t, c, noon, "-7d"))
+		c.run(chromedp.WaitVisible(chromedp.CSS(sel)))
+		xy := eval[[]float64](c, fmt.Sprintf(`(() => { const r = document.querySelector(%q).getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()`, sel))
+		return sel, xy[0], xy[1]
+	}
+	// listed are the dialog's rows: a person's name and their events.
+	listed := func() [][]string {
+		t.Helper()
+		c.run(chromedp.Poll[chromedp.Void](`document.querySelector('.persons-dialog[open] tbody tr') !== null && !document.querySelector('.persons-dialog .loading')`, chromedp.WithPollingTimeout(10*time.Second)))
+		return eval[[][]string](c, `[...document.querySelectorAll('.persons-dialog tbody tr')].map(r => [...r.children].map(x => x.innerText.trim()))`)
+	}
+
+	c.visit(trend(nil))
+	c.waitText(".insight-result .legend", "$pageview")
+	sel, x, y := point(0)
+	if got, want := eval[string](c, fmt.Sprintf(`document.querySelector(%q).getAttribute('aria-label')`, sel)), "$pageview on "+label+": 6, show persons"; got != want {
+		t.Errorf("the point is labelled %q, want %q", got, want)
+	}
+	c.run(chromedp.MouseEvent("mouseMoved", x, y))
+	c.waitText(".insight-result .chart-tip", label)
+	if got := c.text(".insight-result .chart-tip-row"); !strings.Contains(got, "$pageview") || !strings.HasSuffix(strings.TrimSpace(got), "6") {
+		t.Errorf("the tooltip's row reads %q, want $pageview's 6", got)
+	}
+	c.checkScreen("trend-tooltip")
+
+	c.run(chromedp.MouseClickXY(x, y))
+	c.waitText(".persons-dialog h2", "$pageview on "+label)
+	if got, want := listed(), [][]string{{"alice@example.com", "3"}, {"carol@example.com", "2"}, {"bob@example.com", "1"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("the dialog lists %q, want %q", got, want)
+	}
+	c.waitText(".persons-dialog [role=status]", "3 persons shown, all there are")
+	c.checkScreen("trend-persons")
+	c.key("\x1b") // Escape
+	c.run(chromedp.Poll[chromedp.Void](`document.querySelector('.persons-dialog') === null`, chromedp.WithPollingTimeout(5*time.Second)))
+	if f := c.focused(); !strings.Contains(f, "show persons") {
+		t.Errorf("after Escape the focus is on %q, not the point", f)
+	}
+	// The chart is one Tab stop: arrow keys move between its points. Enter on the
+	// focused point opens it again; Enter on Close closes it for good.
+	c.key(kb.ArrowLeft)
+	if f, want := c.focused(), "$pageview on "+noon.AddDate(0, 0, -1).Format("02-Jan-2006")+": 0"; !strings.Contains(f, want) {
+		t.Errorf("ArrowLeft focused %q, want %q", f, want)
+	}
+	c.key(kb.ArrowRight)
+	c.key("\r")
+	if got := listed(); len(got) != 3 {
+		t.Errorf("Enter on the point lists %q", got)
+	}
+	c.run(chromedp.Focus(chromedp.CSS(`.persons-dialog .confirm-actions button`)))
+	c.key("\r")
+	c.run(chromedp.Poll[chromedp.Void](`document.querySelector('.persons-dialog') === null`, chromedp.WithPollingTimeout(5*time.Second)))
+	time.Sleep(300 * time.Millisecond)
+	if eval[bool](c, `document.querySelector('.persons-dialog') !== null`) {
+		t.Error("Enter on Close opened the dialog again")
+	}
+	// A name opens the person.
+	c.key("\r")
+	listed()
+	href := eval[string](c, `document.querySelector('.persons-dialog tbody tr a').getAttribute('href')`)
+	c.run(chromedp.Click(chromedp.CSS(`.persons-dialog tbody tr a`)))
+	c.run(chromedp.Poll[chromedp.Void](fmt.Sprintf(`location.pathname === %q`, href), chromedp.WithPollingTimeout(10*time.Second)))
+	if !strings.Contains(href, fmt.Sprintf("/project/%d/persons/", project)) {
+		t.Errorf("alice's name links to %q, not her person", href)
+	}
+	c.waitText("main", "alice@example.com")
+
+	// A breakdown by browser: Chrome's point lists Chrome's viewers only.
+	c.visit(trend(map[string]any{"breakdownFilter": map[string]any{"breakdown": "$browser", "breakdown_type": "event"}}))
+	c.waitText(".insight-result .legend", "Safari")
+	labels := eval[[]string](c, `[...document.querySelectorAll('.insight-result .legend-label')].map(b => b.textContent)`)
+	chrome := slices.Index(labels, "Chrome")
+	if chrome < 0 {
+		t.Fatalf("the breakdown draws %q", labels)
+	}
+	_, x, y = point(chrome)
+	c.run(chromedp.MouseClickXY(x, y))
+	c.waitText(".persons-dialog h2", "Chrome on "+label)
+	if got, want := listed(), [][]string{{"alice@example.com", "3"}, {"carol@example.com", "2"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Chrome's point lists %q, want %q", got, want)
+	}
+	c.run(chromedp.Click(chromedp.CSS(`.persons-dialog .confirm-actions button`)))
+	c.run(chromedp.Poll[chromedp.Void](`document.querySelector('.persons-dialog') === null`, chromedp.WithPollingTimeout(5*time.Second)))
+
+	// On a dashboard, under a range of the URL's (-14d), a tile's point lists the same
+	// persons: the tile's query is the insight's under the dashboard's filters.
+	var dashboard struct{ ID int }
+	c.adminAPI("POST", fmt.Sprintf("/api/projects/%d/dashboards/", project), map[string]any{"name": "Views"}, &dashboard)
+	if status := c.adminAPI("POST", fmt.Sprintf("/api/projects/%d/insights/", project), map[string]any{
+		"name": "Pageviews", "dashboards": []int{dashboard.ID},
+		"query": map[string]any{"kind": "InsightVizNode", "source": map[string]any{"kind": "TrendsQuery", "interval": "day",
+			"dateRange": map[string]any{"date_from": "-7d"}, "series": []any{map[string]any{"kind": "EventsNode", "event": "$pageview", "name": "$pageview"}}}},
+	}, nil); status != 201 {
+		t.Fatalf("creating the insight answers %d", status)
+	}
+	c.visit(fmt.Sprintf("/project/%d/dashboard/%d?date_from=-14d", project, dashboard.ID))
+	tile := fmt.Sprintf(`.tile svg.plot circle.point[data-series="0"][data-j="%d"]`, dayIndex(t, c, noon, "-14d"))
+	c.run(chromedp.WaitVisible(chromedp.CSS(tile)))
+	c.run(chromedp.Poll[chromedp.Void](fmt.Sprintf(`document.querySelector(%q).getAttribute('role') === 'button'`, tile), chromedp.WithPollingTimeout(10*time.Second)))
+	c.run(chromedp.Focus(chromedp.CSS(tile)))
+	c.waitText(".tile .chart-tip", label)
+	c.checkScreen("tile-tooltip")
+	c.key("\r")
+	c.waitText(".persons-dialog h2", "$pageview on "+label)
+	if got, want := listed(), [][]string{{"alice@example.com", "3"}, {"carol@example.com", "2"}, {"bob@example.com", "1"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("the tile's point lists %q, want %q", got, want)
+	}
+	c.checkScreen("tile-persons")
+	c.run(chromedp.Click(chromedp.CSS(`.persons-dialog .confirm-actions button`)))
+	c.run(chromedp.Poll[chromedp.Void](`document.querySelector('.persons-dialog') === null`, chromedp.WithPollingTimeout(5*time.Second)))
+
+	// A formula's line is no series: its points are not buttons.
+	c.visit(trend(map[string]any{"series": []any{
+		map[string]any{"kind": "EventsNode", "event": "$pageview", "name": "$pageview", "math": "total"},
+		map[string]any{"kind": "EventsNode", "event": "$pageview", "name": "$pageview", "math": "dau"},
+	}, "trendsFilter": map[string]any{"display": "ActionsLineGraph", "formula": "A/B"}}))
+	c.run(chromedp.Poll[chromedp.Void](`document.querySelectorAll('.insight-result svg.plot circle.point').length > 0`, chromedp.WithPollingTimeout(10*time.Second)))
+	if n := eval[int](c, `document.querySelectorAll('.insight-result svg.plot [role=button]').length`); n != 0 {
+		t.Errorf("a formula's chart has %d points to press", n)
+	}
+}
+
+// dayIndex is the index of day's interval in a trend by day from dateFrom, as the
+// query API names its days (the chart's x positions).
+func dayIndex(t *testing.T, c *consoleTab, day time.Time, dateFrom string) int {
+	t.Helper()
+	var answer trendsAnswer
+	c.adminAPI("POST", fmt.Sprintf("/api/projects/%d/query/", c.boot.ProjectID), map[string]any{"query": map[string]any{
+		"kind": "TrendsQuery", "series": []any{map[string]any{"event": "$pageview", "math": "total"}}, "interval": "day",
+		"dateRange": map[string]any{"date_from": dateFrom},
+	}}, &answer)
+	if len(answer.Results) == 0 {
+		t.Fatal("the trend has no line")
+	}
+	j := slices.Index(answer.Results[0].Days, day.Format("2006-01-02"))
+	if j < 0 {
+		t.Fatalf("%s is not among the days %q", day.Format("2006-01-02"), answer.Results[0].Days)
+	}
+	return j
 }

@@ -30,6 +30,16 @@ function shortDate(label) {
   return t === '00:00' ? shortDate(label.slice(0, 10)) : t;
 }
 
+// longDate writes an interval's start as PostHog's tooltip does: a day as
+// "26-Nov-2026", an hour as "26-Nov-2026 14:00".
+export function longDate(label) {
+  const months = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+  const m = /^(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}:\d{2}))?/.exec(label || '');
+  if (!m) return label || '';
+  const day = `${m[3]}-${months[Number(m[2]) - 1]}-${m[1]}`;
+  return m[4] && label.length > 10 ? `${day} ${m[4]}` : day;
+}
+
 // wallClock is the time t on the clocks of timeZone, as "YYYY-MM-DD HH:MM:SS"; an
 // unknown zone reads UTC.
 function wallClock(t, timeZone) {
@@ -73,8 +83,10 @@ const noteRoom = 24;
 // lines, bars or stacked bars; the buckets from current on (inProgressFrom) are
 // drawn dashed, for they are not over, and a note under the plot says so. height is
 // the plot's and the note's together, so that a chart fits a dashboard tile with or
-// without the note. title names it for assistive technology.
-export function TimeChart({ title, labels, series, display = 'line', height = 280, current = labels.length }) {
+// without the note. title names it for assistive technology. drill(i, j, element),
+// when given, is what clicking (or Enter on) the point of series i at interval j does,
+// for the series marked drillable: the point is then a button.
+export function TimeChart({ title, labels, series, display = 'line', height = 280, current = labels.length, drill }) {
   const box = useRef();
   const [width, setWidth] = useState(600);
   const [hidden, setHidden] = useState(() => new Set());
@@ -157,7 +169,7 @@ export function TimeChart({ title, labels, series, display = 'line', height = 28
         </div>
       ) : (
         <div ref={box} class="chart-canvas">
-          <Plot {...{ labels, series, display, hidden, width, summary, current }} height={current < labels.length ? height - noteRoom : height} />
+          <Plot {...{ labels, series, display, hidden, width, summary, current, drill }} height={current < labels.length ? height - noteRoom : height} />
         </div>
       )}
       {!asTable && current < labels.length && <p class="muted chart-note">Dashed: the current interval, still in progress.</p>}
@@ -186,11 +198,20 @@ export function BarList({ title, items }) {
 
 // Plot is the SVG of the shown series: the y axis from zero with its grid, dates
 // under the x axis (as many as fit), and lines with points, bars side by side, or
-// bars stacked in series order. Each point or bar has a <title>, the browser's tooltip.
+// bars stacked in series order. Hovering an interval (or focusing one of its points)
+// shows a tooltip of every shown series' value there; a drillable series' points and
+// bars are buttons (drill).
 // The buckets from current on are in progress: a line reaches them by a dashed path
 // of its own (class in-progress), their points are hollow and their bars pale and
 // outlined dashed, so that a day not over does not read as a drop.
-function Plot({ labels, series, display, hidden, width, height, summary, current }) {
+function Plot({ labels, series, display, hidden, width, height, summary, current, drill }) {
+  const [tip, setTip] = useState(null);
+  // cursor is the point a Tab reaches ({i, j}): a chart is one stop, whose arrow keys
+  // move between its points (Left and Right by interval, Up and Down by series).
+  const [cursor, setCursor] = useState(null);
+  // pressed is the point an Enter or Space went down on: only its release opens it (not
+  // the release of the Enter that pressed the dialog's Close, focus back on the point).
+  const pressed = useRef(null);
   const shown = series.map((s, i) => ({ ...s, i })).filter((s) => !hidden.has(s.i));
   const n = labels.length;
   const left = 48, right = 12, top = 10, bottom = 26;
@@ -206,9 +227,75 @@ function Plot({ labels, series, display, hidden, width, height, summary, current
   const x = (j) => left + (bars ? slot * (j + 0.5) : n > 1 ? (plotW * j) / (n - 1) : plotW / 2);
   const every = Math.max(1, Math.ceil(n / Math.max(1, Math.floor(plotW / 70))));
   const marks = [];
+  // mark is what a point or bar of series s at interval j answers to: hover and focus
+  // show the tooltip; a drillable one is a button that drills into it.
+  const stops = drill ? shown.filter((s) => s.drillable).map((s) => s.i) : [];
+  const stop = cursor && stops.includes(cursor.i) && cursor.j < n ? cursor : stops.length ? { i: stops[0], j: 0 } : null;
+  // move answers the arrow key of e on point (i, j): focus goes to the next point.
+  const move = (e, i, j) => {
+    let k = j;
+    const at = stops.indexOf(i);
+    if (e.key === 'ArrowRight') k = Math.min(n - 1, j + 1);
+    else if (e.key === 'ArrowLeft') k = Math.max(0, j - 1);
+    else if (e.key === 'Home') k = 0;
+    else if (e.key === 'End') k = n - 1;
+    else if (e.key === 'ArrowUp' || e.key === 'ArrowDown') i = stops[(at + (e.key === 'ArrowUp' ? stops.length - 1 : 1)) % stops.length];
+    else return;
+    e.preventDefault();
+    const el = e.currentTarget.ownerSVGElement.querySelector(`[data-series="${i}"][data-j="${k}"]`);
+    if (el) {
+      setCursor({ i, j: k });
+      el.focus();
+    }
+  };
+  const mark = (s, j) => {
+    const props = { 'data-series': s.i, 'data-j': j, onMouseEnter: () => setTip(j) };
+    if (!drill || !s.drillable) return { ...props, 'aria-hidden': 'true' };
+    const open = (e) => drill(s.i, j, e.currentTarget);
+    return {
+      ...props,
+      tabindex: stop && stop.i === s.i && stop.j === j ? 0 : -1,
+      role: 'button',
+      'aria-label': `${s.label} on ${longDate(labels[j])}: ${format(value(s, j))}${!s.settled && j >= current ? ' (in progress)' : ''}, show persons`,
+      onFocus: () => {
+        setTip(j);
+        setCursor({ i: s.i, j });
+      },
+      onBlur: () => setTip(null),
+      onClick: open,
+      // Enter and Space open on their release, as a button's Space does, so that the
+      // key's own events land before the dialog takes focus.
+      onKeyDown: (e) => {
+        if (e.key === 'Enter' || e.key === ' ') {
+          e.preventDefault();
+          pressed.current = `${s.i}-${j}`;
+        } else move(e, s.i, j);
+      },
+      onKeyUp: (e) => {
+        if ((e.key === 'Enter' || e.key === ' ') && pressed.current === `${s.i}-${j}`) {
+          e.preventDefault();
+          pressed.current = null;
+          open(e);
+        }
+      },
+    };
+  };
+  // A column's click (on a line chart) drills into the drillable line nearest the pointer.
+  const columnClick = (j) => (e) => {
+    if (bars || !drill) return;
+    const svg = e.currentTarget.ownerSVGElement;
+    const py = e.clientY - svg.getBoundingClientRect().top;
+    const near = shown.filter((s) => s.drillable).sort((a, b) => Math.abs(y(value(a, j)) - py) - Math.abs(y(value(b, j)) - py))[0];
+    if (near) drill(near.i, j, svg.querySelector(`[data-series="${near.i}"][data-j="${j}"]`));
+  };
+  const hits = labels.map((_, j) => {
+    const w = bars ? slot : n > 1 ? plotW / (n - 1) : plotW;
+    const x0 = Math.max(left, x(j) - w / 2);
+    return <rect class="hit" aria-hidden="true" x={x0} y={top} width={Math.max(1, Math.min(left + plotW, x(j) + w / 2) - x0)} height={plotH} onMouseEnter={() => setTip(j)} onClick={columnClick(j)} />;
+  });
   if (bars) {
     const bandW = Math.max(1, slot * 0.7);
-    labels.forEach((label, j) => {
+    labels.forEach((_, j) => {
       let base = 0;
       shown.forEach((s, k) => {
         const v = value(s, j);
@@ -217,9 +304,7 @@ function Plot({ labels, series, display, hidden, width, height, summary, current
         const y0 = y(base + v);
         const open = !s.settled && j >= current;
         marks.push(
-          <rect class={`series-${s.i % 8} bar${open ? ' in-progress' : ''}`} x={x0} y={y0} width={Math.max(1, w - (stacked ? 0 : 1))} height={Math.max(0, y(base) - y0)}>
-            <title>{`${s.label}, ${label}: ${format(v)}${open ? ' (in progress)' : ''}`}</title>
-          </rect>,
+          <rect class={`series-${s.i % 8} bar${open ? ' in-progress' : ''}`} x={x0} y={y0} width={Math.max(1, w - (stacked ? 0 : 1))} height={Math.max(0, y(base) - y0)} {...mark(s, j)} />,
         );
         if (stacked) base += v;
       });
@@ -234,22 +319,25 @@ function Plot({ labels, series, display, hidden, width, height, summary, current
     shown.forEach((s) => {
       // A settled series (a previous period's) has no interval in progress.
       const from = s.settled ? n : current;
-      if (from > 1) marks.push(<path class={`series-${s.i % 8} line`} d={path(s, 0, from)} />);
-      if (from < n) marks.push(<path class={`series-${s.i % 8} line in-progress`} d={path(s, Math.max(0, from - 1), n)} />);
+      if (from > 1) marks.push(<path class={`series-${s.i % 8} line`} aria-hidden="true" d={path(s, 0, from)} />);
+      if (from < n) marks.push(<path class={`series-${s.i % 8} line in-progress`} aria-hidden="true" d={path(s, Math.max(0, from - 1), n)} />);
       if (n <= 60)
-        labels.forEach((label, j) =>
+        labels.forEach((_, j) =>
           marks.push(
-            <circle class={`series-${s.i % 8} point${j >= from ? ' in-progress' : ''}`} cx={x(j)} cy={y(value(s, j))} r="3">
-              <title>{`${s.label}, ${label}: ${format(value(s, j))}${j >= from ? ' (in progress)' : ''}`}</title>
-            </circle>,
+            <circle class={`series-${s.i % 8} point${j >= from ? ' in-progress' : ''}`} cx={x(j)} cy={y(value(s, j))} r="3" {...mark(s, j)} />,
           ),
         );
     });
   }
+  // With points to press the plot is a group of buttons (an img's children are not
+  // reachable); its drawing is hidden from assistive technology either way.
+  const drillable = drill && shown.some((s) => s.drillable);
+  const tipX = tip !== null && tip < n ? x(tip) : null;
   return (
-    <svg class="plot" width={width} height={height} role="img" aria-label={summary}>
+    <>
+    <svg class="plot" width={width} height={height} role={drillable ? 'group' : 'img'} aria-label={summary} onMouseLeave={() => setTip(null)}>
       {ticks.map((t) => (
-        <g class="tick">
+        <g class="tick" aria-hidden="true">
           <line x1={left} x2={left + plotW} y1={y(t)} y2={y(t)} />
           <text x={left - 6} y={y(t)} dy="0.32em" text-anchor="end">
             {format(t)}
@@ -258,12 +346,30 @@ function Plot({ labels, series, display, hidden, width, height, summary, current
       ))}
       {labels.map((label, j) =>
         j % every === 0 ? (
-          <text class="x-label" x={x(j)} y={height - 8} text-anchor={x(j) > width - right - 24 ? 'end' : j === 0 && !bars ? 'start' : 'middle'}>
+          <text class="x-label" aria-hidden="true" x={x(j)} y={height - 8} text-anchor={x(j) > width - right - 24 ? 'end' : j === 0 && !bars ? 'start' : 'middle'}>
             {shortDate(label)}
           </text>
         ) : null,
       )}
+      {tipX !== null && <line class="guide" aria-hidden="true" x1={tipX} x2={tipX} y1={top} y2={top + plotH} />}
+      {hits}
       {marks}
     </svg>
+    {tipX !== null && (
+      <div class="chart-tip" aria-hidden="true" style={tipX > width / 2 ? { right: `${width - tipX + 12}px` } : { left: `${tipX + 12}px` }}>
+        <div class="chart-tip-head">
+          {longDate(labels[tip])}
+          {tip >= current ? ' (in progress)' : ''}
+        </div>
+        {shown.map((s) => (
+          <div class="chart-tip-row">
+            <span class="swatch" style={{ background: `var(--series-${s.i % 8})` }} />
+            <span class="chart-tip-label">{s.label}</span>
+            <span class="chart-tip-value">{format(value(s, tip))}</span>
+          </div>
+        ))}
+      </div>
+    )}
+    </>
   );
 }

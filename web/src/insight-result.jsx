@@ -2,7 +2,9 @@
 // a number, a table or a bar list of totals, by trendsFilter.display), funnels as
 // steps with conversion, events and SQL as tables. The insight screen, dashboard
 // tiles and public dashboards all draw results through this one component.
-import { BarList, TimeChart, inProgressFrom } from './chart.jsx';
+import { useState } from 'preact/hooks';
+import { BarList, TimeChart, inProgressFrom, longDate } from './chart.jsx';
+import { PersonsDialog } from './persons-dialog.jsx';
 import { Table, format } from './ui.jsx';
 
 // sourceOf unwraps the query an insight stores (InsightVizNode, DataTableNode,
@@ -44,13 +46,14 @@ export function seriesLabel(line) {
 }
 
 // InsightResult draws result, the answer to query. timezone is the project's, which
-// trends count intervals in (the browser's when not given).
-export function InsightResult({ query, result, title, height, timezone }) {
+// trends count intervals in (the browser's when not given). With project and ran (the
+// query exactly as it ran for result), a trend's points open the persons behind them.
+export function InsightResult({ query, result, title, height, timezone, project, ran }) {
   const q = sourceOf(query);
   if (!q || result === undefined || result === null) return <p class="empty">No result yet.</p>;
   switch (q.kind) {
     case 'TrendsQuery':
-      return <TrendsResult query={q} lines={result} title={title} height={height} timezone={timezone} />;
+      return <TrendsResult query={q} lines={result} title={title} height={height} timezone={timezone} project={project} ran={ran} />;
     case 'FunnelsQuery':
       return <FunnelResult steps={result} title={title} />;
     default:
@@ -58,12 +61,44 @@ export function InsightResult({ query, result, title, height, timezone }) {
   }
 }
 
+const other = '$$_posthog_breakdown_other_$$';
+
+// drillable says whether the persons behind line's points can be listed: a series'
+// line (not a formula's) of a math that counts persons' events (not unique_group), and
+// not a breakdown's Other, which gathers many values.
+export function drillable(ran, line) {
+  if (!ran || ran.kind !== 'TrendsQuery' || (ran.trendsFilter && ran.trendsFilter.formula)) return false;
+  const order = line.action && line.action.order;
+  if (typeof order !== 'number' || !ran.series || !ran.series[order]) return false;
+  if (ran.series[order].math === 'unique_group' || (line.action && line.action.math === 'unique_group')) return false;
+  const b = line.breakdown_value;
+  return !(Array.isArray(b) || b === other);
+}
+
+// actorsSource is the InsightActorsQuery of the point of line at interval j of ran.
+function actorsSource(ran, line, j) {
+  const source = { kind: 'InsightActorsQuery', source: ran, day: line.days[j], series: line.action.order };
+  if (ran.breakdownFilter && line.breakdown_value !== undefined && line.breakdown_value !== null) source.breakdown = line.breakdown_value;
+  if (line.compare_label) source.compare = line.compare_label;
+  return source;
+}
+
 // TrendsResult draws a trend. A number is its first line's total, as PostHog's is:
 // the lines of other series count other things, which do not add up.
-function TrendsResult({ query, lines, title, height, timezone }) {
+function TrendsResult({ query, lines, title, height, timezone, project, ran }) {
+  // The point whose persons are shown: {line, j, opener}, opener the element focus
+  // goes back to when the dialog closes.
+  const [point, setPoint] = useState(null);
   if (!Array.isArray(lines) || lines.length === 0) return <p class="empty">No events in this range.</p>;
   const display = (query.trendsFilter && query.trendsFilter.display) || 'ActionsLineGraph';
-  const series = lines.map((l) => ({ label: seriesLabel(l), data: l.data, total: totalOf(l), settled: l.compare_label === 'previous' }));
+  const canDrill = !!(project && ran);
+  const series = lines.map((l) => ({
+    label: seriesLabel(l),
+    data: l.data,
+    total: totalOf(l),
+    settled: l.compare_label === 'previous',
+    drillable: canDrill && drillable(ran, l),
+  }));
   if (display === 'BoldNumber') {
     const total = series[0].total;
     return (
@@ -99,7 +134,26 @@ function TrendsResult({ query, lines, title, height, timezone }) {
   const days = lines[0].days || [];
   const zone = timezone || Intl.DateTimeFormat().resolvedOptions().timeZone;
   const current = inProgressFrom(days, query.interval || 'day', zone);
-  return <TimeChart title={title} labels={days} series={series} display={kind} height={height} current={current} />;
+  const drill = canDrill ? (i, j, opener) => setPoint({ line: lines[i], label: series[i].label, j, opener }) : undefined;
+  const closed = () => {
+    const opener = point && point.opener;
+    setPoint(null);
+    if (opener && opener.isConnected) opener.focus();
+  };
+  return (
+    <>
+      <TimeChart title={title} labels={days} series={series} display={kind} height={height} current={current} drill={drill} />
+      {point && (
+        <PersonsDialog
+          key={`${lines.indexOf(point.line)}-${point.j}`}
+          project={project}
+          source={actorsSource(ran, point.line, point.j)}
+          title={`${point.label} on ${longDate(point.line.days[point.j])}`}
+          close={closed}
+        />
+      )}
+    </>
+  );
 }
 
 // FunnelResult shows each step's count, its conversion from the first step and from

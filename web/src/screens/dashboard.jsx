@@ -144,6 +144,38 @@ function timezoneOf(insight) {
   return (r && !Array.isArray(r) && r.timezone) || undefined;
 }
 
+// tileQuery is the query a tile's trend was computed for, which its points' persons
+// are listed from: its insight's TrendsQuery under the layers of filters (the
+// dashboard's, the tile's filters_overrides, the URL's range), applied as hedge applies
+// them (admin/dashboard_filters.go): a date_from or date_to set replaces that end of
+// the range; a later layer's properties replace an earlier's, and are added to the
+// query's own. null for a query of another kind.
+export function tileQuery(insight, layers) {
+  const q = sourceOf(insight.query);
+  if (!q || q.kind !== 'TrendsQuery') return null;
+  let from = null;
+  let to = null;
+  let props = null;
+  for (const l of layers) {
+    if (!l || typeof l !== 'object' || Array.isArray(l)) continue;
+    if (l.date_from !== undefined && l.date_from !== null) from = l.date_from;
+    if (l.date_to !== undefined && l.date_to !== null) to = l.date_to;
+    if (Array.isArray(l.properties)) props = l.properties;
+  }
+  const out = { ...q };
+  if (from !== null || to !== null) {
+    out.dateRange = { ...(q.dateRange || {}) };
+    if (from !== null) out.dateRange.date_from = from;
+    if (to !== null) out.dateRange.date_to = to;
+  }
+  if (props && props.length) {
+    if (!q.properties) out.properties = props;
+    else if (Array.isArray(q.properties)) out.properties = [...q.properties, ...props];
+    else out.properties = { type: 'AND', values: [q.properties, { type: 'AND', values: props }] };
+  }
+  return out;
+}
+
 // describe says where a layout is, for the live region while a tile moves.
 function describe(name, l) {
   return `${name}: column ${l.x + 1}, row ${l.y + 1}, ${l.w} wide, ${l.h} high.`;
@@ -152,18 +184,20 @@ function describe(name, l) {
 // Grid lays tiles out. With edit set (an object of callbacks) each tile has a move
 // handle (drag, or arrows and Shift+arrows), a resize corner and a Remove button.
 // layouts are by tile id; a tile not in them yet (just fetched) takes its own.
-export function Grid({ tiles, layouts, project, edit, announce }) {
+// filters, the dashboard's and the URL's (null while they and the tiles disagree),
+// let a trend tile's points list their persons.
+export function Grid({ tiles, layouts, project, edit, announce, filters }) {
   const own = useMemo(() => placed(tiles), [tiles]);
   return (
     <div class="dash-grid">
       {tiles.map((t) => (
-        <Tile key={t.id} tile={t} layout={layouts[t.id] || own[t.id]} project={project} edit={edit} announce={announce} />
+        <Tile key={t.id} tile={t} layout={layouts[t.id] || own[t.id]} project={project} edit={edit} announce={announce} filters={filters} />
       ))}
     </div>
   );
 }
 
-function Tile({ tile, layout, project, edit, announce }) {
+function Tile({ tile, layout, project, edit, announce, filters }) {
   const name = tileName(tile);
   const headId = `tile-${tile.id}-title`;
   const rows = tile.insight && !['TrendsQuery', 'FunnelsQuery'].includes((sourceOf(tile.insight.query) || {}).kind);
@@ -209,7 +243,15 @@ function Tile({ tile, layout, project, edit, announce }) {
         ) : tile.insight.query_error ? (
           <p class="error-note">{tile.insight.query_error}</p>
         ) : (
-          <InsightResult query={tile.insight.query} result={resultOf(tile.insight)} title={name} height={height} timezone={timezoneOf(tile.insight)} />
+          <InsightResult
+            query={tile.insight.query}
+            result={resultOf(tile.insight)}
+            title={name}
+            height={height}
+            timezone={timezoneOf(tile.insight)}
+            project={project}
+            ran={project && filters ? tileQuery(tile.insight, [filters[0], tile.filters_overrides, filters[1]]) : null}
+          />
         )}
       </div>
       {edit && <ResizeCorner tile={tile} layout={layout} edit={edit} />}
@@ -526,7 +568,14 @@ function DashboardView({ project, base, dashboard, error, loading, reload, param
           <p class="empty">This dashboard has no tiles yet.</p>
         )
       ) : (
-        <Grid tiles={tiles} layouts={layouts} project={project} edit={edit} announce={setStatus} />
+        <Grid
+          tiles={tiles}
+          layouts={layouts}
+          project={project}
+          edit={edit}
+          announce={setStatus}
+          filters={loading ? null : [dashboard.filters, params.get('date_from') ? { date_from: params.get('date_from') } : null]}
+        />
       )}
       {dialog === 'text' && (
         <TextDialog

@@ -107,7 +107,7 @@ function Builder({ project, params, initial }) {
   const totals = isTrends && totalDisplays.includes(display);
   const formula = (isTrends && source.trendsFilter && source.trendsFilter.formula) || '';
   const runKey = JSON.stringify({ ...body, trendsFilter: undefined, formula, totals });
-  const run = useAsync((signal) => query(project, body, signal).then((r) => ({ ...r, kind: body.kind, totals })), [project, runKey]);
+  const run = useAsync((signal) => query(project, body, signal).then((r) => ({ ...r, kind: body.kind, totals, ran: body })), [project, runKey]);
   const suggest = useAsync(
     (signal) =>
       Promise.all([hogql(project, eventsSQL, signal), hogql(project, keysSQL, signal)]).then(([e, k]) => ({
@@ -223,7 +223,7 @@ function Builder({ project, params, initial }) {
           </p>
           <ErrorNote error={error} fields={placed} />
           {error && placed.includes(error.attr) && <p class="empty">hedge cannot run this query: see the field marked in red.</p>}
-          {fresh && <InsightResult query={source} result={fresh.results} title={title} timezone={fresh.timezone} />}
+          {fresh && <InsightResult query={source} result={fresh.results} title={title} timezone={fresh.timezone} project={project} ran={fresh.ran} />}
         </section>
       </div>
     </Page>
