@@ -241,10 +241,15 @@ func TestConsoleIngestion(t *testing.T) {
 			t.Fatal("the seeded events were not queryable within 30 s")
 		}
 	}
-	files, err := warehouse.LakeFiles(filepath.Join(dataDir, lakeDir), boot.ProjectID)
-	if err != nil || len(files) == 0 {
-		t.Fatalf("the lake's parts: %v (%v)", files, err)
-	}
+	// The listing follows the catalog within a second.
+	var files []string
+	waitFor(t, 10*time.Second, "the lake's listing of the parts", func() bool {
+		var err error
+		if files, err = warehouse.LakeFiles(filepath.Join(dataDir, lakeDir), boot.ProjectID); err != nil {
+			t.Fatal(err)
+		}
+		return len(files) > 0
+	})
 	if err := os.WriteFile(files[0], []byte("damaged"), 0o600); err != nil {
 		t.Fatal(err)
 	}
