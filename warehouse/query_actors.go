@@ -40,6 +40,16 @@ const (
 	MaxActorsLimit     = 10_000
 )
 
+// actorsLimit is a page's size, limit or by default DefaultActorsLimit, once limit
+// and offset are checked.
+func actorsLimit(limit, offset int) (int, error) {
+	limit = cmp.Or(limit, DefaultActorsLimit)
+	if limit < 0 || limit > MaxActorsLimit || offset < 0 {
+		return 0, queryErrorf("limit must be from 1 to %d and offset 0 or more", MaxActorsLimit)
+	}
+	return limit, nil
+}
+
 // Actor is one person behind a point, and how many of the point's events are theirs,
 // or of a retention cohort, the periods they came back in.
 type Actor struct {
@@ -61,9 +71,9 @@ func (q *Queries) TrendsActors(ctx context.Context, scope Scope, tq TrendsQuery,
 	if point.Series < 0 || point.Series >= len(tq.Series) {
 		return nil, queryErrorf("series must be the index of one of the query's %d series, not %d", len(tq.Series), point.Series)
 	}
-	limit := cmp.Or(point.Limit, DefaultActorsLimit)
-	if limit < 0 || limit > MaxActorsLimit || point.Offset < 0 {
-		return nil, queryErrorf("limit must be from 1 to %d and offset 0 or more", MaxActorsLimit)
+	limit, err := actorsLimit(point.Limit, point.Offset)
+	if err != nil {
+		return nil, err
 	}
 	series := tq.Series[point.Series]
 	switch series.Math {
@@ -138,7 +148,14 @@ func (q *Queries) TrendsActors(ctx context.Context, scope Scope, tq TrendsQuery,
 	if err != nil {
 		return nil, err
 	}
-	out := &ActorsResult{Actors: make([]Actor, 0, min(len(result.Results), limit)), Limit: limit, Offset: point.Offset}
+	return actorsPage(result, limit, point.Offset, func(a *Actor, row []any) { a.EventCount = int64(toFloat(row[1])) }), nil
+}
+
+// actorsPage reads a page of persons from result, whose rows are a person id (text)
+// and what fill reads into the actor; a row past limit says there are more. A row
+// without a person (an event not written by hedge's Writer) is left out.
+func actorsPage(result *Result, limit, offset int, fill func(a *Actor, row []any)) *ActorsResult {
+	out := &ActorsResult{Actors: make([]Actor, 0, min(len(result.Results), limit)), Limit: limit, Offset: offset}
 	for i, row := range result.Results {
 		if i == limit {
 			out.HasMore = true
@@ -147,11 +164,13 @@ func (q *Queries) TrendsActors(ctx context.Context, scope Scope, tq TrendsQuery,
 		text, _ := row[0].(string)
 		id, err := uuid.Parse(text)
 		if err != nil {
-			continue // an event without a person (not written by hedge's Writer)
+			continue
 		}
-		out.Actors = append(out.Actors, Actor{PersonID: id, EventCount: int64(toFloat(row[1]))})
+		actor := Actor{PersonID: id}
+		fill(&actor, row)
+		out.Actors = append(out.Actors, actor)
 	}
-	return out, nil
+	return out
 }
 
 // parseDay reads a trend's day, as its days name them, in loc.
@@ -170,9 +189,9 @@ func parseDay(day string, loc *time.Location) (time.Time, error) {
 // retention persons list them. limit and offset page them (limit 0:
 // DefaultActorsLimit).
 func (q *Queries) RetentionActors(ctx context.Context, scope Scope, rq RetentionQuery, cohort, limit, offset int, now time.Time) (*ActorsResult, error) {
-	limit = cmp.Or(limit, DefaultActorsLimit)
-	if limit < 0 || limit > MaxActorsLimit || offset < 0 {
-		return nil, queryErrorf("limit must be from 1 to %d and offset 0 or more", MaxActorsLimit)
+	limit, err := actorsLimit(limit, offset)
+	if err != nil {
+		return nil, err
 	}
 	ctx, done, err := q.begin(ctx, scope)
 	if err != nil {
@@ -198,23 +217,11 @@ func (q *Queries) RetentionActors(ctx context.Context, scope Scope, rq Retention
 	if err != nil {
 		return nil, cmp.Or(q.interrupted(ctx), err)
 	}
-	out := &ActorsResult{Actors: make([]Actor, 0, min(len(result.Results), limit)), Limit: limit, Offset: offset}
-	for i, row := range result.Results {
-		if i == limit {
-			out.HasMore = true
-			break
-		}
-		text, _ := row[0].(string)
-		id, err := uuid.Parse(text)
-		if err != nil {
-			continue
-		}
-		actor := Actor{PersonID: id, Appearances: []int{}}
+	return actorsPage(result, limit, offset, func(a *Actor, row []any) {
+		a.Appearances = []int{}
 		periods, _ := row[1].([]any)
 		for _, k := range periods {
-			actor.Appearances = append(actor.Appearances, int(toFloat(k)))
+			a.Appearances = append(a.Appearances, int(toFloat(k)))
 		}
-		out.Actors = append(out.Actors, actor)
-	}
-	return out, nil
+	}), nil
 }
