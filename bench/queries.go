@@ -265,7 +265,8 @@ func funnelCeiling(r queryRange) string {
 
 // queryCases are the figures: the queries of the table (a HogQL breakdown
 // over every event, a trend of daily active users by browser, a trend of totals, the
-// newest 100 events), a 3-step funnel and a property filter.
+// newest 100 events), a 3-step funnel, a property filter, and the Web analytics
+// screen's overview and top pages (queries_web.go).
 func queryCases(r queryRange) []queryCase {
 	total := trend{event: "$pageview", math: "total", interval: "day"}
 	dau := trend{event: "$pageview", math: "dau", interval: "day", breakdown: "$browser"}
@@ -286,6 +287,8 @@ func queryCases(r queryRange) []queryCase {
 		{name: "FunnelsQuery: 3 steps, 14-day window, 30 days", query: funnelQuery(r), ceiling: funnelCeiling(r)},
 		{name: "TrendsQuery: $pageview total by day where $browser = Chrome, 30 days", query: filtered.query(r),
 			ceiling: filtered.ceiling(r), check: checkTotal},
+		webOverviewCase(r),
+		webPagesCase(r),
 	}
 }
 
