@@ -133,37 +133,84 @@ func (q *Queries) webSpanOf(ctx context.Context, scope Scope, dr DateRange, comp
 	return span, nil
 }
 
-// webSessionsSQL is the CTE s: a row per session of the window, with its start, end,
-// views, autocaptures, and its entry page, exit page and referrer.
-func webSessionsSQL(span webSpan) (string, []any) {
-	sid, _ := propertyValue("properties", "$session_id")
-	path, _ := propertyValue("properties", "$pathname")
-	referrer, _ := propertyValue("properties", "$referring_domain")
-	return `s AS (
-		SELECT ` + sid + ` AS sid, min("timestamp") AS started, max("timestamp") AS ended,
-			count(*) FILTER (WHERE ` + webViews + `) AS views,
-			count(*) FILTER (WHERE event = '$autocapture') AS autocaptures,
-			arg_min(` + path + `, "timestamp") FILTER (WHERE ` + webViews + `) AS entry_path,
-			arg_max(` + path + `, "timestamp") FILTER (WHERE ` + webViews + `) AS exit_path,
-			arg_min(` + referrer + `, "timestamp") FILTER (WHERE ` + webViews + `) AS entry_referrer
-		FROM events WHERE "timestamp" >= ? AND "timestamp" < ? AND ` + sid + ` IS NOT NULL
-		GROUP BY sid
-		HAVING min("timestamp") >= ? AND min("timestamp") < ?)`, []any{span.start.Add(-webSessionLimit), span.to.Add(webSessionLimit), span.start, span.to}
-}
-
-// webViewsSQL is the CTE v: the views the filters pass, a row per session and value
-// (the SQL of a view's breakdown value, or NULL), with the session's person and views.
-func webViewsSQL(span webSpan, value string, properties []PropertyFilter) (string, []any, bool, error) {
+// webRowsSQL is the CTEs of a web query, ending with r: a row per session of the
+// period (its first event in [span.start, span.to)) that has a view the filters pass,
+// or with an event-level breakdown (b.view) per such session and value; each row with
+// the value (b.session's or b.view's, NULL without a breakdown), the session's person,
+// the views it counts (counted), its period (cur: the range, else the one before),
+// bounce (1 or 0; with bounce only), its duration in seconds (with bounce), sid, and the
+// session's entry page (entry, with b.view and bounce only).
+//
+// The events are read once: with a breakdown of views, grouped by session and value
+// (g), then the groups by session (s), both kept for r and the bounce rates.
+// Placeholders come in the order of args.
+func webRowsSQL(span webSpan, b webBreakdown, properties []PropertyFilter, bounce bool) (ctes string, args []any, withPersons bool, err error) {
 	filters, filterArgs, withPersons, err := propertyFilters(properties)
 	if err != nil {
 		return "", nil, false, err
 	}
 	sid, _ := propertyValue("properties", "$session_id")
-	where := append([]string{`"timestamp" >= ?`, `"timestamp" < ?`, webViews, sid + " IS NOT NULL"}, filters...)
-	return `v AS (
-		SELECT ` + sid + ` AS sid, ` + value + ` AS value, any_value(person_id) AS person, count(*) AS views
-		FROM events WHERE ` + strings.Join(where, " AND ") + `
-		GROUP BY ALL)`, append([]any{span.start, span.to}, filterArgs...), withPersons, nil
+	counted := strings.Join(append([]string{webViews, `"timestamp" >= ?`, `"timestamp" < ?`}, filters...), " AND ")
+	value := cmp.Or(b.view, "NULL")
+	switch b.session {
+	case "entry_path", "exit_path":
+		value, _ = propertyValue("properties", "$pathname")
+	case "entry_referrer":
+		value, _ = propertyValue("properties", "$referring_domain")
+	}
+	// A session is grouped by the 64-bit hash of its id, which DuckDB groups and joins
+	// several times faster than the text: two sessions of one query with the same hash
+	// would count as one, a chance of about n²/2^65 for n sessions (3e-8 for a million).
+	events := `(SELECT hash(` + sid + `) AS sid, "timestamp" AS ts, event, person_id, ` + value + ` AS value,
+			` + webViews + ` AS is_view, ` + counted + ` AS counted
+		FROM events WHERE "timestamp" >= ? AND "timestamp" < ? AND ` + sid + ` IS NOT NULL)`
+	args = slices.Concat([]any{span.start, span.to}, filterArgs, []any{span.start.Add(-webSessionLimit), span.to.Add(webSessionLimit)})
+	period := []any{span.start, span.to}
+	if b.view == "" {
+		// A session's value: its first view's, or its last's.
+		sessionValue := "NULL"
+		switch b.session {
+		case "entry_path", "entry_referrer":
+			sessionValue = "arg_min(value, ts) FILTER (WHERE is_view)"
+		case "exit_path":
+			sessionValue = "arg_max(value, ts) FILTER (WHERE is_view)"
+		}
+		ctes = `s AS (
+			SELECT sid, min(ts) AS started, max(ts) AS ended,
+				count(*) FILTER (WHERE is_view) AS views, count(*) FILTER (WHERE event = '$autocapture') AS autocaptures,
+				count(*) FILTER (WHERE counted) AS counted, any_value(person_id) FILTER (WHERE counted) AS person,
+				` + sessionValue + ` AS value
+			FROM ` + events + ` GROUP BY sid
+			HAVING min(ts) >= ? AND min(ts) < ? AND count(*) FILTER (WHERE counted) > 0),
+		r AS (SELECT value, person, counted, s.started >= ? AS cur, CASE WHEN ` + webBounce + ` THEN 1 ELSE 0 END AS bounce,
+			date_diff('second', s.started, s.ended) AS duration, sid, NULL AS entry FROM s)`
+		return ctes, slices.Concat(args, period, []any{span.from}), withPersons, nil
+	}
+	if !bounce {
+		// Without bounce rates, a session needs only its start.
+		ctes = `g AS MATERIALIZED (
+			SELECT sid, value, min(ts) AS first, count(*) FILTER (WHERE counted) AS counted, any_value(person_id) FILTER (WHERE counted) AS person
+			FROM ` + events + ` GROUP BY sid, value),
+		s AS (SELECT sid, min(first) AS started FROM g GROUP BY sid HAVING min(first) >= ? AND min(first) < ? AND sum(counted) > 0),
+		r AS (SELECT g.value, g.person, g.counted, s.started >= ? AS cur, NULL AS bounce, NULL AS duration, sid, NULL AS entry
+			FROM g JOIN s USING (sid) WHERE g.counted > 0)`
+		return ctes, slices.Concat(args, period, []any{span.from}), withPersons, nil
+	}
+	ctes = `g AS MATERIALIZED (
+			SELECT sid, value, min(ts) AS first, max(ts) AS last,
+				count(*) FILTER (WHERE is_view) AS views, count(*) FILTER (WHERE event = '$autocapture') AS autocaptures,
+				count(*) FILTER (WHERE counted) AS counted, any_value(person_id) FILTER (WHERE counted) AS person,
+				min(ts) FILTER (WHERE is_view) AS first_view
+			FROM ` + events + ` GROUP BY sid, value),
+		s AS MATERIALIZED (
+			SELECT sid, min(first) AS started, max(last) AS ended, sum(views) AS views, sum(autocaptures) AS autocaptures,
+				arg_min(value, first_view) FILTER (WHERE first_view IS NOT NULL) AS entry
+			FROM g GROUP BY sid
+			HAVING min(first) >= ? AND min(first) < ? AND sum(counted) > 0),
+		r AS (SELECT g.value, g.person, g.counted, s.started >= ? AS cur, CASE WHEN ` + webBounce + ` THEN 1 ELSE 0 END AS bounce,
+			date_diff('second', s.started, s.ended) AS duration, sid, s.entry
+			FROM g JOIN s USING (sid) WHERE g.counted > 0)`
+	return ctes, slices.Concat(args, period, []any{span.from}), withPersons, nil
 }
 
 // WebOverview runs a WebOverviewQuery.
@@ -177,16 +224,13 @@ func (q *Queries) WebOverview(ctx context.Context, scope Scope, wq WebOverviewQu
 	if err != nil {
 		return nil, err
 	}
-	sessions, sessionArgs := webSessionsSQL(span)
-	views, viewArgs, withPersons, err := webViewsSQL(span, "NULL", wq.Properties)
+	ctes, args, withPersons, err := webRowsSQL(span, webBreakdown{}, wq.Properties, true)
 	if err != nil {
 		return nil, err
 	}
-	query := `WITH ` + sessions + `, ` + views + `
-		SELECT s.started >= ? AS cur, count(DISTINCT v.person), sum(v.views)::BIGINT, count(*),
-			avg(date_diff('second', s.started, s.ended)), avg(CASE WHEN ` + webBounce + ` THEN 1 ELSE 0 END)
-		FROM v JOIN s USING (sid) GROUP BY cur`
-	args := slices.Concat(sessionArgs, viewArgs, []any{span.from})
+	query := `WITH ` + ctes + `
+		SELECT cur, count(DISTINCT person), sum(counted)::BIGINT, count(*), avg(duration), avg(bounce)
+		FROM r GROUP BY cur`
 	rows, err := q.run(ctx, scope, query, max(personJoinOf(withPersons), currentPersons), 2, args...)
 	if err != nil {
 		return nil, cmp.Or(q.interrupted(ctx), err)
@@ -255,11 +299,11 @@ func webBreakdownOf(by string) (webBreakdown, error) {
 	case "Page":
 		return webBreakdown{view: event("$pathname")}, nil
 	case "InitialPage":
-		return webBreakdown{session: "s.entry_path"}, nil
+		return webBreakdown{session: "entry_path"}, nil
 	case "ExitPage":
-		return webBreakdown{session: "s.exit_path"}, nil
+		return webBreakdown{session: "exit_path"}, nil
 	case "InitialReferringDomain":
-		return webBreakdown{session: "s.entry_referrer"}, nil
+		return webBreakdown{session: "entry_referrer"}, nil
 	case "DeviceType":
 		return webBreakdown{view: event("$device_type"), known: true}, nil
 	case "Browser":
@@ -298,15 +342,12 @@ func (q *Queries) WebStatsTable(ctx context.Context, scope Scope, wq WebStatsTab
 	if err != nil {
 		return nil, err
 	}
-	sessions, sessionArgs := webSessionsSQL(span)
-	views, viewArgs, withPersons, err := webViewsSQL(span, cmp.Or(breakdown.view, "NULL"), wq.Properties)
+	ctes, args, withPersons, err := webRowsSQL(span, breakdown, wq.Properties, wq.IncludeBounceRate)
 	if err != nil {
 		return nil, err
 	}
-	value := cmp.Or(breakdown.session, "v.value")
-	// Each count of the current period (cur), and of the previous one (pre, NULL
-	// without a comparison).
-	// A count of no rows is 0, an average of none NULL.
+	// Each count of the current period (cur), and of the previous one (NULL without a
+	// comparison). A count of no rows is 0, an average of none NULL.
 	pair := func(aggregate, of string) string {
 		period := func(cur string) string {
 			v := aggregate + "(" + of + ") FILTER (WHERE " + cur + ")"
@@ -321,15 +362,17 @@ func (q *Queries) WebStatsTable(ctx context.Context, scope Scope, wq WebStatsTab
 		}
 		return "[" + period("cur") + ", " + previous + "]"
 	}
-	selects := []string{"value", pair("count", "DISTINCT person") + " AS visitors", pair("sum", "views") + " AS views"}
+	selects := []string{"value", pair("count", "DISTINCT person") + " AS visitors", pair("sum", "counted") + " AS views"}
 	from := "r"
 	if wq.IncludeBounceRate {
 		if wq.BreakdownBy == "Page" {
 			// A page's bounce rate is that of the sessions that entered on it (PostHog's
 			// PATH_BOUNCE_QUERY): a page that no session entered on has none.
 			selects = append(selects, "any_value(b.bounce_rate) AS bounce_rate")
-			from = `r LEFT JOIN (SELECT value, ` + pair("avg", "bounce") + ` AS bounce_rate
-				FROM (SELECT DISTINCT sid, cur, entry AS value, bounce FROM r) GROUP BY value) b USING (value)`
+			from = `r LEFT JOIN (SELECT entry AS value, ` + pair("avg", "bounce") + ` AS bounce_rate
+				FROM (SELECT entry, s.started >= ? AS cur, CASE WHEN ` + webBounce + ` THEN 1 ELSE 0 END AS bounce FROM s)
+				GROUP BY entry) b USING (value)`
+			args = append(args, span.from)
 		} else {
 			selects = append(selects, pair("avg", "bounce")+" AS bounce_rate")
 		}
@@ -338,11 +381,7 @@ func (q *Queries) WebStatsTable(ctx context.Context, scope Scope, wq WebStatsTab
 	if breakdown.known {
 		where = "value IS NOT NULL"
 	}
-	query := `WITH ` + sessions + `, ` + views + `,
-		r AS (
-			SELECT v.sid, ` + value + ` AS value, v.person, v.views, s.started >= ? AS cur, s.entry_path AS entry,
-				CASE WHEN ` + webBounce + ` THEN 1 ELSE 0 END AS bounce
-			FROM v JOIN s USING (sid))
+	query := `WITH ` + ctes + `
 		SELECT * FROM (
 			SELECT ` + strings.Join(selects, ", ") + ` FROM ` + from + ` WHERE ` + where + `
 			GROUP BY value
@@ -350,7 +389,7 @@ func (q *Queries) WebStatsTable(ctx context.Context, scope Scope, wq WebStatsTab
 			HAVING count(*) FILTER (WHERE cur) > 0)
 		ORDER BY ` + order + `, value ASC NULLS FIRST
 		LIMIT ? OFFSET ?`
-	args := slices.Concat(sessionArgs, viewArgs, []any{span.from, limit + 1, wq.Offset})
+	args = append(args, limit+1, wq.Offset)
 	rows, err := q.run(ctx, scope, query, max(personJoinOf(withPersons), currentPersons), limit+1, args...)
 	if err != nil {
 		return nil, cmp.Or(q.interrupted(ctx), err)
