@@ -282,9 +282,10 @@ func (q *Queries) WebOverview(ctx context.Context, scope Scope, wq WebOverviewQu
 	return result, nil
 }
 
-// webBreakdown is a breakdown of a WebStatsTableQuery: the SQL of its value, over the
-// views (v) or over their sessions (s), and whether rows without a value are left out,
-// as PostHog leaves out the devices, browsers, systems and countries it does not know.
+// webBreakdown is a breakdown of a WebStatsTableQuery: view, the SQL of a view's value;
+// or session, which of a session's values (entry_path, exit_path, entry_referrer); and
+// whether rows without a value are left out (known), as PostHog leaves out the devices,
+// browsers, systems and countries it does not know.
 type webBreakdown struct {
 	view, session string
 	known         bool
