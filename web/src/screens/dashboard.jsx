@@ -127,12 +127,15 @@ export function tileName(t) {
   return t.insight ? t.insight.name || 'Untitled insight' : 'Text';
 }
 
-// resultOf is an insight's result as InsightResult takes it: trends and funnels answer
+// drawn are the insight kinds InsightResult draws as charts, not as rows.
+const drawn = ['TrendsQuery', 'FunnelsQuery', 'RetentionQuery', 'PathsQuery', 'StickinessQuery', 'LifecycleQuery'];
+
+// resultOf is an insight's result as InsightResult takes it: the drawn kinds answer
 // {results: [...]} in an insight, the list itself in InsightResult.
 export function resultOf(insight) {
   const r = insight.result;
   const kind = sourceOf(insight.query) && sourceOf(insight.query).kind;
-  if ((kind === 'TrendsQuery' || kind === 'FunnelsQuery') && r && !Array.isArray(r) && Array.isArray(r.results)) return r.results;
+  if (drawn.includes(kind) && r && !Array.isArray(r) && Array.isArray(r.results)) return r.results;
   return r;
 }
 
@@ -200,7 +203,7 @@ export function Grid({ tiles, layouts, project, edit, announce, filters }) {
 function Tile({ tile, layout, project, edit, announce, filters }) {
   const name = tileName(tile);
   const headId = `tile-${tile.id}-title`;
-  const rows = tile.insight && !['TrendsQuery', 'FunnelsQuery'].includes((sourceOf(tile.insight.query) || {}).kind);
+  const rows = tile.insight && !drawn.includes((sourceOf(tile.insight.query) || {}).kind);
   const height = Math.max(80, layout.h * ROW + (layout.h - 1) * GAP - 105);
   return (
     <article

@@ -1,0 +1,203 @@
+// A paths insight drawn as a Sankey diagram, in SVG: a column of nodes per step (the
+// pages or events persons were on at that step), and between two steps a band per
+// edge as thick as the paths that took it. Hovering a band or a node shows its count
+// (an SVG title); a table of the same edges replaces the drawing for keyboard and
+// screen-reader users, and a CSV saves them.
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { duration } from './insight-result.jsx';
+import { downloadCSV, format } from './ui.jsx';
+
+// stepOf splits a node's id ("2_/pricing") into its step and its name.
+export function stepOf(id) {
+  const m = /^(\d+)_(.*)$/s.exec(id);
+  return m ? { step: Number(m[1]), name: m[2] } : { step: 1, name: id };
+}
+
+// shortName is how a node is labelled: a page's URL without its scheme and host.
+function shortName(name) {
+  const m = /^[a-z][a-z0-9+.-]*:\/\/[^/]+(\/.*)?$/i.exec(name);
+  return m ? m[1] || '/' : name || '(none)';
+}
+
+// cut shortens text to n characters, the last an ellipsis.
+function cut(text, n) {
+  return text.length <= n ? text : text.slice(0, Math.max(1, n - 1)) + '…';
+}
+
+// layout places the nodes and bands of edges in a box of width × height.
+function layout(edges, width, height) {
+  const nodes = new Map();
+  const node = (id) => {
+    if (!nodes.has(id)) nodes.set(id, { id, ...stepOf(id), in: 0, out: 0, links: [] });
+    return nodes.get(id);
+  };
+  const links = edges.map((e) => {
+    const l = { ...e, from: node(e.source), to: node(e.target) };
+    l.from.out += e.value;
+    l.to.in += e.value;
+    return l;
+  });
+  const steps = [...new Set([...nodes.values()].map((n) => n.step))].sort((a, b) => a - b);
+  const columns = steps.map((s) =>
+    [...nodes.values()].filter((n) => n.step === s).map((n) => ({ ...n, value: Math.max(n.in, n.out) })),
+  );
+  const pad = 10, nodeW = 12, top = 4;
+  const plotH = height - 2 * top;
+  const k = Math.min(...columns.map((c) => (plotH - pad * (c.length - 1)) / Math.max(1, c.reduce((a, n) => a + n.value, 0))));
+  const gap = columns.length > 1 ? (width - nodeW) / (columns.length - 1) : 0;
+  const placed = new Map();
+  columns.forEach((c, i) => {
+    c.sort((a, b) => b.value - a.value || a.name.localeCompare(b.name));
+    let y = top;
+    c.forEach((n) => {
+      const h = Math.max(2, n.value * k);
+      placed.set(n.id, { ...n, x: columns.length > 1 ? i * gap : (width - nodeW) / 2, y, h, w: nodeW, column: i, last: i === columns.length - 1, inY: y, outY: y });
+      y += h + pad;
+    });
+  });
+  // Bands leave a node top to bottom in the order of where they go, and reach one in
+  // the order of where they come from, so that they do not cross at their ends.
+  const bands = links
+    .map((l) => ({ ...l, from: placed.get(l.source), to: placed.get(l.target), w: Math.max(1, l.value * k) }))
+    .sort((a, b) => a.from.y - b.from.y || a.to.y - b.to.y);
+  for (const b of [...bands].sort((a, c) => a.from.y - c.from.y || a.to.y - c.to.y)) {
+    b.y0 = b.from.outY + b.w / 2;
+    b.from.outY += b.w;
+  }
+  for (const b of [...bands].sort((a, c) => a.to.y - c.to.y || a.from.y - c.from.y)) {
+    b.y1 = b.to.inY + b.w / 2;
+    b.to.inY += b.w;
+  }
+  return { nodes: [...placed.values()], bands, gap, steps: steps.length };
+}
+
+// Sankey draws edges [{source, target, value, average_conversion_time}], PostHog's
+// paths, at height.
+export function Sankey({ title, edges, height = 360 }) {
+  const box = useRef();
+  const [width, setWidth] = useState(600);
+  const [asTable, setAsTable] = useState(false);
+  const [hot, setHot] = useState(null);
+  useEffect(() => {
+    const el = box.current;
+    if (!el) return;
+    setWidth(el.clientWidth || 600);
+    const resize = new ResizeObserver(() => el.clientWidth && setWidth(el.clientWidth));
+    resize.observe(el);
+    return () => resize.disconnect();
+  }, [asTable]);
+  if (!edges.length) return <p class="empty">No paths of two steps or more in this range.</p>;
+  const label = (id) => {
+    const s = stepOf(id);
+    return `${s.step}. ${s.name}`;
+  };
+  const rows = edges.map((e) => ({ ...e, from: label(e.source), to: label(e.target) }));
+  const summary =
+    `${title}: ${edges.length} edges; ` +
+    [...edges]
+      .sort((a, b) => b.value - a.value)
+      .slice(0, 5)
+      .map((e) => `${label(e.source)} to ${label(e.target)} ${format(e.value)}`)
+      .join(', ') +
+    (edges.length > 5 ? ', and more.' : '.');
+  const drawW = Math.max(200, width);
+  const plot = !asTable && layout(edges, drawW, height);
+  // Labels sit right of their node (left of the last column's), within a step's room.
+  const room = plot ? Math.max(3, Math.floor((plot.steps > 1 ? plot.gap - 24 : drawW / 2 - 24) / 7)) : 0;
+  const lit = (b) => hot && (hot === b.source || hot === b.target || hot === `${b.source}→${b.target}`);
+  return (
+    <figure class="chart sankey">
+      <div class="chart-tools">
+        <p class="muted sankey-note">Hover a band or a step for its paths.</p>
+        <div class="chart-buttons">
+          <button type="button" class="secondary" aria-pressed={asTable} onClick={() => setAsTable(!asTable)}>
+            {asTable ? 'Show chart' : 'Show table'}
+          </button>
+          <button
+            type="button"
+            class="secondary"
+            onClick={() =>
+              downloadCSV(`${title || 'paths'}.csv`, ['source', 'target', 'paths', 'average_conversion_time_ms'], edges.map((e) => [e.source, e.target, e.value, e.average_conversion_time]))
+            }
+          >
+            CSV
+          </button>
+        </div>
+      </div>
+      {asTable ? (
+        <div class="table-wrap">
+          <table>
+            <caption class="sr-only">{title}</caption>
+            <thead>
+              <tr>
+                <th scope="col">From</th>
+                <th scope="col">To</th>
+                <th scope="col" class="num">
+                  Paths
+                </th>
+                <th scope="col" class="num">
+                  Average time
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((r) => (
+                <tr>
+                  <td>
+                    <span class="clip" title={r.from}>
+                      {r.from}
+                    </span>
+                  </td>
+                  <td>
+                    <span class="clip" title={r.to}>
+                      {r.to}
+                    </span>
+                  </td>
+                  <td class="num">{format(r.value)}</td>
+                  <td class="num">{r.average_conversion_time ? duration(r.average_conversion_time / 1000) : ''}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ) : (
+        <div ref={box} class="chart-canvas">
+          <svg class="plot sankey-plot" width={drawW} height={height} role="img" aria-label={summary} onMouseLeave={() => setHot(null)}>
+            {plot.bands.map((b) => {
+              const x0 = b.from.x + b.from.w, x1 = b.to.x, xm = (x0 + x1) / 2;
+              return (
+                <path
+                  class={`sankey-link${lit(b) ? ' lit' : ''}`}
+                  data-source={b.source}
+                  data-target={b.target}
+                  data-value={b.value}
+                  d={`M${x0.toFixed(1)},${b.y0.toFixed(1)}C${xm.toFixed(1)},${b.y0.toFixed(1)} ${xm.toFixed(1)},${b.y1.toFixed(1)} ${x1.toFixed(1)},${b.y1.toFixed(1)}`}
+                  stroke-width={b.w.toFixed(1)}
+                  onMouseEnter={() => setHot(`${b.source}→${b.target}`)}
+                >
+                  <title>
+                    {`${label(b.source)} → ${label(b.target)}: ${format(b.value)} paths` +
+                      (b.average_conversion_time ? `, ${duration(b.average_conversion_time / 1000)} on average` : '')}
+                  </title>
+                </path>
+              );
+            })}
+            {plot.nodes.map((n) => {
+              const name = shortName(n.name);
+              return (
+                <g class="sankey-node" data-node={n.id} onMouseEnter={() => setHot(n.id)}>
+                  <title>{`${n.step}. ${n.name}: ${format(n.value)} paths${n.out < n.value && n.step > 1 ? `, ${format(n.value - n.out)} end here` : ''}`}</title>
+                  <rect x={n.x} y={n.y} width={n.w} height={n.h} rx="2" />
+                  <text x={n.last && plot.steps > 1 ? n.x - 5 : n.x + n.w + 5} y={n.y + n.h / 2} dy="0.32em" text-anchor={n.last && plot.steps > 1 ? 'end' : 'start'}>
+                    {cut(name, room)} <tspan class="sankey-count">{format(n.value)}</tspan>
+                  </text>
+                </g>
+              );
+            })}
+          </svg>
+        </div>
+      )}
+      <figcaption class="sr-only">{summary}</figcaption>
+    </figure>
+  );
+}
