@@ -153,6 +153,14 @@ func TestConsoleInsightKinds(t *testing.T) {
 		t.Errorf("the mean retention is %q, want %q", mean, want)
 	}
 	c.run(chromedp.Click(chromedp.CSS(`.retention .chart-buttons button[aria-pressed="true"]`)))
+	c.run(chromedp.WaitVisible(chromedp.CSS(`.retention circle.point[data-j="1"]`)))
+	xy := eval[[]float64](c, `(() => { const r = document.querySelector('.retention circle.point[data-j="1"]').getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()`)
+	c.run(chromedp.MouseEvent("mouseMoved", xy[0], xy[1]))
+	c.waitText(".retention .chart-tip", "Day 1")
+	if got := c.text(".retention .chart-tip-row"); !strings.Contains(got, "Mean") || !strings.HasSuffix(strings.TrimSpace(got), "44.4%") {
+		t.Errorf("the mean's tooltip reads %q", got)
+	}
+	c.run(chromedp.MouseEvent("mouseMoved", 5, 5))
 	c.checkScreen("insight-retention")
 
 	// A cell opens its cohort's persons, with the periods each came back in, those who
@@ -204,7 +212,16 @@ func TestConsoleInsightKinds(t *testing.T) {
 		return bars.length === 3 && bars.every(r => Number(r.getAttribute('y')) >= y - 0.5); })()`) {
 		t.Error("the dormant bars are not below the axis")
 	}
+	// Hovering a column shows every status' value there, dormant's negative.
+	xy = eval[[]float64](c, `(() => { const r = [...document.querySelectorAll('.insight-result rect.series-3')].filter(r => Number(r.getAttribute('height')) > 0)
+		.sort((a, b) => a.getBoundingClientRect().x - b.getBoundingClientRect().x)[0].getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()`)
+	c.run(chromedp.MouseEvent("mouseMoved", xy[0], xy[1]))
+	c.waitText(".insight-result .chart-tip", day(2))
+	if got := eval[[]string](c, `[...document.querySelectorAll('.insight-result .chart-tip-row')].map(r => r.innerText.replace(/\s+/g, ' ').trim())`); !reflect.DeepEqual(got, []string{"New 1", "Returning 1", "Resurrecting 0", "Dormant -2"}) {
+		t.Errorf("the tooltip of %s reads %q", day(2), got)
+	}
 	c.checkScreen("insight-lifecycle")
+	c.run(chromedp.MouseEvent("mouseMoved", 5, 5))
 	if kind := saveOnBoard("App lifecycle"); kind != "LifecycleQuery" {
 		t.Errorf("the lifecycle is saved as a %s", kind)
 	}

@@ -384,7 +384,7 @@ function Plot({ labels, series, display, hidden, width, height, summary, current
             <span class="chart-tip-label">{s.label}</span>
             <span class="chart-tip-value">
               {format(value(s, tip))}
-              {unit}
+              {axis.unit}
             </span>
           </div>
         ))}
