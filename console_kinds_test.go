@@ -22,6 +22,9 @@ func kindsDay(now time.Time, d int) time.Time {
 	return midnight.AddDate(0, 0, -d).Add(time.Hour)
 }
 
+// longTourEvent is an event whose name is cut short in a Sankey's label.
+const longTourEvent = "opened_the_onboarding_checklist_from_the_product_tour_sidebar_once_more"
+
 // sendKindsEvents sends the hand-counted events of TestConsoleInsightKinds, on top of
 // the seed (which has neither of their events). opened_app, days ago by person:
 //
@@ -31,8 +34,9 @@ func kindsDay(now time.Time, d int) time.Time {
 //	ret-4: 2, 1      (cohort 2 days ago; back the next day)
 //	ret-5: 1         (cohort 1 day ago)
 //
-// and yesterday at 10:00, a minute apart, tour events (custom events) by four walkers:
-// two go start → step → done, one start → step, one start → done.
+// and yesterday at 10:00, a minute apart, tour events (custom events) by five walkers:
+// two go start → step → done, one start → step, one start → done, and one from the
+// start to an event of a long name.
 func sendKindsEvents(t *testing.T, captureURL, token string, now time.Time) {
 	t.Helper()
 	var batch []map[string]any
@@ -50,6 +54,7 @@ func sendKindsEvents(t *testing.T, captureURL, token string, now time.Time) {
 		"walker-2": {"tour_start", "tour_step", "tour_done"},
 		"walker-3": {"tour_start", "tour_step"},
 		"walker-4": {"tour_start", "tour_done"},
+		"walker-5": {"tour_start", longTourEvent},
 	} {
 		for i, step := range steps {
 			add(step, walker, tour.Add(time.Duration(i)*time.Minute))
@@ -261,19 +266,34 @@ func TestConsoleInsightKinds(t *testing.T) {
 			return reflect.DeepEqual(eval[map[string]string](c, js), want)
 		})
 	}
-	edges(map[string]string{"1_tour_start > 2_tour_step": "3", "2_tour_step > 3_tour_done": "2", "1_tour_start > 2_tour_done": "1"})
+	all := map[string]string{"1_tour_start > 2_tour_step": "3", "2_tour_step > 3_tour_done": "2", "1_tour_start > 2_tour_done": "1", "1_tour_start > 2_" + longTourEvent: "1"}
+	edges(all)
 	if got := eval[string](c, `document.querySelector('.sankey-link[data-target="2_tour_step"] title').textContent`); !strings.HasPrefix(got, "1. tour_start → 2. tour_step: 3 paths") {
 		t.Errorf("the edge's title says %q", got)
 	}
-	if got := eval[string](c, `document.querySelector('.sankey-node[data-node="1_tour_start"] title').textContent`); got != "1. tour_start: 4 paths" {
+	if got := eval[string](c, `document.querySelector('.sankey-node[data-node="1_tour_start"] title').textContent`); got != "1. tour_start: 5 paths" {
 		t.Errorf("the first node's title says %q", got)
+	}
+	// A long name is cut with an ellipsis; its title has it whole.
+	if got := eval[[]string](c, `(n => [n.querySelector('text').firstChild.textContent, n.querySelector('title').textContent])(document.querySelector('.sankey-node[data-node="2_`+longTourEvent+`"]'))`); !strings.HasSuffix(got[0], "…") || len(got[0]) >= len(longTourEvent) || got[1] != "2. "+longTourEvent+": 1 path, 1 ends here" {
+		t.Errorf("the long node is labelled %q", got)
+	}
+	// The keyboard: one Tab stop, the arrow keys go from band to band, each read out.
+	c.tabTo("path||1. tour_start")
+	first := c.focused()
+	c.key(kb.ArrowRight)
+	if f := c.focused(); f == first || !strings.HasPrefix(f, "path||") {
+		t.Errorf("ArrowRight moved the focus from %q to %q", first, f)
+	}
+	if got, want := c.text(".sankey-hot"), strings.TrimPrefix(c.focused(), "path||"); !strings.HasPrefix(want, got) || got == "" {
+		t.Errorf("the focused band is read out as %q, its label is %q", got, want)
 	}
 	c.checkScreen("insight-paths")
 	// A start point starts each path at it.
 	c.fill("#field-start", "tour_step")
 	edges(map[string]string{"1_tour_step > 2_tour_done": "2"})
 	c.fill("#field-start", "")
-	edges(map[string]string{"1_tour_start > 2_tour_step": "3", "2_tour_step > 3_tour_done": "2", "1_tour_start > 2_tour_done": "1"})
+	edges(all)
 	if kind := saveOnBoard("Product tour paths, from the first screen of the tour to its very last one"); kind != "PathsQuery" {
 		t.Errorf("the paths are saved as a %s", kind)
 	}
@@ -291,4 +311,14 @@ func TestConsoleInsightKinds(t *testing.T) {
 	}
 	c.fitsTheWindow("the dashboard of the insight kinds")
 	c.checkScreen("dashboard-kinds")
+
+	// The list of insights names their types.
+	c.visit(fmt.Sprintf("/project/%d/insights", project))
+	c.waitText("main table", "App retention")
+	types := eval[map[string]string](c, `Object.fromEntries([...document.querySelectorAll('main table tbody tr')].map(r => [r.children[0].innerText.trim(), r.children[1].innerText.trim()]))`)
+	for name, want := range map[string]string{"App retention": "Retention", "App lifecycle": "Lifecycle", "App stickiness": "Stickiness", "Product tour paths, from the first screen of the tour to its very last one": "Paths"} {
+		if types[name] != want {
+			t.Errorf("the list says %s is a %q, want %s", name, types[name], want)
+		}
+	}
 }

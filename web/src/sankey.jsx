@@ -1,8 +1,9 @@
 // A paths insight drawn as a Sankey diagram, in SVG: a column of nodes per step (the
 // pages or events persons were on at that step), and between two steps a band per
 // edge as thick as the paths that took it. Hovering a band or a node shows its count
-// (an SVG title); a table of the same edges replaces the drawing for keyboard and
-// screen-reader users, and a CSV saves them.
+// (under the drawing, and as an SVG title); the drawing is one Tab stop whose arrow keys
+// go from band to band, each read out with its count; a table of the same edges can
+// replace the drawing, and a CSV saves them.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { duration } from './insight-result.jsx';
 import { downloadCSV, format } from './ui.jsx';
@@ -18,6 +19,9 @@ function shortName(name) {
   const m = /^[a-z][a-z0-9+.-]*:\/\/[^/]+(\/.*)?$/i.exec(name);
   return m ? m[1] || '/' : name || '(none)';
 }
+
+// paths says n paths.
+const paths = (n) => `${format(n)} ${n === 1 ? 'path' : 'paths'}`;
 
 // cut shortens text to n characters, the last an ellipsis.
 function cut(text, n) {
@@ -77,7 +81,9 @@ export function Sankey({ title, edges, height = 360 }) {
   const box = useRef();
   const [width, setWidth] = useState(600);
   const [asTable, setAsTable] = useState(false);
+  // hot is the band (source→target) or node (its id) hovered or focused.
   const [hot, setHot] = useState(null);
+  const [cursor, setCursor] = useState(0);
   useEffect(() => {
     const el = box.current;
     if (!el) return;
@@ -101,10 +107,25 @@ export function Sankey({ title, edges, height = 360 }) {
       .join(', ') +
     (edges.length > 5 ? ', and more.' : '.');
   const drawW = Math.max(200, width);
-  const plot = !asTable && layout(edges, drawW, height);
+  // The line under the drawing that reads out the band hovered takes 24 px of height.
+  const drawH = Math.max(120, height - 24);
+  const plot = !asTable && layout(edges, drawW, drawH);
   // Labels sit right of their node (left of the last column's), within a step's room.
   const room = plot ? Math.max(3, Math.floor((plot.steps > 1 ? plot.gap - 24 : drawW / 2 - 24) / 7)) : 0;
   const lit = (b) => hot && (hot === b.source || hot === b.target || hot === `${b.source}→${b.target}`);
+  const says = (b) =>
+    `${label(b.source)} → ${label(b.target)}: ${paths(b.value)}` + (b.average_conversion_time ? `, ${duration(b.average_conversion_time / 1000)} on average` : '');
+  const nodeSays = (n) => `${n.step}. ${n.name}: ${paths(n.value)}${n.out < n.value && n.step > 1 ? `, ${format(n.value - n.out)} ${n.value - n.out === 1 ? 'ends' : 'end'} here` : ''}`;
+  const hotText = plot && hot && (plot.bands.find((b) => `${b.source}→${b.target}` === hot) ? says(plot.bands.find((b) => `${b.source}→${b.target}` === hot)) : plot.nodes.find((n) => n.id === hot) && nodeSays(plot.nodes.find((n) => n.id === hot)));
+  // move answers an arrow key on band i: focus goes to the band before or after.
+  const move = (e, i) => {
+    const k = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 }[e.key];
+    if (!k) return;
+    e.preventDefault();
+    const next = (i + k + plot.bands.length) % plot.bands.length;
+    setCursor(next);
+    e.currentTarget.ownerSVGElement.querySelector(`[data-band="${next}"]`).focus();
+  };
   return (
     <figure class="chart sankey">
       <div class="chart-tools">
@@ -162,8 +183,8 @@ export function Sankey({ title, edges, height = 360 }) {
         </div>
       ) : (
         <div ref={box} class="chart-canvas">
-          <svg class="plot sankey-plot" width={drawW} height={height} role="img" aria-label={summary} onMouseLeave={() => setHot(null)}>
-            {plot.bands.map((b) => {
+          <svg class="plot sankey-plot" width={drawW} height={drawH} role="group" aria-label={summary} onMouseLeave={() => setHot(null)}>
+            {plot.bands.map((b, i) => {
               const x0 = b.from.x + b.from.w, x1 = b.to.x, xm = (x0 + x1) / 2;
               return (
                 <path
@@ -173,20 +194,27 @@ export function Sankey({ title, edges, height = 360 }) {
                   data-value={b.value}
                   d={`M${x0.toFixed(1)},${b.y0.toFixed(1)}C${xm.toFixed(1)},${b.y0.toFixed(1)} ${xm.toFixed(1)},${b.y1.toFixed(1)} ${x1.toFixed(1)},${b.y1.toFixed(1)}`}
                   stroke-width={b.w.toFixed(1)}
+                  data-band={i}
+                  tabindex={i === Math.min(cursor, plot.bands.length - 1) ? 0 : -1}
+                  role="img"
+                  aria-label={says(b)}
                   onMouseEnter={() => setHot(`${b.source}→${b.target}`)}
+                  onFocus={() => {
+                    setCursor(i);
+                    setHot(`${b.source}→${b.target}`);
+                  }}
+                  onBlur={() => setHot(null)}
+                  onKeyDown={(e) => move(e, i)}
                 >
-                  <title>
-                    {`${label(b.source)} → ${label(b.target)}: ${format(b.value)} paths` +
-                      (b.average_conversion_time ? `, ${duration(b.average_conversion_time / 1000)} on average` : '')}
-                  </title>
+                  <title>{says(b)}</title>
                 </path>
               );
             })}
             {plot.nodes.map((n) => {
               const name = shortName(n.name);
               return (
-                <g class="sankey-node" data-node={n.id} onMouseEnter={() => setHot(n.id)}>
-                  <title>{`${n.step}. ${n.name}: ${format(n.value)} paths${n.out < n.value && n.step > 1 ? `, ${format(n.value - n.out)} end here` : ''}`}</title>
+                <g class="sankey-node" data-node={n.id} aria-hidden="true" onMouseEnter={() => setHot(n.id)}>
+                  <title>{nodeSays(n)}</title>
                   <rect x={n.x} y={n.y} width={n.w} height={n.h} rx="2" />
                   <text x={n.last && plot.steps > 1 ? n.x - 5 : n.x + n.w + 5} y={n.y + n.h / 2} dy="0.32em" text-anchor={n.last && plot.steps > 1 ? 'end' : 'start'}>
                     {cut(name, room)} <tspan class="sankey-count">{format(n.value)}</tspan>
@@ -195,6 +223,9 @@ export function Sankey({ title, edges, height = 360 }) {
               );
             })}
           </svg>
+          <p class="muted sankey-hot" aria-hidden="true">
+            {hotText || '\u00a0'}
+          </p>
         </div>
       )}
       <figcaption class="sr-only">{summary}</figcaption>
