@@ -183,10 +183,19 @@ func TestConsoleInsightKinds(t *testing.T) {
 	if f := c.focused(); !strings.Contains(f, "show them") {
 		t.Errorf("after Escape the focus is on %q, not the cohort", f)
 	}
-	// The query is in the URL.
-	if q, _ := url.Parse(eval[string](c, `location.href`)); !strings.Contains(q.Query().Get("q"), `"totalIntervals":4`) {
+	// The query is in the URL: the link draws the same table.
+	link := eval[string](c, `location.href`)
+	if q, _ := url.Parse(link); !strings.Contains(q.Query().Get("q"), `"totalIntervals":4`) {
 		t.Errorf("the URL holds %s", q.Query().Get("q"))
 	}
+	c.run(chromedp.Navigate(link))
+	c.waitText(".retention-table tbody tr:first-child", "33.3%")
+	// A number of periods hedge refuses: its reason under the field.
+	c.expect(fmt.Sprintf("/api/projects/%d/query/", project), 400)
+	c.fill("#field-periods", "500")
+	c.waitText("#field-periods-error", "totalIntervals must be from 1 to 120")
+	c.fill("#field-periods", "4")
+	c.waitText(".retention-table tbody tr:first-child", "33.3%")
 	if kind := saveOnBoard("App retention"); kind != "RetentionQuery" {
 		t.Errorf("the retention is saved as a %s", kind)
 	}
