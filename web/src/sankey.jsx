@@ -32,7 +32,7 @@ function cut(text, n) {
 function layout(edges, width, height) {
   const nodes = new Map();
   const node = (id) => {
-    if (!nodes.has(id)) nodes.set(id, { id, ...stepOf(id), in: 0, out: 0, links: [] });
+    if (!nodes.has(id)) nodes.set(id, { id, ...stepOf(id), in: 0, out: 0 });
     return nodes.get(id);
   };
   const links = edges.map((e) => {
@@ -64,7 +64,7 @@ function layout(edges, width, height) {
   const bands = links
     .map((l) => ({ ...l, from: placed.get(l.source), to: placed.get(l.target), w: Math.max(1, l.value * k) }))
     .sort((a, b) => a.from.y - b.from.y || a.to.y - b.to.y);
-  for (const b of [...bands].sort((a, c) => a.from.y - c.from.y || a.to.y - c.to.y)) {
+  for (const b of bands) {
     b.y0 = b.from.outY + b.w / 2;
     b.from.outY += b.w;
   }
@@ -116,7 +116,9 @@ export function Sankey({ title, edges, height = 360 }) {
   const says = (b) =>
     `${label(b.source)} → ${label(b.target)}: ${paths(b.value)}` + (b.average_conversion_time ? `, ${duration(b.average_conversion_time / 1000)} on average` : '');
   const nodeSays = (n) => `${n.step}. ${n.name}: ${paths(n.value)}${n.out < n.value && n.step > 1 ? `, ${format(n.value - n.out)} ${n.value - n.out === 1 ? 'ends' : 'end'} here` : ''}`;
-  const hotText = plot && hot && (plot.bands.find((b) => `${b.source}→${b.target}` === hot) ? says(plot.bands.find((b) => `${b.source}→${b.target}` === hot)) : plot.nodes.find((n) => n.id === hot) && nodeSays(plot.nodes.find((n) => n.id === hot)));
+  const hotBand = plot && plot.bands.find((b) => `${b.source}→${b.target}` === hot);
+  const hotNode = plot && plot.nodes.find((n) => n.id === hot);
+  const hotText = hotBand ? says(hotBand) : hotNode ? nodeSays(hotNode) : '';
   // move answers an arrow key on band i: focus goes to the band before or after.
   const move = (e, i) => {
     const k = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 }[e.key];
