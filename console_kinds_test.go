@@ -318,6 +318,15 @@ func TestConsoleInsightKinds(t *testing.T) {
 	if got := eval[[]string](c, tileJS("App retention")+`.querySelector('.retention-table tbody tr').innerText.split('\t').map(s => s.trim())`); !reflect.DeepEqual(got, want[0]) {
 		t.Errorf("the retention tile's first cohort is %q, want %q", got, want[0])
 	}
+	// A tile's cohort lists its persons too.
+	eval[bool](c, tileJS("App retention")+`.querySelector('.retention-table tbody tr:nth-child(2) td:nth-of-type(3)').click(), true`)
+	c.waitText(".persons-dialog h2", "Cohort of "+day(2))
+	c.run(chromedp.Poll[chromedp.Void](`document.querySelectorAll('.persons-dialog[open] tbody tr').length === 1`, chromedp.WithPollingTimeout(10*time.Second)))
+	if got := c.text(".persons-dialog tbody tr"); !strings.Contains(got, "ret-4") || !strings.Contains(got, "Day 1") {
+		t.Errorf("the tile's cohort of %s lists %q, want ret-4 back on Day 1", day(2), got)
+	}
+	c.key(kb.Escape)
+	c.run(chromedp.Poll[chromedp.Void](`document.querySelector('.persons-dialog') === null`, chromedp.WithPollingTimeout(5*time.Second)))
 	c.fitsTheWindow("the dashboard of the insight kinds")
 	c.checkScreen("dashboard-kinds")
 
