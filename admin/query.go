@@ -157,7 +157,7 @@ func (a *API) runQuery(ctx context.Context, scope warehouse.Scope, raw json.RawM
 		if paths, err = a.queries.Paths(ctx, scope, q, now); err == nil {
 			result = paths
 		}
-	case "ActorsQuery", "InsightActorsQuery":
+	case "ActorsQuery", "InsightActorsQuery", "FunnelsActorsQuery":
 		var actors *actorsResponse
 		if actors, err = a.runActors(ctx, scope, kind, raw, now); err == nil {
 			result = actors

@@ -3,10 +3,10 @@
 // edge as thick as the paths that took it. Hovering a band or a node shows its count
 // (under the drawing, and as an SVG title); the drawing is one Tab stop whose arrow keys
 // go from band to band, each read out with its count; a table of the same edges can
-// replace the drawing, and a CSV saves them.
+// replace the drawing (the insight screen's CSV saves them).
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { duration } from './insight-result.jsx';
-import { downloadCSV, format } from './ui.jsx';
+import { format } from './ui.jsx';
 
 // stepOf splits a node's id ("2_/pricing") into its step and its name.
 export function stepOf(id) {
@@ -131,19 +131,10 @@ export function Sankey({ title, edges, height = 360 }) {
   return (
     <figure class="chart sankey">
       <div class="chart-tools">
-        <p class="muted sankey-note">Hover a band or a step for its paths.</p>
+        <span />
         <div class="chart-buttons">
           <button type="button" class="secondary" aria-pressed={asTable} onClick={() => setAsTable(!asTable)}>
             {asTable ? 'Show chart' : 'Show table'}
-          </button>
-          <button
-            type="button"
-            class="secondary"
-            onClick={() =>
-              downloadCSV(`${title || 'paths'}.csv`, ['source', 'target', 'paths', 'average_conversion_time_ms'], edges.map((e) => [e.source, e.target, e.value, e.average_conversion_time]))
-            }
-          >
-            CSV
           </button>
         </div>
       </div>
@@ -226,7 +217,7 @@ export function Sankey({ title, edges, height = 360 }) {
             })}
           </svg>
           <p class="muted sankey-hot" aria-hidden="true">
-            {hotText || '\u00a0'}
+            {hotText || 'Hover or focus a band for its paths.'}
           </p>
         </div>
       )}

@@ -197,10 +197,10 @@ export function RetentionFields({ source, set, error }) {
           <input list="event-names" value={(f.returningEntity && f.returningEntity.id) || ''} placeholder="Any event" onChange={(e) => change({ returningEntity: entity(e.target.value.trim()) })} />
         </Field>
       </div>
-      <Field label="Cohort by" name="retention_type" error={error} hint="First time: a person is in the cohort of their first cohort event; recurring: in every period they did it">
+      <Field label="Cohort by" name="retention_type" error={error}>
         <select value={f.retentionType || 'retention_first_time'} onChange={(e) => change({ retentionType: e.target.value })}>
-          <option value="retention_first_time">First time</option>
-          <option value="retention_recurring">Recurring (every time)</option>
+          <option value="retention_first_time">First time they did it</option>
+          <option value="retention_recurring">Every time they did it</option>
         </select>
       </Field>
       <div class="row">
@@ -249,10 +249,10 @@ export function PathsFields({ source, set, error }) {
       </fieldset>
       <div class="row">
         <Field label="Start point" name="start" error={error} hint="A URL or event; empty for any">
-          <input list="path-points" value={f.startPoint || ''} onChange={(e) => change({ startPoint: e.target.value.trim() || undefined })} />
+          <input list="event-names" value={f.startPoint || ''} onChange={(e) => change({ startPoint: e.target.value.trim() || undefined })} />
         </Field>
         <Field label="End point" name="end" error={error} hint="A URL or event; empty for any">
-          <input list="path-points" value={f.endPoint || ''} onChange={(e) => change({ endPoint: e.target.value.trim() || undefined })} />
+          <input list="event-names" value={f.endPoint || ''} onChange={(e) => change({ endPoint: e.target.value.trim() || undefined })} />
         </Field>
       </div>
       <Field label="Steps" name="steps" error={error} hint="The steps of a path followed, 2 to 20">

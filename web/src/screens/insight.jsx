@@ -27,9 +27,6 @@ import { Deleted, useRequest } from './manage.jsx';
 const eventsSQL = 'SELECT event, count() FROM events WHERE timestamp > now() - INTERVAL 30 DAY GROUP BY event ORDER BY 2 DESC, 1 LIMIT 100';
 const keysSQL =
   'SELECT key, count() FROM (SELECT unnest(json_keys(properties)) AS key FROM events WHERE timestamp > now() - INTERVAL 30 DAY) GROUP BY key ORDER BY 2 DESC LIMIT 200';
-// A path's start and end points: the most viewed pages, asked for only by paths.
-const urlsSQL =
-  "SELECT properties.$current_url AS url, count() FROM events WHERE event = '$pageview' AND timestamp > now() - INTERVAL 30 DAY AND url IS NOT NULL GROUP BY url ORDER BY 2 DESC LIMIT 100";
 
 // placed are the fields fieldError puts an error under; any other shows above the result.
 const placed = ['series', 'interval', 'date_from', 'date_to', 'breakdown', 'properties', 'window', 'window_unit', 'order'];
@@ -206,9 +203,8 @@ function Builder({ project, params, initial }) {
   const title = (record && record.name) || 'Untitled insight';
   const dirty = record && JSON.stringify(sent(source)) !== JSON.stringify(sent(savedSource));
   // Charts of their own have a CSV button of their own.
-  const drawsChart = (isTrends && ['ActionsLineGraph', 'ActionsBar', 'ActionsStackedBar'].includes(display)) || ['StickinessQuery', 'LifecycleQuery', 'PathsQuery'].includes(source.kind);
+  const drawsChart = (isTrends && ['ActionsLineGraph', 'ActionsBar', 'ActionsStackedBar'].includes(display)) || ['StickinessQuery', 'LifecycleQuery'].includes(source.kind);
   const isPaths = source.kind === 'PathsQuery';
-  const urls = useAsync((signal) => (isPaths ? hogql(project, urlsSQL, signal).then((r) => r.results.map((x) => x[0])) : Promise.resolve(null)), [project, isPaths]);
 
   if (deleted) {
     return (
@@ -294,13 +290,6 @@ function Builder({ project, params, initial }) {
               </select>
             </Field>
           )}
-          {isPaths && (
-            <datalist id="path-points">
-              {[...((urls.data || []).filter(Boolean)), ...((suggest.data && suggest.data.events.filter((e) => !e.startsWith('$'))) || [])].map((v) => (
-                <option value={v} />
-              ))}
-            </datalist>
-          )}
           <datalist id="event-names">{suggest.data && suggest.data.events.map((e) => <option value={e} />)}</datalist>
           <datalist id="property-keys">{suggest.data && suggest.data.keys.map((k) => <option value={k} />)}</datalist>
         </form>
@@ -329,8 +318,12 @@ function Builder({ project, params, initial }) {
 const resultTitles = { TrendsQuery: 'Trend', FunnelsQuery: 'Funnel', RetentionQuery: 'Retention', PathsQuery: 'Paths', StickinessQuery: 'Stickiness', LifecycleQuery: 'Lifecycle' };
 
 // downloadResult saves what the chart's own CSV button does not: funnels, retention
-// cohorts, and the displays of totals (each line's total over the range).
+// cohorts, paths' edges, and the displays of totals (each line's total over the range).
 function downloadResult(title, source, results) {
+  if (source.kind === 'PathsQuery') {
+    downloadCSV(`${title}.csv`, ['source', 'target', 'paths', 'average_conversion_time_ms'], results.map((e) => [e.source, e.target, e.value, e.average_conversion_time]));
+    return;
+  }
   if (source.kind === 'RetentionQuery') {
     const periods = results.reduce((a, c) => Math.max(a, c.values.length), 0);
     const header = ['cohort', ...Array.from({ length: periods }, (_, k) => (k ? `period ${k}` : 'persons'))];
