@@ -117,12 +117,15 @@ export function tileName(t) {
   return t.insight ? t.insight.name || 'Untitled insight' : 'Text';
 }
 
-// resultOf is an insight's result as InsightResult takes it: trends and funnels answer
+// drawn are the insight kinds InsightResult draws as charts, not as rows.
+const drawn = ['TrendsQuery', 'FunnelsQuery', 'RetentionQuery', 'PathsQuery', 'StickinessQuery', 'LifecycleQuery'];
+
+// resultOf is an insight's result as InsightResult takes it: the drawn kinds answer
 // {results: [...]} in an insight, the list itself in InsightResult.
 export function resultOf(insight) {
   const r = insight.result;
   const kind = sourceOf(insight.query) && sourceOf(insight.query).kind;
-  if ((kind === 'TrendsQuery' || kind === 'FunnelsQuery') && r && !Array.isArray(r) && Array.isArray(r.results)) return r.results;
+  if (drawn.includes(kind) && r && !Array.isArray(r) && Array.isArray(r.results)) return r.results;
   return r;
 }
 
@@ -134,15 +137,15 @@ function timezoneOf(insight) {
   return (r && !Array.isArray(r) && r.timezone) || undefined;
 }
 
-// tileQuery is the query a tile's trend was computed for, which its points' persons
-// are listed from: its insight's TrendsQuery under the layers of filters (the
-// dashboard's, the tile's filters_overrides, the URL's range), applied as hedge applies
-// them (admin/dashboard_filters.go): a date_from or date_to set replaces that end of
-// the range; a later layer's properties replace an earlier's, and are added to the
-// query's own. null for a query of another kind.
+// tileQuery is the query a tile's trend or retention was computed for, which its
+// points' or cohorts' persons are listed from: its insight's query under the layers of
+// filters (the dashboard's, the tile's filters_overrides, the URL's range), applied as
+// hedge applies them (admin/dashboard_filters.go): a date_from or date_to set replaces
+// that end of the range; a later layer's properties replace an earlier's, and are
+// added to the query's own. null for a query of another kind.
 export function tileQuery(insight, layers) {
   const q = sourceOf(insight.query);
-  if (!q || q.kind !== 'TrendsQuery') return null;
+  if (!q || (q.kind !== 'TrendsQuery' && q.kind !== 'RetentionQuery')) return null;
   let from = null;
   let to = null;
   let props = null;
@@ -190,7 +193,7 @@ export function Grid({ tiles, layouts, project, edit, announce, filters }) {
 function Tile({ tile, layout, project, edit, announce, filters }) {
   const name = tileName(tile);
   const headId = `tile-${tile.id}-title`;
-  const rows = tile.insight && !['TrendsQuery', 'FunnelsQuery'].includes((sourceOf(tile.insight.query) || {}).kind);
+  const rows = tile.insight && !drawn.includes((sourceOf(tile.insight.query) || {}).kind);
   const height = Math.max(80, layout.h * ROW + (layout.h - 1) * GAP - 105);
   return (
     <article
