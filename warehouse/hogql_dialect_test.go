@@ -91,6 +91,7 @@ func (e dialectEvent) properties() string {
 type dialectCase struct {
 	query, want, wantError string
 	columns                []string
+	team                   int64 // the project that runs it; 0 for 1, the dialect fixture's
 }
 
 // rows prints rows as the test compares them: fmt's text of the result's values.
@@ -147,6 +148,7 @@ func TestHogQLDialect(t *testing.T) {
 	if err := w.Writer().Submit(&batch); err != nil {
 		t.Fatal(err)
 	}
+	persons := submitPersonsFixture(t, w)
 	is := func(name string) func(e dialectEvent) bool {
 		return func(e dialectEvent) bool { return e.name == name }
 	}
@@ -505,6 +507,7 @@ func TestHogQLDialect(t *testing.T) {
 			{query: "SELECT e.properties.`$current_url` FROM events AS `e` WHERE e.properties.`n` = '9'", want: rows(row(e9.url))},
 			{query: "SELECT JSONExtractString(properties, '$browser') AS `the browser` FROM events WHERE properties.n = '1'", want: rows(row("Safari"))},
 		}},
+		{"persons and tables", personsCases(persons)},
 		{"errors", []dialectCase{
 			{query: `SELECT someUnknownFn(1)`, wantError: "the function someunknownfn is not allowed here"},
 			{query: `SELECT arrayReduce('sum', [1, 2])`, wantError: "the function arrayreduce is not allowed here"},
@@ -521,7 +524,11 @@ func TestHogQLDialect(t *testing.T) {
 	for _, family := range families {
 		t.Run(family.name, func(t *testing.T) {
 			for _, c := range family.cases {
-				result, err := w.Queries().HogQL(context.Background(), utc, c.query)
+				scope := utc
+				if c.team != 0 {
+					scope = Scope{Team: c.team, Timezone: "UTC"}
+				}
+				result, err := w.Queries().HogQL(context.Background(), scope, c.query)
 				if c.wantError != "" {
 					var qe *QueryError
 					if !errors.As(err, &qe) || !strings.Contains(qe.Detail, c.wantError) {

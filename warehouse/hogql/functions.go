@@ -5,9 +5,9 @@ import (
 	"strings"
 )
 
-// tables are the tables a query may read: the caller makes them views of one
-// project's rows, on the connection the query runs on.
-var tables = map[string]bool{"events": true, "persons": true, "groups": true}
+// tables are the tables a query may read, PostHog's: the caller makes them views of
+// one project's rows, on the connection the query runs on.
+var tables = map[string]bool{"events": true, "persons": true, "groups": true, "person_distinct_ids": true, "sessions": true}
 
 // tableFunctions are the table functions a query may call: they generate rows and
 // read nothing.

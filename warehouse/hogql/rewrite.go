@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode"
 )
 
 // Rewrite replaces, outside strings and comments, "<x>properties.<key>[.<key>...]"
@@ -25,23 +26,46 @@ func Rewrite(query string) (rewritten string, usesPerson bool, err error) {
 			out.WriteString(keyPath(t.text))
 			continue
 		}
+		if column, ok := lazyField(toks, i); ok {
+			// person.id, e.person.created_at, group_0.key...: a column of the events
+			// view (or of person_distinct_ids') that holds the joined field.
+			out.WriteString(column)
+			usesPerson = usesPerson || strings.HasPrefix(column, "person_") && column != "person_id"
+			i += 2
+			continue
+		}
+		if t.kind == tokIdent && len(t.text) > 1 && t.text[0] == '$' && (t.text[1] == '_' || unicode.IsLetter(rune(t.text[1]))) {
+			// A column named with a $ ($group_0, sessions' $session_duration), which
+			// DuckDB would read as a named parameter: quoted. Property keys after
+			// properties. are the property form's, above.
+			out.WriteString(`"` + t.text + `"`)
+			continue
+		}
 		if t.kind != tokIdent || !strings.EqualFold(t.text, "properties") || !isDot(toks, i+1) || !isKey(toks, i+2) {
 			out.WriteString(t.text)
 			continue
 		}
 		// The column: properties, or <qualifier>.properties; person.properties is the
-		// joined person's.
+		// joined person's (person_properties, of the events or person_distinct_ids
+		// qualified before it: e.person.properties), group_<n>.properties the joined
+		// group's.
 		column := "properties"
 		prefix := out.String()
 		if strings.HasSuffix(prefix, ".") {
-			start := strings.LastIndexFunc(strings.TrimSuffix(prefix, "."), func(r rune) bool { return !isIdentRune(r) }) + 1
+			start := qualifierStart(prefix)
 			qualifier := prefix[start : len(prefix)-1]
-			if strings.EqualFold(qualifier, "person") {
-				column, usesPerson = "person_properties", true
-				prefix = prefix[:start]
-			} else {
+			prefix = prefix[:start]
+			switch joined := lazyJoinOf(qualifier); {
+			case joined != "":
+				column = joined + "_properties"
+				usesPerson = usesPerson || joined == "person"
+				if strings.HasSuffix(prefix, ".") {
+					outer := qualifierStart(prefix)
+					column = prefix[outer:] + column
+					prefix = prefix[:outer]
+				}
+			default:
 				column = qualifier + ".properties"
-				prefix = prefix[:start]
 			}
 			out.Reset()
 			out.WriteString(prefix)
@@ -70,9 +94,54 @@ func Rewrite(query string) (rewritten string, usesPerson bool, err error) {
 	return rewritten, usesPerson, nil
 }
 
+// qualifierStart is where the name that ends prefix, before its final dot, starts.
+func qualifierStart(prefix string) int {
+	return strings.LastIndexFunc(strings.TrimSuffix(prefix, "."), func(r rune) bool { return !isIdentRune(r) }) + 1
+}
+
+// lazyJoinOf is the prefix of the columns that hold a lazy join's fields, for the
+// name of the join (person, group_0...), or "" for any other name.
+func lazyJoinOf(name string) string {
+	name = strings.ToLower(name)
+	if name == "person" || len(name) == 7 && strings.HasPrefix(name, "group_") && name[6] >= '0' && name[6] <= '4' {
+		return name
+	}
+	return ""
+}
+
+// lazyFields are the fields of the lazy joins of events that are columns of the
+// events view, and the column of each (group_<n>.key is $group_<n>); a join's
+// properties are its <join>_properties, read by the property form.
+var lazyFields = map[string]map[string]string{
+	"person": {"id": "person_id", "created_at": "person_created_at", "is_identified": "person_is_identified", "properties": "person_properties"},
+	"group":  {"key": `"$group_%s"`, "created_at": "group_%s_created_at", "properties": "group_%s_properties"},
+}
+
+// lazyField is the column of toks[i:i+3] when they are a lazy join's field that is
+// one (person.id, group_0.created_at, person.properties whole); ok false otherwise.
+func lazyField(toks []token, i int) (column string, ok bool) {
+	if toks[i].kind != tokIdent || !isDot(toks, i+1) || i+2 >= len(toks) || toks[i+2].kind != tokIdent {
+		return "", false
+	}
+	joined := lazyJoinOf(toks[i].text)
+	field := strings.ToLower(toks[i+2].text)
+	if joined == "" || field == "properties" && isDot(toks, i+3) && isKey(toks, i+4) {
+		return "", false
+	}
+	if joined == "person" {
+		column, ok = lazyFields["person"][field]
+		return column, ok
+	}
+	column, ok = lazyFields["group"][field]
+	if !ok {
+		return "", false
+	}
+	return strings.ReplaceAll(column, "%s", joined[6:]), true
+}
+
 // rewrittenColumn is the name DuckDB gives a column that Rewrite wrote from a property
 // form: json_extract_string(<column>, '$."<key>"...').
-var rewrittenColumn = regexp.MustCompile(`^json_extract_string\(((?:[A-Za-z_][A-Za-z0-9_]*\.)?properties|person_properties), '\$((?:\."[^"]*")+)'\)$`)
+var rewrittenColumn = regexp.MustCompile(`^json_extract_string\(((?:[A-Za-z_][A-Za-z0-9_]*\.)?(?:person_|group_[0-4]_)?properties), '\$((?:\."[^"]*")+)'\)$`)
 
 var rewrittenKey = regexp.MustCompile(`\."([^"]*)"`)
 
@@ -88,8 +157,8 @@ func ColumnName(column string) string {
 		return column
 	}
 	name := m[1]
-	if name == "person_properties" {
-		name = "person.properties"
+	if before, joined, ok := strings.Cut(name, "_properties"); ok { // person_properties: person.properties
+		name = before + "." + joined + "properties"
 	}
 	for _, key := range rewrittenKey.FindAllStringSubmatch(m[2], -1) {
 		name += "." + strings.ReplaceAll(key[1], "''", "'")
