@@ -2,9 +2,11 @@ package warehouse
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -432,5 +434,42 @@ func personsCases(m *personsModel) []dialectCase {
 		// Tables hedge has not.
 		{team: team, query: `SELECT * FROM cohort_people`, wantError: "the table cohort_people does not exist here"},
 		{team: team, query: `SELECT * FROM person_overrides`, wantError: "the table person_overrides does not exist here"},
+	}
+}
+
+// TestHogQLPersonsSquashed: the family persons and tables answers the same once the
+// Writer has squashed the person overrides into the events (TestHogQLDialect runs it
+// before): the squash only spares the queries the join.
+func TestHogQLPersonsSquashed(t *testing.T) {
+	w := openTestWarehouse(t, filepath.Join(t.TempDir(), "hedge.duckdb"), Config{SquashInterval: time.Nanosecond})
+	t.Cleanup(func() { w.Close() })
+	m := submitPersonsFixture(t, w)
+	// The squash follows the merges' commit, on the Writer's goroutine: waited for.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var overrides, events int
+		if err := w.db.QueryRow(`SELECT (SELECT count(*) FROM person_overrides), (SELECT count(*) FROM events WHERE team_id = ?)`,
+			personsTeam).Scan(&overrides, &events); err != nil {
+			t.Fatal(err)
+		}
+		if overrides == 0 && events == len(m.events) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d person overrides left unsquashed", overrides)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, c := range personsCases(m) {
+		if c.team == 0 || c.wantError != "" {
+			continue // project 1 has no fixture here
+		}
+		result, err := w.Queries().HogQL(context.Background(), Scope{Team: c.team, Timezone: "UTC"}, c.query)
+		if err != nil {
+			t.Errorf("%s: %v", c.query, err)
+			continue
+		}
+		if got := fmt.Sprint(result.Results); got != c.want {
+			t.Errorf("%s\n got %s\nwant %s", c.query, got, c.want)
+		}
 	}
 }
