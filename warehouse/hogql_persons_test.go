@@ -415,6 +415,12 @@ func personsCases(m *personsModel) []dialectCase {
 		}()},
 		{team: team, query: `SELECT count() FROM events e JOIN sessions s ON s.session_id = e.properties.$session_id WHERE s.$pageview_count >= 2`,
 			want: rows(row(countEvents(func(e personsEvent) bool { return e.session != "" && m.sessions[e.session].pageviews >= 2 })))},
+		{team: team, query: `SELECT session.$session_duration, session.id, e.session.$entry_current_url FROM events e WHERE distinct_id = 'a2' ORDER BY timestamp LIMIT 1`,
+			want: rows(row(int(m.sessions["s2"].end.Sub(m.sessions["s2"].start).Seconds()), "s2", m.sessions["s2"].entry))},
+		{team: team, query: `SELECT event, session.$pageview_count FROM events WHERE session.$autocapture_count > 0 ORDER BY timestamp`,
+			want: rows(row("$pageview", m.sessions["s3"].pageviews), row("$autocapture", m.sessions["s3"].pageviews))},
+		{team: team, query: `SELECT count(), countIf(session.session_id IS NULL) FROM events`,
+			want: rows(row(len(m.events), countEvents(func(e personsEvent) bool { return e.session == "" })))},
 		// groups and the group join.
 		{team: team, query: `SELECT key, properties.name, index FROM groups ORDER BY key`,
 			want: rows(row("acme", "Acme", 0), row("globex", "Globex", 0))},

@@ -651,6 +651,19 @@ func (q *Queries) views(scope Scope, persons personJoin, mentions string, materi
 		joins += ` LEFT JOIN (SELECT group_key, group_properties, created_at FROM ` + db + `groups WHERE team_id = ` + team +
 			` AND group_type_index = ` + i + `) g` + i + ` ON g` + i + `.group_key = e."$group_` + i + `"`
 	}
+	// The session of events that the query reads (session.$session_duration, which
+	// hogql.Rewrite writes "session_$session_duration"), joined by its $session_id:
+	// the sessions are computed from the project's events for the query.
+	if strings.Contains(mentions, "session_$") || strings.Contains(mentions, "session_session_id") ||
+		strings.Contains(mentions, "session_distinct_id") {
+		for _, c := range sessionColumns {
+			if c == "id" {
+				continue // session.id is session.session_id
+			}
+			columns.WriteString(`, s."` + c + `" AS "session_` + c + `"`)
+		}
+		joins += ` LEFT JOIN (` + q.sessionsSQL(db, scope.Team, slots) + `) s ON s.session_id = ` + q.propertyRead("$session_id")
+	}
 	events := `SELECT e.uuid, e.event, e.distinct_id, ` + person + ` AS person_id, e."timestamp", ` + propertiesText("e") + ` AS properties,
 		e."$group_0", e."$group_1", e."$group_2", e."$group_3", e."$group_4", e.inserted_at AS created_at` +
 		personColumns + columns.String() + ` FROM ` + q.eventRows(db, scope.Team, slots) + ` e` + joins
@@ -698,8 +711,19 @@ func personDistinctIDsView(db, team string, person bool) string {
 // screens. distinct_id is that of its first event. The materialized properties are
 // read from their columns.
 func (q *Queries) sessionsView(db string, team int64, slots *teamSlots) string {
+	return `CREATE OR REPLACE TEMP VIEW sessions AS ` + q.sessionsSQL(db, team, slots)
+}
+
+// sessionColumns are the columns of sessionsSQL, which events' lazy join to its
+// session (session.$session_duration) names session_<column> (hogql.Rewrite).
+var sessionColumns = []string{"session_id", "id", "distinct_id", "$start_timestamp", "$end_timestamp", "$session_duration",
+	"$entry_current_url", "$entry_pathname", "$exit_current_url", "$exit_pathname", "$urls", "$num_uniq_urls",
+	"$pageview_count", "$autocapture_count", "$screen_count"}
+
+// sessionsSQL is the query of sessionsView.
+func (q *Queries) sessionsSQL(db string, team int64, slots *teamSlots) string {
 	session, url, path := q.propertyRead("$session_id"), q.propertyRead("$current_url"), q.propertyRead("$pathname")
-	return `CREATE OR REPLACE TEMP VIEW sessions AS SELECT session_id, session_id AS id, distinct_id,
+	return `SELECT session_id, session_id AS id, distinct_id,
 			"$start_timestamp", "$end_timestamp",
 			CAST(date_diff('second', "$start_timestamp", "$end_timestamp") AS BIGINT) AS "$session_duration",
 			"$entry_current_url", "$entry_pathname", "$exit_current_url", "$exit_pathname",

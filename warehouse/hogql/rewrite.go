@@ -56,7 +56,7 @@ func Rewrite(query string) (rewritten string, usesPerson bool, err error) {
 			qualifier := prefix[start : len(prefix)-1]
 			prefix = prefix[:start]
 			switch joined := lazyJoinOf(qualifier); {
-			case joined != "":
+			case joined != "" && joined != "session":
 				column = joined + "_properties"
 				usesPerson = usesPerson || joined == "person"
 				if strings.HasSuffix(prefix, ".") {
@@ -103,7 +103,7 @@ func qualifierStart(prefix string) int {
 // name of the join (person, group_0...), or "" for any other name.
 func lazyJoinOf(name string) string {
 	name = strings.ToLower(name)
-	if name == "person" || len(name) == 7 && strings.HasPrefix(name, "group_") && name[6] >= '0' && name[6] <= '4' {
+	if name == "person" || name == "session" || len(name) == 7 && strings.HasPrefix(name, "group_") && name[6] >= '0' && name[6] <= '4' {
 		return name
 	}
 	return ""
@@ -117,6 +117,12 @@ var lazyFields = map[string]map[string]string{
 	"group":  {"key": `"$group_%s"`, "created_at": "group_%s_created_at", "properties": "group_%s_properties"},
 }
 
+// sessionFields are the fields of events' session join, the sessions table's columns.
+var sessionFields = map[string]bool{"session_id": true, "id": true, "distinct_id": true, "$start_timestamp": true,
+	"$end_timestamp": true, "$session_duration": true, "$entry_current_url": true, "$entry_pathname": true,
+	"$exit_current_url": true, "$exit_pathname": true, "$urls": true, "$num_uniq_urls": true, "$pageview_count": true,
+	"$autocapture_count": true, "$screen_count": true}
+
 // lazyField is the column of toks[i:i+3] when they are a lazy join's field that is
 // one (person.id, group_0.created_at, person.properties whole); ok false otherwise.
 func lazyField(toks []token, i int) (column string, ok bool) {
@@ -128,9 +134,19 @@ func lazyField(toks []token, i int) (column string, ok bool) {
 	if joined == "" || field == "properties" && isDot(toks, i+3) && isKey(toks, i+4) {
 		return "", false
 	}
-	if joined == "person" {
+	switch joined {
+	case "person":
 		column, ok = lazyFields["person"][field]
 		return column, ok
+	case "session":
+		// The columns of PostHog's sessions table, each its own in the events view.
+		if !sessionFields[field] {
+			return "", false
+		}
+		if field == "id" {
+			field = "session_id"
+		}
+		return `"session_` + field + `"`, true
 	}
 	column, ok = lazyFields["group"][field]
 	if !ok {
