@@ -84,7 +84,14 @@ func Rewrite(query string) (rewritten string, usesPerson bool, err error) {
 			path.WriteString(`."` + key + `"`)
 			j += 2
 		}
-		fmt.Fprintf(&out, "json_extract_string(%s, '%s')", column, strings.ReplaceAll(path.String(), "'", "''"))
+		read := fmt.Sprintf("json_extract_string(%s, '%s')", column, strings.ReplaceAll(path.String(), "'", "''"))
+		if numericUse(toks, i, j) {
+			// PostHog types a property by the values it has seen, and reads a numeric
+			// one as a number: here, a property used as one is read as one (NULL
+			// when its value is no number).
+			read = "TRY_CAST(" + read + " AS DOUBLE)"
+		}
+		out.WriteString(read)
 		i = j - 1
 	}
 	rewritten, err = dialect(out.String())
@@ -92,6 +99,46 @@ func Rewrite(query string) (rewritten string, usesPerson bool, err error) {
 		return "", false, err
 	}
 	return rewritten, usesPerson, nil
+}
+
+// numericUse reports whether the property read of toks[i:j] (properties.<key>..., i
+// at properties) is used as a number: an operand of arithmetic (+, -, *, /, %), or
+// the value that sum, avg, sumIf or avgIf adds up.
+func numericUse(toks []token, i, j int) bool {
+	start := i // the read's first token, its qualifiers included
+	for start >= 2 && isDot(toks, start-1) && (toks[start-2].kind == tokIdent || toks[start-2].kind == tokQuoted) {
+		start -= 2
+	}
+	before, after := previousToken(toks, start-1), nextToken(toks, j)
+	arithmetic := func(k int) bool {
+		return k >= 0 && k < len(toks) && toks[k].kind == tokPunct && strings.Contains("+-*/%", toks[k].text) &&
+			// not an arrow (->, ->>), a comment, nor a star (SELECT *)
+			!(toks[k].text == "-" && k+1 < len(toks) && toks[k+1].text == ">")
+	}
+	if arithmetic(after) || before >= 0 && arithmetic(before) && toks[before].text != "*" {
+		return true
+	}
+	if before >= 0 && toks[before].text == "*" {
+		// a product, not SELECT * or count(*)
+		if k := previousToken(toks, before-1); k >= 0 && (toks[k].kind == tokIdent && !comparisonEdges[strings.ToLower(toks[k].text)] ||
+			toks[k].kind == tokString || toks[k].text == ")" || toks[k].text == "]") {
+			return true
+		}
+	}
+	if before < 1 || toks[before].text != "(" || after >= len(toks) {
+		return false
+	}
+	call := previousToken(toks, before-1)
+	if call < 0 || toks[call].kind != tokIdent {
+		return false
+	}
+	switch strings.ToLower(toks[call].text) {
+	case "sum", "avg":
+		return toks[after].text == ")"
+	case "sumif", "avgif":
+		return toks[after].text == ","
+	}
+	return false
 }
 
 // qualifierStart is where the name that ends prefix, before its final dot, starts.

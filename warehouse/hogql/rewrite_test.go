@@ -27,6 +27,28 @@ func TestRewrite(t *testing.T) {
 	f(`SELECT properties."a key" FROM events`, `SELECT json_extract_string(properties, '$."a key"') FROM events`, false)
 	// Quotes in a key are doubled in the path's literal.
 	f(`SELECT properties."it's" FROM events`, `SELECT json_extract_string(properties, '$."it''s"') FROM events`, false)
+	// The lazy joins of events: the person's and the groups' fields, qualified or not;
+	// the session's.
+	f(`SELECT e.person.properties.email, pdi.person.properties.plan FROM events e`,
+		`SELECT json_extract_string(e.person_properties, '$."email"'), json_extract_string(pdi.person_properties, '$."plan"') FROM events e`, true)
+	f(`SELECT person.id, events.person.created_at, person.properties FROM events`,
+		`SELECT person_id, events.person_created_at, person_properties FROM events`, true)
+	f(`SELECT person.id FROM events`, `SELECT person_id FROM events`, false)
+	f(`SELECT group_0.properties.name, e.group_4.key, group_1.created_at FROM events e`,
+		`SELECT json_extract_string(group_0_properties, '$."name"'), e."$group_4", group_1_created_at FROM events e`, false)
+	f(`SELECT group_5.key, person.nothing FROM t`, `SELECT group_5.key, person.nothing FROM t`, false)
+	f(`SELECT session.$session_duration, e.session.id FROM events e`, `SELECT "session_$session_duration", e."session_session_id" FROM events e`, false)
+	// A bare $name is a column; $1 a parameter.
+	f(`SELECT $group_0, s.$pageview_count, $1 FROM sessions s`, `SELECT "$group_0", s."$pageview_count", $1 FROM sessions s`, false)
+	// A property used as a number is read as one.
+	f(`properties.n * 2`, `TRY_CAST(json_extract_string(properties, '$."n"') AS DOUBLE) * 2`, false)
+	f(`SELECT 1 - e.properties.n, sum(properties.m), sumIf(properties.k, true), properties.s FROM events e`,
+		`SELECT 1 - TRY_CAST(json_extract_string(e.properties, '$."n"') AS DOUBLE), sum(TRY_CAST(json_extract_string(properties, '$."m"') AS DOUBLE)), `+
+			`sumIf(TRY_CAST(json_extract_string(properties, '$."k"') AS DOUBLE), true), json_extract_string(properties, '$."s"') FROM events e`, false)
+	f(`SELECT *, properties.a, count(*) FROM events WHERE properties->>'x' = '1'`,
+		`SELECT *, json_extract_string(properties, '$."a"'), count(*) FROM events WHERE properties->>'x' = '1'`, false)
+	// HogQL's = NULL.
+	f(`SELECT a = NULL, NULL = b, c == NULL, d <= NULL, x := NULL`, `SELECT a IS NULL, (b IS NULL), c IS NULL, d <= NULL, x := NULL`, false)
 	// Untouched: strings, comments, a bare properties column, properties of nothing.
 	f(`SELECT 'properties.$x' FROM events`, `SELECT 'properties.$x' FROM events`, false)
 	f(`SELECT 1 -- properties.$x`, `SELECT 1 -- properties.$x`, false)
