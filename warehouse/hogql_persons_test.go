@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/hedge-analytics/hedge/warehouse/hogql"
 )
 
 // personsTeam is the project of the persons fixture, beside the dialect fixture's
@@ -476,6 +478,72 @@ func TestHogQLPersonsSquashed(t *testing.T) {
 		}
 		if got := fmt.Sprint(result.Results); got != c.want {
 			t.Errorf("%s\n got %s\nwant %s", c.query, got, c.want)
+		}
+	}
+}
+
+// TestHogQLPersonJoins: the events view of a HogQL query joins the person overrides
+// only when the query names person_id (or a star), and the person only when it reads
+// the person's columns; a query of the events alone runs as it always did.
+func TestHogQLPersonJoins(t *testing.T) {
+	w := openTestWarehouse(t, filepath.Join(t.TempDir(), "hedge.duckdb"), Config{})
+	t.Cleanup(func() { w.Close() })
+	f := func(query string, want personJoin) {
+		t.Helper()
+		rewritten, usesPerson, err := hogql.Rewrite(query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, serialized, err := w.Queries().defaultLimit(context.Background(), rewritten)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := hogqlPersons(serialized, usesPerson); err != nil || got != want {
+			t.Fatalf("%s: joins %d (%v), want %d", query, got, err, want)
+		}
+	}
+	f(`SELECT properties.$browser AS b, count() FROM events GROUP BY b`, ingestedPersons)
+	f(`SELECT count(*), uniq(distinct_id) FROM events WHERE event = 'person_id'`, ingestedPersons)
+	f(`SELECT event, count() FROM events WHERE timestamp > now() - INTERVAL 1 HOUR GROUP BY event ORDER BY count() DESC LIMIT 20`, ingestedPersons)
+	f(`SELECT count(DISTINCT person_id) FROM events`, currentPersons)
+	f(`SELECT e.person_id FROM events e`, currentPersons)
+	f(`SELECT person.id FROM events`, currentPersons)
+	f(`SELECT * FROM events`, currentPersons)
+	f(`SELECT person.properties.email FROM events`, personProperties)
+	f(`SELECT e.person.created_at FROM events e`, personProperties)
+	f(`SELECT pdi.person.properties.email FROM person_distinct_ids pdi`, personProperties)
+}
+
+// TestHogQLTablesIsolation: a project sees none of another's distinct ids, persons,
+// sessions or groups through PostHog's tables and the lazy joins, even when it names
+// them by the other's values.
+func TestHogQLTablesIsolation(t *testing.T) {
+	w := openTestWarehouse(t, filepath.Join(t.TempDir(), "hedge.duckdb"), Config{})
+	t.Cleanup(func() { w.Close() })
+	submitPersonsFixture(t, w)
+	other := Scope{Team: personsTeam + 1, Timezone: "UTC"}
+	batch := Batch{Events: []Event{{UUID: uuid.Must(uuid.NewV7()), TeamID: other.Team, Name: "$pageview", DistinctID: "a1",
+		Timestamp: time.Date(2026, 11, 10, 10, 0, 0, 0, time.UTC), Properties: `{"$session_id": "s9"}`}}}
+	if err := w.Writer().Submit(&batch); err != nil {
+		t.Fatal(err)
+	}
+	for query, want := range map[string]string{
+		`SELECT distinct_id FROM person_distinct_ids`:                                        "[[a1]]",
+		`SELECT count() FROM person_distinct_ids WHERE distinct_id IN ('alice', 'bob')`:      "[[0]]",
+		`SELECT pdi.person.properties.email FROM person_distinct_ids pdi`:                    "[[<nil>]]",
+		`SELECT session_id, $pageview_count FROM sessions`:                                   "[[s9 1]]",
+		`SELECT count() FROM sessions WHERE session_id IN ('s1', 's5')`:                      "[[0]]",
+		`SELECT count() FROM persons`:                                                        "[[1]]",
+		`SELECT count() FROM groups`:                                                         "[[0]]",
+		`SELECT person.properties.email, session.$session_duration, group_0.key FROM events`: "[[<nil> 0 <nil>]]",
+		`SELECT count(DISTINCT person_id) FROM events`:                                       "[[1]]",
+	} {
+		result, err := w.Queries().HogQL(context.Background(), other, query)
+		if err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+		if got := fmt.Sprint(result.Results); got != want {
+			t.Errorf("%s\n got %s\nwant %s", query, got, want)
 		}
 	}
 }
