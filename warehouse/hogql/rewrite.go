@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Rewrite replaces, outside strings and comments, "<x>properties.<key>[.<key>...]"
@@ -20,13 +21,14 @@ import (
 func Rewrite(query string) (rewritten string, usesPerson bool, err error) {
 	var out strings.Builder
 	toks := lex(backticks(query))
+	aliases := joinAliases(toks)
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
 		if t.kind == tokString && afterArrow(toks, i) {
 			out.WriteString(keyPath(t.text))
 			continue
 		}
-		if column, ok := lazyField(toks, i); ok {
+		if column, ok := lazyField(toks, i); ok && !aliases[strings.ToLower(t.text)] {
 			// person.id, e.person.created_at, group_0.key...: a column of the events
 			// view (or of person_distinct_ids') that holds the joined field.
 			out.WriteString(column)
@@ -34,7 +36,7 @@ func Rewrite(query string) (rewritten string, usesPerson bool, err error) {
 			i += 2
 			continue
 		}
-		if t.kind == tokIdent && len(t.text) > 1 && t.text[0] == '$' && (t.text[1] == '_' || unicode.IsLetter(rune(t.text[1]))) {
+		if t.kind == tokIdent && dollarName(t.text) {
 			// A column named with a $ ($group_0, sessions' $session_duration), which
 			// DuckDB would read as a named parameter: quoted. Property keys after
 			// properties. are the property form's, above.
@@ -56,7 +58,7 @@ func Rewrite(query string) (rewritten string, usesPerson bool, err error) {
 			qualifier := prefix[start : len(prefix)-1]
 			prefix = prefix[:start]
 			switch joined := lazyJoinOf(qualifier); {
-			case joined != "" && joined != "session":
+			case joined != "" && joined != "session" && !aliases[joined]:
 				column = joined + "_properties"
 				usesPerson = usesPerson || joined == "person"
 				if strings.HasSuffix(prefix, ".") {
@@ -156,6 +158,35 @@ func lazyJoinOf(name string) string {
 	return ""
 }
 
+// dollarName reports whether name is a $ and a name ($group_0), not a parameter ($1).
+func dollarName(name string) bool {
+	if len(name) < 2 || name[0] != '$' {
+		return false
+	}
+	r, _ := utf8.DecodeRuneInString(name[1:])
+	return r == '_' || unicode.IsLetter(r)
+}
+
+// joinAliases are the names of lazy joins (lazyJoinOf) that toks give a table or a
+// subquery as its alias (FROM persons AS person, FROM sessions session): a field of
+// such a name is the table's, as the query says, and no join's.
+func joinAliases(toks []token) map[string]bool {
+	var aliases map[string]bool
+	for i, t := range toks {
+		if t.kind != tokIdent || lazyJoinOf(t.text) == "" || isDot(toks, nextToken(toks, i+1)) {
+			continue
+		}
+		if p := previousToken(toks, i-1); p >= 0 && (strings.EqualFold(toks[p].text, "as") || toks[p].text == ")" ||
+			toks[p].kind == tokIdent && tables[strings.ToLower(toks[p].text)]) {
+			if aliases == nil {
+				aliases = map[string]bool{}
+			}
+			aliases[strings.ToLower(t.text)] = true
+		}
+	}
+	return aliases
+}
+
 // lazyFields are the fields of the lazy joins of events that are columns of the
 // events view, and the column of each (group_<n>.key is $group_<n>); a join's
 // properties are its <join>_properties, read by the property form.
@@ -202,31 +233,41 @@ func lazyField(toks []token, i int) (column string, ok bool) {
 	return strings.ReplaceAll(column, "%s", joined[6:]), true
 }
 
-// rewrittenColumn is the name DuckDB gives a column that Rewrite wrote from a property
-// form: json_extract_string(<column>, '$."<key>"...').
-var rewrittenColumn = regexp.MustCompile(`^json_extract_string\(((?:[A-Za-z_][A-Za-z0-9_]*\.)?(?:person_|group_[0-4]_)?properties), '\$((?:\."[^"]*")+)'\)$`)
+// rewrittenRead is a property read as Rewrite writes it, json_extract_string(<column>,
+// '$."<key>"...'), and as DuckDB names it in a column's name, read as a number or not
+// (TRY_CAST(... AS DOUBLE)): the column in group 1, the path in 2, the cast in 3.
+var rewrittenRead = regexp.MustCompile(`(TRY_CAST\()?json_extract_string\(((?:[A-Za-z_][A-Za-z0-9_]*\.)?(?:person_|group_[0-4]_)?properties), '\$((?:\."[^"]*")+)'\)( AS DOUBLE\))?`)
 
 var rewrittenKey = regexp.MustCompile(`\."([^"]*)"`)
 
-// ColumnName is the name PostHog gives a result column that DuckDB named column: a
-// property read as it was written (properties.$current_url, person.properties.email),
-// count() for DuckDB's count_star(); other columns as DuckDB names them.
+// ColumnName is the name PostHog gives a result column that DuckDB named column: each
+// property read as it was written (properties.$current_url, person.properties.email,
+// sum(properties.amount)), count() for DuckDB's count_star(); the rest as DuckDB
+// names it.
 func ColumnName(column string) string {
 	if column == "count_star()" {
 		return "count()"
 	}
-	m := rewrittenColumn.FindStringSubmatch(column)
-	if m == nil {
+	if !strings.Contains(column, "json_extract_string(") {
 		return column
 	}
-	name := m[1]
-	if before, joined, ok := strings.Cut(name, "_properties"); ok { // person_properties: person.properties
-		name = before + "." + joined + "properties"
-	}
-	for _, key := range rewrittenKey.FindAllStringSubmatch(m[2], -1) {
-		name += "." + strings.ReplaceAll(key[1], "''", "'")
-	}
-	return name
+	return rewrittenRead.ReplaceAllStringFunc(column, func(read string) string {
+		m := rewrittenRead.FindStringSubmatch(read)
+		name := m[2]
+		if before, joined, ok := strings.Cut(name, "_properties"); ok { // person_properties: person.properties
+			name = before + "." + joined + "properties"
+		}
+		for _, key := range rewrittenKey.FindAllStringSubmatch(m[3], -1) {
+			name += "." + strings.ReplaceAll(key[1], "''", "'")
+		}
+		switch cast, typed := m[1] != "", m[4] != ""; {
+		case cast && !typed: // another cast's end
+			return m[1] + name
+		case typed && !cast:
+			return name + m[4]
+		}
+		return name
+	})
 }
 
 // StripLabel drops what PostHog writes after an EventsQuery column to name it,

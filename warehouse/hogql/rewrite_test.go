@@ -38,6 +38,11 @@ func TestRewrite(t *testing.T) {
 		`SELECT json_extract_string(group_0_properties, '$."name"'), e."$group_4", group_1_created_at FROM events e`, false)
 	f(`SELECT group_5.key, person.nothing FROM t`, `SELECT group_5.key, person.nothing FROM t`, false)
 	f(`SELECT session.$session_duration, e.session.id FROM events e`, `SELECT "session_$session_duration", e."session_session_id" FROM events e`, false)
+	// A table aliased with a join's name is read as the query says.
+	f(`SELECT person.id, person.properties.email FROM persons AS person`,
+		`SELECT person.id, json_extract_string(person.properties, '$."email"') FROM persons AS person`, false)
+	f(`SELECT session.session_id FROM sessions session`, `SELECT session.session_id FROM sessions session`, false)
+	f(`SELECT group_0.key FROM (SELECT 1 AS key) group_0`, `SELECT group_0.key FROM (SELECT 1 AS key) group_0`, false)
 	// A bare $name is a column; $1 a parameter.
 	f(`SELECT $group_0, s.$pageview_count, $1 FROM sessions s`, `SELECT "$group_0", s."$pageview_count", $1 FROM sessions s`, false)
 	// A property used as a number is read as one.
@@ -128,6 +133,12 @@ func TestColumnName(t *testing.T) {
 	f("count_star()", "count()")
 	f("count(DISTINCT person_id)", "count(DISTINCT person_id)")
 	f(`json_extract_string(properties, '$.a')`, `json_extract_string(properties, '$.a')`)
+	// Reads inside an expression, read as numbers, of the joins.
+	f(`sum(TRY_CAST(json_extract_string(properties, '$."amount"') AS DOUBLE))`, "sum(properties.amount)")
+	f(`coalesce(json_extract_string(properties, '$."a"'), json_extract_string(e.group_0_properties, '$."b"'))`,
+		"coalesce(properties.a, e.group_0.properties.b)")
+	f(`TRY_CAST(x AS DOUBLE) + TRY_CAST(json_extract_string(properties, '$."n"') AS INTEGER)`,
+		`TRY_CAST(x AS DOUBLE) + TRY_CAST(properties.n AS INTEGER)`)
 }
 
 func TestStripLabel(t *testing.T) {
