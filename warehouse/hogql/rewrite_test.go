@@ -167,6 +167,9 @@ func FuzzRewrite(f *testing.F) {
 		`SELECT properties->>'$it''s'`, `SELECT properties->'`, `SELECT properties."`, `/* open`, `-- x`,
 		"SELECT properties.`$browser` ?? 'x'", `WITH 1 AS a, t AS (SELECT a) SELECT quantiles(0.5)(a) FROM t`,
 		`SELECT multiIf(a, b, c), JSONExtractString(j, 'k', 1), formatDateTime(t, '%F'), extract(s, '(a)')`, "`open",
+		`properties.n * 2`, `SELECT e.person.properties.x - 1, group_0.key, session.id, $group_0 = NULL FROM persons person`,
+		`SELECT arrayMap((x, y) -> x + y, a, b), JSONExtract(j, 'k', 'Nullable(Int8)'), toStartOfInterval(t, INTERVAL 5 minute)`,
+		`NULL = x`, `= NULL`, `arrayMap((`, `person.`, `sum(properties.x`,
 	} {
 		f.Add(q)
 	}
