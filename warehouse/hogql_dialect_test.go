@@ -558,6 +558,7 @@ func TestHogQLDialect(t *testing.T) {
 			{query: `SELECT quantiles()(1)`, wantError: "quantiles(p1, p2, ...)(x) takes levels and one value"},
 			{query: `SELECT JSONExtract(properties, 'tags', 'Array(String)') FROM events`, wantError: "JSONExtract's type Array(String) is not supported here"},
 			{query: `SELECT arrayMap(x -> x, [1], [2])`, wantError: "arrayMap over 2 arrays takes a lambda of 2 parameters first"},
+			{query: `SELECT person.email FROM events`, wantError: "the field person.email does not exist here"},
 			{query: `SELECT * FROM file('/etc/passwd')`, wantError: "the table function file is not allowed here"},
 		}},
 	}

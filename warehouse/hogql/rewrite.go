@@ -28,9 +28,12 @@ func Rewrite(query string) (rewritten string, usesPerson bool, err error) {
 			out.WriteString(keyPath(t.text))
 			continue
 		}
-		if column, ok := lazyField(toks, i); ok && !aliases[strings.ToLower(t.text)] {
+		if column, ok, known := lazyField(toks, i); ok && !aliases[strings.ToLower(t.text)] {
 			// person.id, e.person.created_at, group_0.key...: a column of the events
 			// view (or of person_distinct_ids') that holds the joined field.
+			if !known {
+				return "", false, errorf("the field %s.%s does not exist here: %s", t.text, toks[i+2].text, lazyFieldNames[joinKind(lazyJoinOf(t.text))])
+			}
 			out.WriteString(column)
 			usesPerson = usesPerson || strings.HasPrefix(column, "person_") && column != "person_id"
 			i += 2
@@ -176,8 +179,8 @@ func joinAliases(toks []token) map[string]bool {
 		if t.kind != tokIdent || lazyJoinOf(t.text) == "" || isDot(toks, nextToken(toks, i+1)) {
 			continue
 		}
-		if p := previousToken(toks, i-1); p >= 0 && (strings.EqualFold(toks[p].text, "as") || toks[p].text == ")" ||
-			toks[p].kind == tokIdent && tables[strings.ToLower(toks[p].text)]) {
+		if p := previousToken(toks, i-1); p >= 0 && (toks[p].text == ")" || toks[p].kind == tokIdent &&
+			(tables[strings.ToLower(toks[p].text)] || aliasWords[strings.ToLower(toks[p].text)])) {
 			if aliases == nil {
 				aliases = map[string]bool{}
 			}
@@ -186,6 +189,10 @@ func joinAliases(toks []token) map[string]bool {
 	}
 	return aliases
 }
+
+// aliasWords are the words before a name that make it a table's: an alias (AS), or a
+// table read by that name (a WITH query's).
+var aliasWords = map[string]bool{"as": true, "from": true, "join": true}
 
 // lazyFields are the fields of the lazy joins of events that are columns of the
 // events view, and the column of each (group_<n>.key is $group_<n>); a join's
@@ -201,36 +208,50 @@ var sessionFields = map[string]bool{"session_id": true, "id": true, "distinct_id
 	"$exit_current_url": true, "$exit_pathname": true, "$urls": true, "$num_uniq_urls": true, "$pageview_count": true,
 	"$autocapture_count": true, "$screen_count": true}
 
-// lazyField is the column of toks[i:i+3] when they are a lazy join's field that is
-// one (person.id, group_0.created_at, person.properties whole); ok false otherwise.
-func lazyField(toks []token, i int) (column string, ok bool) {
+// lazyFieldNames say, by kind of join (joinKind), which fields it has.
+var lazyFieldNames = map[string]string{
+	"person":  "person has id, properties, created_at and is_identified",
+	"group":   "a group has key, properties and created_at",
+	"session": "session has the columns of sessions",
+}
+
+// joinKind is the kind of a lazy join (lazyJoinOf): person, session, or group for
+// group_0 to group_4.
+func joinKind(joined string) string {
+	if strings.HasPrefix(joined, "group_") {
+		return "group"
+	}
+	return joined
+}
+
+// lazyField is the column of toks[i:i+3] when they are a lazy join's field
+// (person.id, group_0.created_at, person.properties whole): ok when toks[i:i+3] name
+// a join's field (join.name), and known when the join has that field.
+func lazyField(toks []token, i int) (column string, ok, known bool) {
 	if toks[i].kind != tokIdent || !isDot(toks, i+1) || i+2 >= len(toks) || toks[i+2].kind != tokIdent {
-		return "", false
+		return "", false, false
 	}
 	joined := lazyJoinOf(toks[i].text)
 	field := strings.ToLower(toks[i+2].text)
 	if joined == "" || field == "properties" && isDot(toks, i+3) && isKey(toks, i+4) {
-		return "", false
+		return "", false, false
 	}
-	switch joined {
+	switch joinKind(joined) {
 	case "person":
-		column, ok = lazyFields["person"][field]
-		return column, ok
+		column, known = lazyFields["person"][field]
+		return column, true, known
 	case "session":
 		// The columns of PostHog's sessions table, each its own in the events view.
 		if !sessionFields[field] {
-			return "", false
+			return "", true, false
 		}
 		if field == "id" {
 			field = "session_id"
 		}
-		return `"session_` + field + `"`, true
+		return `"session_` + field + `"`, true, true
 	}
-	column, ok = lazyFields["group"][field]
-	if !ok {
-		return "", false
-	}
-	return strings.ReplaceAll(column, "%s", joined[6:]), true
+	column, known = lazyFields["group"][field]
+	return strings.ReplaceAll(column, "%s", joined[6:]), true, known
 }
 
 // rewrittenRead is a property read as Rewrite writes it, json_extract_string(<column>,

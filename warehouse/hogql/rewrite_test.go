@@ -36,7 +36,8 @@ func TestRewrite(t *testing.T) {
 	f(`SELECT person.id FROM events`, `SELECT person_id FROM events`, false)
 	f(`SELECT group_0.properties.name, e.group_4.key, group_1.created_at FROM events e`,
 		`SELECT json_extract_string(group_0_properties, '$."name"'), e."$group_4", group_1_created_at FROM events e`, false)
-	f(`SELECT group_5.key, person.nothing FROM t`, `SELECT group_5.key, person.nothing FROM t`, false)
+	f(`SELECT group_5.key FROM t`, `SELECT group_5.key FROM t`, false)
+	f(`WITH person AS (SELECT 1 AS x) SELECT person.x FROM person`, `WITH person AS (SELECT 1 AS x) SELECT person.x FROM person`, false)
 	f(`SELECT session.$session_duration, e.session.id FROM events e`, `SELECT "session_$session_duration", e."session_session_id" FROM events e`, false)
 	// A table aliased with a join's name is read as the query says.
 	f(`SELECT person.id, person.properties.email FROM persons AS person`,
@@ -89,6 +90,9 @@ func TestRewriteRefuses(t *testing.T) {
 	}
 	f(`SELECT properties."a""b" FROM events`, `the property name "a\"b" cannot be read with the dot form; use json_extract_string`)
 	f(`SELECT properties."a\b" FROM events`, `the property name "a\\b" cannot be read with the dot form; use json_extract_string`)
+	f(`SELECT person.nothing FROM events`, `the field person.nothing does not exist here: person has id, properties, created_at and is_identified`)
+	f(`SELECT e.group_2.name FROM events e`, `the field group_2.name does not exist here: a group has key, properties and created_at`)
+	f(`SELECT session.duration FROM events`, `the field session.duration does not exist here: session has the columns of sessions`)
 }
 
 // The lexer gives the query back unchanged, whatever it holds: Rewrite copies what it
