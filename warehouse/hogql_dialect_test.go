@@ -338,6 +338,9 @@ func TestHogQLDialect(t *testing.T) {
 				want: rows(row(2*sumAmount(func(dialectEvent) bool { return true }), len(events)-2))},
 			{query: `SELECT toInt(properties.n) AS n, properties.n * 10 + 1 FROM events WHERE n < 3 ORDER BY n`,
 				want: rows(row(0, 1), row(1, 11), row(2, 21))},
+			{query: `SELECT count() FROM events WHERE properties.n >= 40`, want: rows(row(count(events, func(e dialectEvent) bool { return e.n >= 40 })))},
+			{query: `SELECT countIf(properties.amount > 30 AND 45 > properties.n), countIf(properties.n = 9) FROM events`,
+				want: rows(row(count(events, func(e dialectEvent) bool { return e.name == "purchase" && e.amount > 30 && e.n < 45 }), 1))},
 		}},
 		{"dates", []dialectCase{
 			{query: `SELECT toInt(properties.n) AS n, toStartOfWeek(timestamp) FROM events ORDER BY n`,

@@ -120,7 +120,7 @@ func numericUse(toks []token, i, j int) bool {
 			// not an arrow (->, ->>), a comment, nor a star (SELECT *)
 			!(toks[k].text == "-" && k+1 < len(toks) && toks[k+1].text == ">")
 	}
-	if arithmetic(after) || before >= 0 && arithmetic(before) && toks[before].text != "*" {
+	if arithmetic(after) || before >= 0 && arithmetic(before) && toks[before].text != "*" || comparedWithNumber(toks, before, after) {
 		return true
 	}
 	if before >= 0 && toks[before].text == "*" {
@@ -144,6 +144,29 @@ func numericUse(toks []token, i, j int) bool {
 		return toks[after].text == ","
 	}
 	return false
+}
+
+// comparedWithNumber reports whether the read between toks[before] and toks[after] is
+// compared (=, !=, <, <=, >, >=...) with a number written as such, on either side.
+func comparedWithNumber(toks []token, before, after int) bool {
+	comparison := func(k int) bool {
+		return k >= 0 && k < len(toks) && toks[k].kind == tokPunct && len(toks[k].text) == 1 && strings.Contains("<>=!", toks[k].text)
+	}
+	number := func(k int) bool {
+		return k >= 0 && k < len(toks) && toks[k].kind == tokIdent && toks[k].text[0] >= '0' && toks[k].text[0] <= '9'
+	}
+	k := after
+	for comparison(k) && k-after < 2 {
+		k++
+	}
+	if n := nextToken(toks, k); k > after && (number(n) || n < len(toks) && toks[n].text == "-" && number(nextToken(toks, n+1))) {
+		return true
+	}
+	k = before
+	for comparison(k) && before-k < 2 {
+		k--
+	}
+	return k < before && number(previousToken(toks, k))
 }
 
 // qualifierStart is where the name that ends prefix, before its final dot, starts.

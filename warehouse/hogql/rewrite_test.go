@@ -53,6 +53,10 @@ func TestRewrite(t *testing.T) {
 			`sumIf(TRY_CAST(json_extract_string(properties, '$."k"') AS DOUBLE), true), json_extract_string(properties, '$."s"') FROM events e`, false)
 	f(`SELECT *, properties.a, count(*) FROM events WHERE properties->>'x' = '1'`,
 		`SELECT *, json_extract_string(properties, '$."a"'), count(*) FROM events WHERE properties->>'x' = '1'`, false)
+	f(`SELECT properties.n > 5, 9.5 <= properties.m, properties.k != 1, properties.j > -1, properties.s = '5', properties.t = x`,
+		`SELECT TRY_CAST(json_extract_string(properties, '$."n"') AS DOUBLE) > 5, 9.5 <= TRY_CAST(json_extract_string(properties, '$."m"') AS DOUBLE), `+
+			`(TRY_CAST(json_extract_string(properties, '$."k"') AS DOUBLE) IS DISTINCT FROM 1), TRY_CAST(json_extract_string(properties, '$."j"') AS DOUBLE) > -1, `+
+			`json_extract_string(properties, '$."s"') = '5', json_extract_string(properties, '$."t"') = x`, false)
 	// HogQL's = NULL.
 	f(`SELECT a = NULL, NULL = b, c == NULL, d <= NULL, x := NULL`, `SELECT a IS NULL, (b IS NULL), c IS NULL, d <= NULL, x := NULL`, false)
 	// Untouched: strings, comments, a bare properties column, properties of nothing.
