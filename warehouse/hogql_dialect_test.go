@@ -562,6 +562,9 @@ func TestHogQLDialect(t *testing.T) {
 			{query: `SELECT JSONExtract(properties, 'tags', 'Array(String)') FROM events`, wantError: "JSONExtract's type Array(String) is not supported here"},
 			{query: `SELECT arrayMap(x -> x, [1], [2])`, wantError: "arrayMap over 2 arrays takes a lambda of 2 parameters first"},
 			{query: `SELECT person.email FROM events`, wantError: "the field person.email does not exist here"},
+			{query: `SELECT evnt FROM events`, wantError: "the field evnt does not exist here: did you mean event"},
+			{query: `SELECT x.event, e.nothing FROM events e`, wantError: "the table x does not exist here: did you mean e?"},
+			{query: `SELECT e.nothing FROM events e`, wantError: "the field e.nothing does not exist here"},
 			{query: `SELECT * FROM file('/etc/passwd')`, wantError: "the table function file is not allowed here"},
 		}},
 	}

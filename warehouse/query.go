@@ -520,6 +520,11 @@ func (q *Queries) failure(ctx context.Context, err error) error {
 	}
 	var duck *duckdb.Error
 	if errors.As(err, &duck) {
+		if duck.Type == duckdb.ErrorTypeBinder {
+			if refused := unknownName(duck.Msg); refused != nil {
+				return refused
+			}
+		}
 		switch duck.Type {
 		case duckdb.ErrorTypeBinder, duckdb.ErrorTypeParser, duckdb.ErrorTypeConversion, duckdb.ErrorTypeInvalidInput,
 			duckdb.ErrorTypeOutOfRange, duckdb.ErrorTypeDivideByZero, duckdb.ErrorTypeMismatchType, duckdb.ErrorTypeCatalog:
@@ -535,6 +540,45 @@ func (q *Queries) failure(ctx context.Context, err error) error {
 		}
 	}
 	return fmt.Errorf("cannot run a query: %w", err)
+}
+
+// DuckDB's binder's words for a name the query's tables do not have, which the query API
+// answers as PostHog does, naming the field or table (unknownName).
+var (
+	unknownColumn     = regexp.MustCompile(`^(?:Binder Error: )?Referenced column "((?:[^"]|"")*)" not found`)
+	unknownQualified  = regexp.MustCompile(`^(?:Binder Error: )?Values list "((?:[^"]|"")*)" does not have a column named "((?:[^"]|"")*)"`)
+	unknownTable      = regexp.MustCompile(`^(?:Binder Error: )?Referenced table "((?:[^"]|"")*)" not found`)
+	candidateBindings = regexp.MustCompile(`\nCandidate (?:bindings|tables): (.*)`)
+	candidateName     = regexp.MustCompile(`"((?:[^"]|"")*)"`)
+)
+
+// unknownName is the QueryError of DuckDB's binder message msg (which duckdb-go gives
+// with or without its type's name first) when it says that a
+// field or table the query names does not exist, with the names DuckDB offers instead
+// (hedge's own columns, the materialized ones, left out); nil for another message.
+func unknownName(msg string) error {
+	var refused string
+	if m := unknownColumn.FindStringSubmatch(msg); m != nil {
+		refused = "the field " + m[1] + " does not exist here"
+	} else if m := unknownQualified.FindStringSubmatch(msg); m != nil {
+		refused = "the field " + m[1] + "." + m[2] + " does not exist here"
+	} else if m := unknownTable.FindStringSubmatch(msg); m != nil {
+		refused = "the table " + m[1] + " does not exist here"
+	} else {
+		return nil
+	}
+	if m := candidateBindings.FindStringSubmatch(msg); m != nil {
+		var names []string
+		for _, c := range candidateName.FindAllStringSubmatch(m[1], -1) {
+			if !strings.HasPrefix(c[1], "mat_") {
+				names = append(names, c[1])
+			}
+		}
+		if len(names) > 0 {
+			refused += ": did you mean " + strings.Join(names, ", ") + "?"
+		}
+	}
+	return &QueryError{Detail: refused}
 }
 
 // unreadableColumn finds duckdb-go's refusal to read a column of the answer: of a type
