@@ -421,6 +421,19 @@ func personsCases(m *personsModel) []dialectCase {
 			want: rows(row(int(m.sessions["s2"].end.Sub(m.sessions["s2"].start).Seconds()), "s2", m.sessions["s2"].entry))},
 		{team: team, query: `SELECT event, session.$pageview_count FROM events WHERE session.$autocapture_count > 0 ORDER BY timestamp`,
 			want: rows(row("$pageview", m.sessions["s3"].pageviews), row("$autocapture", m.sessions["s3"].pageviews))},
+		{team: team, query: `SELECT $session_id AS s, count() FROM events WHERE $session_id IS NOT NULL GROUP BY s ORDER BY s`, want: func() string {
+			c := map[string]int{}
+			for _, e := range m.events {
+				if e.session != "" {
+					c[e.session]++
+				}
+			}
+			var r [][]any
+			for _, s := range slices.Sorted(maps.Keys(c)) {
+				r = append(r, row(s, c[s]))
+			}
+			return rows(r...)
+		}()},
 		{team: team, query: `SELECT count(), countIf(session.session_id IS NULL) FROM events`,
 			want: rows(row(len(m.events), countEvents(func(e personsEvent) bool { return e.session == "" })))},
 		// groups and the group join.

@@ -39,6 +39,19 @@ func Rewrite(query string) (rewritten string, usesPerson bool, err error) {
 			i += 2
 			continue
 		}
+		if key := strings.ToLower(t.text); t.kind == tokIdent && eventProperties[key] {
+			// events' $session_id and $window_id: its properties' (a materialized
+			// column where one holds it, as for properties.$session_id).
+			column, prefix := "properties", out.String()
+			if strings.HasSuffix(prefix, ".") {
+				start := qualifierStart(prefix)
+				column = prefix[start:] + column
+				out.Reset()
+				out.WriteString(prefix[:start])
+			}
+			fmt.Fprintf(&out, `json_extract_string(%s, '$."%s"')`, column, key)
+			continue
+		}
 		if t.kind == tokIdent && dollarName(t.text) {
 			// A column named with a $ ($group_0, sessions' $session_duration), which
 			// DuckDB would read as a named parameter: quoted. Property keys after
@@ -183,6 +196,9 @@ func lazyJoinOf(name string) string {
 	}
 	return ""
 }
+
+// eventProperties are the columns of PostHog's events table that are properties here.
+var eventProperties = map[string]bool{"$session_id": true, "$window_id": true}
 
 // dollarName reports whether name is a $ and a name ($group_0), not a parameter ($1).
 func dollarName(name string) bool {

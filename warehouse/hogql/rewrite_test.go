@@ -44,6 +44,9 @@ func TestRewrite(t *testing.T) {
 		`SELECT person.id, json_extract_string(person.properties, '$."email"') FROM persons AS person`, false)
 	f(`SELECT session.session_id FROM sessions session`, `SELECT session.session_id FROM sessions session`, false)
 	f(`SELECT group_0.key FROM (SELECT 1 AS key) group_0`, `SELECT group_0.key FROM (SELECT 1 AS key) group_0`, false)
+	// events' $session_id and $window_id are properties.
+	f(`SELECT $session_id, e.$window_id FROM events e`,
+		`SELECT json_extract_string(properties, '$."$session_id"'), json_extract_string(e.properties, '$."$window_id"') FROM events e`, false)
 	// A bare $name is a column; $1 a parameter.
 	f(`SELECT $group_0, s.$pageview_count, $1 FROM sessions s`, `SELECT "$group_0", s."$pageview_count", $1 FROM sessions s`, false)
 	// A property used as a number is read as one.
