@@ -9,11 +9,17 @@ import (
 )
 
 // Rewrite replaces, outside strings and comments, "<x>properties.<key>[.<key>...]"
-// with json_extract_string(<x>properties, '$."<key>"...'), and person.properties.<key>
-// with the same over the person_properties column; a string literal on the right of
-// -> or ->> that names a PostHog property ('$current_url') becomes the JSON path of
-// that key. usesPerson reports whether the query reads person properties, which needs
-// an events view that joins persons. Then the ClickHouse forms DuckDB cannot read
+// with json_extract_string(<x>properties, '$."<key>"...'), read as a DOUBLE where it is
+// used as a number (numericUse), and person.properties.<key> with the same over the
+// person_properties column; the other fields of events' lazy joins (person.id,
+// group_0.properties.key, session.$session_duration) become the columns of the events
+// view that hold them, a field a join has not is refused; $session_id and $window_id
+// are properties, other $names quoted names ($group_0), where DuckDB would see
+// parameters; a string literal on the right of -> or ->> that names a PostHog
+// property ('$current_url') becomes the JSON path of that key. A name a query gives a
+// table (FROM persons AS person) is the table's, not a join's. usesPerson reports
+// whether the query reads the person's columns, which needs an events view that joins
+// persons. Then the ClickHouse forms DuckDB cannot read
 // become DuckDB's (dialect): backtick names first, which may be property keys
 // (properties.`$browser`), and the calls, operators and scalar WITHs last, over the
 // rewritten properties. The result is still to be checked (Check): the rewrite makes
