@@ -14,10 +14,11 @@ import (
 	"github.com/hedge-analytics/hedge/warehouse"
 )
 
-// actorsQuery is PostHog's ActorsQuery whose source is an InsightActorsQuery: the
-// persons behind one point of an insight, the query PostHog's persons modal sends when
-// a user clicks a point of a trend or a cohort of a retention. A bare
-// InsightActorsQuery is read as the source of an ActorsQuery with the default columns.
+// actorsQuery is PostHog's ActorsQuery whose source is an InsightActorsQuery or a
+// FunnelsActorsQuery: the persons behind one point of an insight, the query PostHog's
+// persons modal sends when a user clicks a point of a trend, a step of a funnel or a
+// cohort of a retention. A bare InsightActorsQuery or FunnelsActorsQuery is read as
+// the source of an ActorsQuery with the default columns.
 type actorsQuery struct {
 	Kind   string          `json:"kind"`
 	Source json.RawMessage `json:"source"`
@@ -43,13 +44,19 @@ type insightActorsQuery struct {
 	Compare string `json:"compare"`
 	// Interval is a retention's cohort, its index (the oldest 0).
 	Interval int `json:"interval"`
+	// FunnelStep is a FunnelsActorsQuery's step, from 1 (who reached it), or from -2
+	// (who reached the step before and not it); FunnelStepBreakdown its funnel's
+	// breakdown value: PostHog sends a string, a number, or a list of one.
+	FunnelStep          int `json:"funnelStep"`
+	FunnelStepBreakdown any `json:"funnelStepBreakdown"`
 }
 
 // actorColumns are the columns an actors query may select, by the kind of its insight;
-// the first two are the default.
+// the first two are the default (a funnel's: the first).
 var actorColumns = map[string][]string{
 	"TrendsQuery":    {"actor", "event_count", "created_at"},
 	"RetentionQuery": {"actor", "appearances", "created_at"},
+	"FunnelsQuery":   {"actor", "created_at"},
 }
 
 // actorsResponse is the answer of an ActorsQuery, in PostHog's shape: a row per person,
@@ -67,7 +74,7 @@ type actorsResponse struct {
 // runActors runs an ActorsQuery (or a bare InsightActorsQuery) for the project.
 func (a *API) runActors(ctx context.Context, scope warehouse.Scope, kind string, raw json.RawMessage, now time.Time) (*actorsResponse, error) {
 	var q actorsQuery
-	if kind == "InsightActorsQuery" {
+	if kind != "ActorsQuery" {
 		q.Source = raw
 	} else if err := decodeQuery(raw, &q); err != nil {
 		return nil, err
@@ -79,20 +86,24 @@ func (a *API) runActors(ctx context.Context, scope warehouse.Scope, kind string,
 	if err := decodeQuery(q.Source, &point); err != nil {
 		return nil, err
 	}
-	if point.Kind != "InsightActorsQuery" {
-		return nil, errValidation("query__source__kind", "invalid_choice", fmt.Sprintf("%q is not a valid choice: InsightActorsQuery.", point.Kind))
+	if point.Kind != "InsightActorsQuery" && point.Kind != "FunnelsActorsQuery" {
+		return nil, errValidation("query__source__kind", "invalid_choice", fmt.Sprintf("%q is not a valid choice: InsightActorsQuery or FunnelsActorsQuery.", point.Kind))
 	}
 	insightKind, insight, err := queryKind(point.Source)
 	if err != nil {
 		return nil, err
 	}
+	if (point.Kind == "FunnelsActorsQuery") != (insightKind == "FunnelsQuery") {
+		return nil, errValidation("query__source__source__kind", "invalid_choice",
+			fmt.Sprintf("A %s lists the persons of a %s: a funnel's are listed by a FunnelsActorsQuery, other insights' by an InsightActorsQuery.", point.Kind, insightKind))
+	}
 	columns, ok := actorColumns[insightKind]
 	if !ok {
 		return nil, errValidation("query__source__source__kind", "invalid_choice",
-			fmt.Sprintf("The persons of a %s are not listed yet: hedge lists those of a TrendsQuery's points and a RetentionQuery's cohorts.", insightKind))
+			fmt.Sprintf("The persons of a %s are not listed yet: hedge lists those of a TrendsQuery's points, a FunnelsQuery's steps and a RetentionQuery's cohorts.", insightKind))
 	}
 	if len(q.Select) == 0 {
-		q.Select = columns[:2]
+		q.Select = columns[:min(2, len(columns)-1)]
 	}
 	for _, column := range q.Select {
 		if !slices.Contains(columns, column) {
@@ -100,7 +111,20 @@ func (a *API) runActors(ctx context.Context, scope warehouse.Scope, kind string,
 		}
 	}
 	var actors *warehouse.ActorsResult
-	if insightKind == "RetentionQuery" {
+	switch insightKind {
+	case "FunnelsQuery":
+		var funnel warehouse.FunnelsQuery
+		if err := decodeQuery(insight, &funnel); err != nil {
+			return nil, err
+		}
+		target := warehouse.FunnelsActors{Step: point.FunnelStep, Limit: q.Limit, Offset: q.Offset}
+		if target.Breakdown, err = breakdownValue("query__source__funnelStepBreakdown", point.FunnelStepBreakdown, true); err != nil {
+			return nil, err
+		}
+		if actors, err = a.queries.FunnelsActors(ctx, scope, funnel, target, now); err != nil {
+			return nil, err
+		}
+	case "RetentionQuery":
 		var retention warehouse.RetentionQuery
 		if err := decodeQuery(insight, &retention); err != nil {
 			return nil, err
@@ -108,21 +132,14 @@ func (a *API) runActors(ctx context.Context, scope warehouse.Scope, kind string,
 		if actors, err = a.queries.RetentionActors(ctx, scope, retention, point.Interval, q.Limit, q.Offset, now); err != nil {
 			return nil, err
 		}
-	} else {
+	default:
 		var trends warehouse.TrendsQuery
 		if err := decodeQuery(insight, &trends); err != nil {
 			return nil, err
 		}
 		target := warehouse.TrendsActors{Day: point.Day, Series: point.Series, Compare: point.Compare, Limit: q.Limit, Offset: q.Offset}
-		switch b := point.Breakdown.(type) {
-		case nil:
-		case string:
-			target.Breakdown = &b
-		case float64:
-			s := strconv.FormatFloat(b, 'f', -1, 64)
-			target.Breakdown = &s
-		default:
-			return nil, errValidation("query__source__breakdown", "invalid_input", "The breakdown must be a string or a number.")
+		if target.Breakdown, err = breakdownValue("query__source__breakdown", point.Breakdown, false); err != nil {
+			return nil, err
 		}
 		if actors, err = a.queries.TrendsActors(ctx, scope, trends, target, now); err != nil {
 			return nil, err
@@ -166,4 +183,23 @@ func (a *API) runActors(ctx context.Context, scope warehouse.Scope, kind string,
 		out.Results = append(out.Results, row)
 	}
 	return out, nil
+}
+
+// breakdownValue reads a point's breakdown value, which PostHog sends as a string or a
+// number, and for a funnel's step also as a list of one (a breakdown by one property):
+// nil for none.
+func breakdownValue(attr string, v any, listOfOne bool) (*string, error) {
+	if list, ok := v.([]any); ok && listOfOne && len(list) == 1 {
+		v = list[0]
+	}
+	switch b := v.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		return &b, nil
+	case float64:
+		s := strconv.FormatFloat(b, 'f', -1, 64)
+		return &s, nil
+	}
+	return nil, errValidation(attr, "invalid_input", "The breakdown must be a string or a number.")
 }

@@ -111,7 +111,7 @@ func TestQueryAPITrendsActors(t *testing.T) {
 		{"a day that is no day", plain, `, "day": "yesterday", "series": 0`, "", "day must be a date"},
 		{"a breakdown without its value", fmt.Sprintf(trends, `, "breakdownFilter": {"breakdown": "$browser"}`), `, "day": "` + day(d0) + `", "series": 0`, "", "say which value"},
 		{"the rest of a breakdown", fmt.Sprintf(trends, `, "breakdownFilter": {"breakdown": "$browser"}`), `, "series": 0, "breakdown": "$$_posthog_breakdown_other_$$"`, "", "Other"},
-		{"a funnel", `{"kind": "FunnelsQuery", "series": [{"event": "a"}, {"event": "b"}]}`, `, "funnelStep": 1`, "", "not listed yet"},
+		{"a funnel", `{"kind": "FunnelsQuery", "series": [{"event": "a"}, {"event": "b"}]}`, `, "funnelStep": 1`, "", "listed by a FunnelsActorsQuery"},
 		{"a column actors do not have", plain, `, "series": 0`, `, "select": ["person.properties.email"]`, "not a column of a TrendsQuery"},
 		{"a page too large", plain, `, "series": 0`, `, "limit": 100000`, "limit must be"},
 	} {
@@ -153,5 +153,113 @@ func TestQueryAPIRetentionActors(t *testing.T) {
 	}
 	if status, _, text := cohort(5); status != 400 || !strings.Contains(text, "one of the query's 5 cohorts") {
 		t.Errorf("a cohort past the last: %d %s", status, text)
+	}
+}
+
+// An ActorsQuery over a FunnelsActorsQuery lists the persons of a funnel's step: those
+// who reached it, or (a negative step) those who reached the step before and not it,
+// as their distinct ids belong now (an anonymous visitor who identified midway once),
+// by breakdown value, in pages; each step's persons are as many as the funnel counts.
+func TestQueryAPIFunnelsActors(t *testing.T) {
+	env := newTestEnv(t, "")
+	d0 := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -3).Add(10 * time.Hour)
+	at := func(name, id string, minute int, props string) warehouse.Event {
+		return warehouse.Event{Name: name, DistinctID: id, Timestamp: d0.Add(time.Duration(minute) * time.Minute), Properties: props}
+	}
+	chrome, firefox := `{"$browser":"Chrome"}`, `{"$browser":"Firefox"}`
+	env.ingest(t,
+		at("$pageview", "alice", 0, chrome), at("signup", "alice", 1, ""), at("purchase", "alice", 2, ""), // step 3
+		at("$pageview", "bob", 0, firefox), at("signup", "bob", 5, ""), // step 2
+		at("$pageview", "anon-c", 0, chrome),                                 // step 2 once identified as carol
+		at("$pageview", "dave", 0, chrome),                                   // step 1
+		at("signup", "erin", 0, ""),                                          // not in the funnel
+		at("$pageview", "frank", 0, firefox), at("purchase", "frank", 1, ""), // step 1: no signup between
+	)
+	env.ingest(t,
+		warehouse.Event{Name: "$identify", DistinctID: "carol", Timestamp: d0.Add(10 * time.Minute), Properties: `{"$anon_distinct_id":"anon-c"}`, AnonDistinctID: "anon-c"},
+		at("signup", "carol", 11, ""),
+	)
+	funnel := `{"kind": "FunnelsQuery", "series": [{"kind": "EventsNode", "event": "$pageview"}, {"kind": "EventsNode", "event": "signup"},
+		{"kind": "EventsNode", "event": "purchase"}], "dateRange": {"date_from": "-7d"}%s}`
+	plain, byBrowser := fmt.Sprintf(funnel, ""), fmt.Sprintf(funnel, `, "breakdownFilter": {"breakdown": "$browser"}`)
+	actors := func(source, point, page string) (int, map[string]any, string) {
+		t.Helper()
+		body := `{"query": {"kind": "ActorsQuery", "source": {"kind": "FunnelsActorsQuery", "source": ` + source + point + `}` + page + `}}`
+		return env.call(t, "POST", env.project+"/query/", env.owner, body)
+	}
+	// persons are a page's persons by their last distinct id, sorted (the page's order
+	// is the fold's, by a hash of the person).
+	persons := func(out map[string]any) []string {
+		got := []string{}
+		for _, row := range out["results"].([]any) {
+			ids := row.([]any)[0].(map[string]any)["distinct_ids"].([]any)
+			got = append(got, fmt.Sprint(ids[len(ids)-1]))
+		}
+		slices.Sort(got)
+		return got
+	}
+	for _, c := range []struct {
+		name, source, point string
+		want                []string
+	}{
+		{"who reached the first step", plain, `, "funnelStep": 1`, []string{"alice", "bob", "carol", "dave", "frank"}},
+		{"who reached the second", plain, `, "funnelStep": 2`, []string{"alice", "bob", "carol"}},
+		{"who converted", plain, `, "funnelStep": 3`, []string{"alice"}},
+		{"who dropped off before the second", plain, `, "funnelStep": -2`, []string{"dave", "frank"}},
+		{"who dropped off before the third", plain, `, "funnelStep": -3`, []string{"bob", "carol"}},
+		{"a breakdown value", byBrowser, `, "funnelStep": 2, "funnelStepBreakdown": "Chrome"`, []string{"alice", "carol"}},
+		{"a breakdown value as a list of one", byBrowser, `, "funnelStep": -2, "funnelStepBreakdown": ["Firefox"]`, []string{"frank"}},
+	} {
+		status, out, text := actors(c.source, c.point, "")
+		if status != 200 || !slices.Equal(persons(out), c.want) || out["hasMore"] != false {
+			t.Errorf("%s: %d %s, want %v", c.name, status, text, c.want)
+		}
+	}
+
+	// Each step's persons are the funnel's count of it.
+	steps := env.must(t, 200, "POST", env.project+"/query/", env.owner, `{"query": `+plain+`}`)["results"].([]any)
+	for i, step := range steps {
+		_, out, _ := actors(plain, fmt.Sprintf(`, "funnelStep": %d`, i+1), "")
+		if n := len(out["results"].([]any)); float64(n) != step.(map[string]any)["count"] {
+			t.Errorf("step %d: %d persons, the funnel counts %v", i+1, n, step.(map[string]any)["count"])
+		}
+	}
+
+	// Pages of two: each person once across them.
+	var paged []string
+	for offset, more := 0, true; more; offset += 2 {
+		status, out, text := actors(plain, `, "funnelStep": 1`, fmt.Sprintf(`, "limit": 2, "offset": %d`, offset))
+		if status != 200 || len(out["results"].([]any)) > 2 {
+			t.Fatalf("page at %d: %d %s", offset, status, text)
+		}
+		paged, more = append(paged, persons(out)...), out["hasMore"] == true
+	}
+	if slices.Sort(paged); !slices.Equal(paged, []string{"alice", "bob", "carol", "dave", "frank"}) {
+		t.Errorf("the pages' persons: %v", paged)
+	}
+
+	// A bare FunnelsActorsQuery answers the actor alone, carol with both ids.
+	bare := env.must(t, 200, "POST", env.project+"/query/", env.owner, `{"query": {"kind": "FunnelsActorsQuery", "source": `+plain+`, "funnelStep": -3}}`)
+	if fmt.Sprint(bare["columns"]) != "[actor]" || !slices.Equal(persons(bare), []string{"bob", "carol"}) {
+		t.Errorf("a bare FunnelsActorsQuery: %v", bare)
+	}
+	for _, row := range bare["results"].([]any) {
+		if ids := fmt.Sprint(row.([]any)[0].(map[string]any)["distinct_ids"]); ids != "[bob]" && ids != "[anon-c carol]" {
+			t.Errorf("an actor's distinct ids: %s", ids)
+		}
+	}
+
+	for _, c := range []struct{ name, source, point, says string }{
+		{"no step", plain, ``, "funnelStep must be"},
+		{"a step past the last", plain, `, "funnelStep": 4`, "funnelStep must be"},
+		{"dropped off before the first", plain, `, "funnelStep": -1`, "funnelStep must be"},
+		{"a breakdown without its value", byBrowser, `, "funnelStep": 1`, "say which value"},
+		{"the rest of a breakdown", byBrowser, `, "funnelStep": 1, "funnelStepBreakdown": "Other"`, "Other"},
+		{"a trend", `{"kind": "TrendsQuery", "series": [{"event": "a"}]}`, `, "funnelStep": 1`, "by an InsightActorsQuery"},
+	} {
+		status, _, text := actors(c.source, c.point, "")
+		if status != 400 || !strings.Contains(text, c.says) {
+			t.Errorf("%s: %d %s, want 400 saying %q", c.name, status, text, c.says)
+		}
 	}
 }

@@ -151,6 +151,8 @@ type queryCase struct {
 	// check compares hedge's answer with the ceiling's rows; nil when they compute
 	// differently (the funnel's ceiling counts each person's first attempt only).
 	check func(answer []byte, rows [][]any) error
+	// goal is the p50 aimed at: queryGoal unless set.
+	goal time.Duration
 }
 
 // queryRange is the scenario's dates: the 30 days up to the data's last, as a
@@ -265,12 +267,13 @@ func funnelCeiling(r queryRange) string {
 
 // queryCases are the figures: the queries of the issue's table (a HogQL breakdown
 // over every event, a trend of daily active users by browser, a trend of totals, the
-// newest 100 events), a 3-step funnel and a property filter.
+// newest 100 events), a 3-step funnel, a property filter, the Web analytics screen's
+// overview and top pages (queries_web.go), and the other insight kinds (kindCases).
 func queryCases(r queryRange) []queryCase {
 	total := trend{event: "$pageview", math: "total", interval: "day"}
 	dau := trend{event: "$pageview", math: "dau", interval: "day", breakdown: "$browser"}
 	filtered := trend{event: "$pageview", math: "total", interval: "day", filter: &[2]string{"$browser", "Chrome"}}
-	return []queryCase{
+	return append([]queryCase{
 		{name: "HogQL: properties.$browser, count(), every event",
 			query:   map[string]string{"kind": "HogQLQuery", "query": "SELECT properties.$browser AS b, count() FROM events GROUP BY b"},
 			ceiling: `SELECT browser AS b, count(*) FROM events GROUP BY b`, check: checkHogQL},
@@ -286,7 +289,9 @@ func queryCases(r queryRange) []queryCase {
 		{name: "FunnelsQuery: 3 steps, 14-day window, 30 days", query: funnelQuery(r), ceiling: funnelCeiling(r)},
 		{name: "TrendsQuery: $pageview total by day where $browser = Chrome, 30 days", query: filtered.query(r),
 			ceiling: filtered.ceiling(r), check: checkTotal},
-	}
+		webOverviewCase(r),
+		webPagesCase(r),
+	}, kindCases(r)...)
 }
 
 // dashboardTiles are the dashboard's 10 insights, each a query and its ceiling: what
@@ -478,7 +483,7 @@ type queryMeter struct {
 func (m *queryMeter) measure(ctx context.Context) error {
 	for _, c := range queryCases(m.r) {
 		var answer []byte
-		f := &queryFigure{Name: c.name, Goal: queryGoal}
+		f := &queryFigure{Name: c.name, Goal: cmp.Or(c.goal, queryGoal)}
 		latencies, answers, err := m.time(ctx, func() (time.Duration, int, error) {
 			begin := time.Now()
 			status, body, err := m.api.query(c.query)

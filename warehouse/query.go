@@ -410,6 +410,15 @@ func (q *Queries) session(ctx context.Context, scope Scope, query string, person
 		return nil, cmp.Or(q.interrupted(ctx), err)
 	}
 	mentions := strings.ToLower(serialized)
+	// With the parts in a bucket, those of the project the directory lacks are
+	// downloaded first: the events view reads files. A part the catalog gains after
+	// is the Writer's or a merge's, written in the directory.
+	if q.lake != nil {
+		if err := q.lake.ready(ctx, q.lake.parts(scope.Team)); err != nil {
+			conn.Close()
+			return nil, cmp.Or(q.interrupted(ctx), fmt.Errorf("cannot read the lake of project %d: %w", scope.Team, err))
+		}
+	}
 	for {
 		generation := q.slots.generation.Load()
 		slots := q.slots.of(scope.Team)

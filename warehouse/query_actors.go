@@ -3,6 +3,8 @@ package warehouse
 import (
 	"cmp"
 	"context"
+	"database/sql"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -10,9 +12,9 @@ import (
 	"github.com/google/uuid"
 )
 
-// The actors of an insight: the persons behind one point of a trend, or one cohort of
-// a retention, as PostHog's InsightActorsQuery lists them when a user clicks the point
-// or the row. A point's persons are those whose events the series counted in the
+// The actors of an insight: the persons behind one point of a trend, one step of a
+// funnel, or one cohort of a retention, as PostHog's InsightActorsQuery and
+// FunnelsActorsQuery list them when a user clicks the point, the bar or the row. A point's persons are those whose events the series counted in the
 // point's interval (and breakdown value), as their distinct ids belong now (a merged
 // person once), the most events first.
 
@@ -224,4 +226,142 @@ func (q *Queries) RetentionActors(ctx context.Context, scope Scope, rq Retention
 			a.Appearances = append(a.Appearances, int(toFloat(k)))
 		}
 	}), nil
+}
+
+// FunnelsActors says which step of a FunnelsQuery to list the persons of, as PostHog's
+// FunnelsActorsQuery does.
+type FunnelsActors struct {
+	// Step is a step, from 1: its persons are those who reached it (converted). A
+	// negative step, from -2, lists those who reached the step before it and not it
+	// (dropped off).
+	Step int
+	// Breakdown is the funnel's breakdown value ("" for persons without the
+	// property); nil without a breakdown.
+	Breakdown *string
+	// Limit (default DefaultActorsLimit, at most MaxActorsLimit) and Offset page the
+	// persons.
+	Limit, Offset int
+}
+
+// FunnelsActors lists the persons of one step of fq: the fold that counts the funnel
+// (funnelFold) is told of each person's furthest step, and keeps those the step asks
+// for. The fold knows a person by the 64-bit hash of their id (funnelsSQL), so the
+// page is of those hashes, in their order (stable from page to page while the events
+// do not change, though no order a user reads meaning into), and its persons are then
+// found by their hashes among the range's events.
+func (q *Queries) FunnelsActors(ctx context.Context, scope Scope, fq FunnelsQuery, target FunnelsActors, now time.Time) (*ActorsResult, error) {
+	spec, err := checkFunnel(fq)
+	if err != nil {
+		return nil, err
+	}
+	reached, dropped := target.Step, target.Step < 0
+	if dropped {
+		reached = -reached
+	}
+	if reached < 1 || reached > spec.steps || dropped && reached == 1 {
+		return nil, queryErrorf("funnelStep must be a step from 1 to %d (who reached it), or from -2 to -%d (who reached the one before and not it), not %d",
+			spec.steps, spec.steps, target.Step)
+	}
+	switch {
+	case spec.breakdown && target.Breakdown == nil:
+		return nil, queryErrorf("the funnel is broken down: say which value's persons to list (funnelStepBreakdown)")
+	case spec.breakdown && *target.Breakdown == funnelOther:
+		return nil, queryErrorf("the persons of Other (the values past the %d largest funnels) are not listed: break down by fewer values", breakdownLimit)
+	}
+	limit, err := actorsLimit(target.Limit, target.Offset)
+	if err != nil {
+		return nil, err
+	}
+	ctx, done, err := q.begin(ctx, scope)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	from, to, err := q.dates(ctx, scope, fq.DateRange, now)
+	if err != nil {
+		return nil, err
+	}
+	query, err := funnelsSQL(fq, spec, from, to)
+	if err != nil {
+		return nil, err
+	}
+	pick := func(best int, value []byte) bool {
+		if spec.breakdown && string(value) != *target.Breakdown {
+			return false
+		}
+		if dropped {
+			return best == reached-1
+		}
+		return best >= reached
+	}
+	hashes, err := onLoweredThread(q.nice, func() ([]uint64, error) { return q.funnelPersons(ctx, scope, query, spec, pick) })
+	if err != nil {
+		return nil, cmp.Or(q.interrupted(ctx), err)
+	}
+	slices.Sort(hashes)
+	page := hashes[min(target.Offset, len(hashes)):min(target.Offset+limit+1, len(hashes))]
+	out := &ActorsResult{Actors: []Actor{}, Limit: limit, Offset: target.Offset, HasMore: len(page) > limit}
+	if len(page) == 0 {
+		return out, nil
+	}
+	page = page[:min(len(page), limit)]
+	// The hashes are hedge's own numbers, bound as one list's text.
+	list := make([]byte, 0, len(page)*21+2)
+	list = append(list, '[')
+	for i, h := range page {
+		if i > 0 {
+			list = append(list, ',')
+		}
+		list = strconv.AppendUint(list, h, 10)
+	}
+	list = append(list, ']')
+	result, err := q.run(ctx, scope, `SELECT DISTINCT hash(person_id)::VARCHAR, person_id::VARCHAR FROM events
+		WHERE "timestamp" >= ? AND "timestamp" < ? AND hash(person_id) IN (SELECT unnest(?::UBIGINT[]))`,
+		query.persons, 2*len(page), from, to, string(list))
+	if err != nil {
+		return nil, cmp.Or(q.interrupted(ctx), err)
+	}
+	ids := make(map[uint64]uuid.UUID, len(result.Results))
+	for _, row := range result.Results {
+		hashText, _ := row[0].(string)
+		idText, _ := row[1].(string)
+		h, err1 := strconv.ParseUint(hashText, 10, 64)
+		id, err2 := uuid.Parse(idText)
+		if err1 == nil && err2 == nil {
+			ids[h] = id
+		}
+	}
+	for _, h := range page {
+		if id, ok := ids[h]; ok {
+			out.Actors = append(out.Actors, Actor{PersonID: id})
+		}
+	}
+	return out, nil
+}
+
+// funnelPersons runs a funnel's query sorted by person and folds its rows, keeping
+// the hash of each person pick takes (their furthest step and breakdown value). The
+// hashes kept count against the fold's budget.
+func (q *Queries) funnelPersons(ctx context.Context, scope Scope, query funnelQuery, spec funnelSpec, pick func(best int, value []byte) bool) ([]uint64, error) {
+	var persons []uint64
+	text := query.text + "\n\t\tORDER BY " + query.order
+	conn, err := q.session(ctx, scope, text, query.persons, len(query.args), func(conn *sql.Conn, text string) (func(), error) {
+		fold := newFunnelFold(spec, q.maxBytes)
+		rows := &funnelRows{query: query, fold: fold}
+		persons = persons[:0]
+		// endPerson tells of a person before rows moves on to the next.
+		fold.onPerson = func(best int, value []byte) error {
+			if !pick(best, value) {
+				return nil
+			}
+			persons = append(persons, rows.current)
+			return fold.charge(8)
+		}
+		return nil, conn.Raw(func(driverConn any) error { return q.readFunnel(ctx, driverConn, text, query, rows) })
+	})
+	if err != nil {
+		return nil, err
+	}
+	conn.Close()
+	return persons, nil
 }

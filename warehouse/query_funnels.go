@@ -416,6 +416,10 @@ type funnelFold struct {
 	limit   int // the budget it started with
 	tallies map[string]*funnelTally
 	seq     int64
+	// onPerson, when set, is told of each person as they are tallied: the furthest
+	// step they reached (0: none) and their breakdown value (the fold's own bytes,
+	// valid for the call only). Listing a step's persons reads them so.
+	onPerson func(best int, value []byte) error
 
 	// The person being folded.
 	events    int     // how many of their events were added
@@ -491,6 +495,9 @@ func (f *funnelFold) endPerson() error {
 		}
 	}
 	err := f.tally()
+	if f.onPerson != nil && err == nil {
+		err = f.onPerson(f.best, f.value)
+	}
 	f.events, f.done, f.best, f.bestTimes = 0, false, 0, f.bestTimes[:0]
 	f.budget += len(f.group) * funnelEventBytes
 	f.group = f.group[:0]

@@ -284,9 +284,6 @@ func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string
 		if interval != "day" {
 			return "", nil, 0, false, queryErrorf("math %s counts the persons of the %d days up to each day: set interval day", series.Math, window)
 		}
-		if tq.BreakdownFilter != nil && tq.BreakdownFilter.Breakdown != "" {
-			return "", nil, 0, false, queryErrorf("math %s cannot be broken down yet: use dau for a breakdown", series.Math)
-		}
 		readFrom = from.AddDate(0, 0, -(window - 1))
 		if axis == nil { // a total: the persons of the window that ends with the range
 			readFrom = to.AddDate(0, 0, -window)
@@ -296,9 +293,23 @@ func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string
 	if err != nil {
 		return "", nil, 0, false, err
 	}
+	valueGroup := "NULL::VARCHAR"
+	var valueGroupArgs []any
+	if b := tq.BreakdownFilter; b != nil && b.Breakdown != "" {
+		column, ofPersons, err := b.column()
+		if err != nil {
+			return "", nil, 0, false, err
+		}
+		if ofPersons {
+			persons = personProperties
+		}
+		value, args := propertyValue(column, b.Breakdown)
+		valueGroup = "coalesce(" + value + ", '" + breakdownNull + "')"
+		valueGroupArgs, breakdown = args, true
+	}
 	if active {
-		query, args = activeUsersSQL(scope, window, axis != nil, where, whereArgs)
-		return query, args, max(persons, currentPersons), false, nil
+		query, args = activeUsersSQL(scope, window, axis != nil, breakdown, where, whereArgs, valueGroup, valueGroupArgs)
+		return query, args, max(persons, currentPersons), breakdown, nil
 	}
 
 	// value is the count, and counted the column it counts the distinct values of;
@@ -347,20 +358,6 @@ func trendsSQL(scope Scope, tq TrendsQuery, series TrendsSeries, interval string
 		value = strings.Replace(aggregate, "(x", "("+numeric, 1)
 	}
 
-	valueGroup := "NULL::VARCHAR"
-	var valueGroupArgs []any
-	if b := tq.BreakdownFilter; b != nil && b.Breakdown != "" {
-		column, ofPersons, err := b.column()
-		if err != nil {
-			return "", nil, 0, false, err
-		}
-		if ofPersons {
-			persons = personProperties
-		}
-		value, args := propertyValue(column, b.Breakdown)
-		valueGroup = "coalesce(" + value + ", '" + breakdownNull + "')"
-		valueGroupArgs, breakdown = args, true
-	}
 	// The counts per interval and breakdown value: the 25 most frequent values by
 	// events, and the rest under one value. A bucket is grouped by its key and labelled
 	// once per group.
@@ -432,14 +429,32 @@ var activeWindows = map[string]int{"weekly_active": 7, "monthly_active": 30}
 // persons are now (merged ids once). The rows of days past the range are left out by
 // trendsLines. A total (perDay false) is the distinct persons of the rows, the
 // window that ends with the range.
-func activeUsersSQL(scope Scope, window int, perDay bool, where []string, whereArgs []any) (string, []any) {
+//
+// With a breakdown (valueGroup, binding valueGroupArgs) a person counts under each
+// value their events of the window had, as PostHog's breakdowns count; the 25 values
+// of the most person-days come first and the rest count as one value, its persons
+// once.
+func activeUsersSQL(scope Scope, window int, perDay, breakdown bool, where []string, whereArgs []any, valueGroup string, valueGroupArgs []any) (string, []any) {
 	rows := `FROM events WHERE ` + strings.Join(where, " AND ")
-	if !perDay {
+	switch {
+	case !breakdown && !perDay:
 		return `SELECT '0' AS bucket, NULL::VARCHAR AS value_group, count(DISTINCT person_id) AS value ` + rows, whereArgs
-	}
-	return `WITH active_days AS (SELECT DISTINCT person_id, ` + periodStart("day", scope.WeekStartDay, `"timestamp"`) + ` AS day ` + rows + `)
+	case !breakdown:
+		return `WITH active_days AS (SELECT DISTINCT person_id, ` + periodStart("day", scope.WeekStartDay, `"timestamp"`) + ` AS day ` + rows + `)
 		SELECT strftime(day + to_days(k::INTEGER), '%Y-%m-%d %H:%M:%S') AS bucket, NULL::VARCHAR AS value_group, count(DISTINCT person_id) AS value
 		FROM active_days, range(` + strconv.Itoa(window) + `) AS days(k) GROUP BY 1`, append([]any{scope.timezone()}, whereArgs...)
+	}
+	day, bucket, days, args := "", "'0'", "", []any(nil)
+	if perDay {
+		day, args = periodStart("day", scope.WeekStartDay, `"timestamp"`)+" AS day, ", []any{scope.timezone()}
+		bucket = `strftime(day + to_days(k::INTEGER), '%Y-%m-%d %H:%M:%S')`
+		days = ", range(" + strconv.Itoa(window) + ") AS days(k)"
+	}
+	return `WITH active_days AS (SELECT DISTINCT person_id, ` + day + valueGroup + ` AS breakdown ` + rows + `),
+		trend_top AS (SELECT breakdown FROM active_days GROUP BY breakdown ORDER BY count(*) DESC, breakdown LIMIT ` + strconv.Itoa(breakdownLimit) + `),
+		active_values AS (SELECT * REPLACE (CASE WHEN breakdown IN (SELECT breakdown FROM trend_top) THEN breakdown ELSE '` + breakdownOther + `' END AS breakdown) FROM active_days)
+		SELECT ` + bucket + ` AS bucket, breakdown AS value_group, count(DISTINCT person_id) AS value
+		FROM active_values` + days + ` GROUP BY 1, 2`, append(append(args, valueGroupArgs...), whereArgs...)
 }
 
 // trendBucket is the expression of an event's bucket (over events' "timestamp") and

@@ -519,20 +519,21 @@ func TestTrendsUniqueSessions(t *testing.T) {
 
 // Weekly actives, counted by hand: each day the distinct persons of the 7 days up to it,
 // a person active before the range counting in its first days; monthly as a total: the
-// persons of the 30 days that end with the range.
+// persons of the 30 days that end with the range; both by browser, a person under each
+// browser they used.
 func TestTrendsActiveUsers(t *testing.T) {
 	w := openTestWarehouse(t, filepath.Join(t.TempDir(), "hedge.duckdb"), Config{})
 	defer w.Close()
 	var events []Event
-	add := func(person, date string) {
+	add := func(person, date, browser string) {
 		events = append(events, Event{UUID: uuid.Must(uuid.NewV7()), TeamID: 1, Name: "$pageview", DistinctID: person,
-			Timestamp: at(date + "T12:00:00Z"), Properties: `{}`})
+			Timestamp: at(date + "T12:00:00Z"), Properties: `{"$browser":"` + browser + `"}`})
 	}
-	add("before", "2026-10-30") // counts Oct 30 - Nov 5
-	add("ada", "2026-11-02")    // Nov 2 - Nov 8
-	add("ada", "2026-11-03")    // Nov 3 - Nov 9 (ada once a day)
-	add("brian", "2026-11-05")  // Nov 5 - Nov 11
-	add("old", "2026-09-01")    // outside every window
+	add("before", "2026-10-30", "Safari") // counts Oct 30 - Nov 5
+	add("ada", "2026-11-02", "Chrome")    // Nov 2 - Nov 8
+	add("ada", "2026-11-03", "Safari")    // Nov 3 - Nov 9 (ada once a day)
+	add("brian", "2026-11-05", "Chrome")  // Nov 5 - Nov 11
+	add("old", "2026-09-01", "Chrome")    // outside every window
 	if err := w.Writer().Submit(&Batch{Events: events}); err != nil {
 		t.Fatal(err)
 	}
@@ -555,9 +556,34 @@ func TestTrendsActiveUsers(t *testing.T) {
 	if got := *r.Results[0].AggregatedValue; got != 3 { // before, ada, brian
 		t.Fatalf("monthly actives over the range's 30 days: %g, want 3", got)
 	}
+	// By browser: a line per browser, each day its persons of the week up to it.
+	byBrowser := func(tq TrendsQuery) map[string]string {
+		t.Helper()
+		tq.BreakdownFilter = &BreakdownFilter{Breakdown: "$browser"}
+		r, err := w.Queries().Trends(context.Background(), utc, tq, at("2026-11-20T00:00:00Z"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := map[string]string{}
+		for _, l := range r.Results {
+			if l.AggregatedValue != nil {
+				lines[fmt.Sprint(l.BreakdownValue)] = fmt.Sprint(*l.AggregatedValue)
+			} else {
+				lines[fmt.Sprint(l.BreakdownValue)] = fmt.Sprint(l.Data)
+			}
+		}
+		return lines
+	}
+	weekly := TrendsQuery{Series: []TrendsSeries{{Event: &pageview, Math: "weekly_active"}}, Interval: "day", DateRange: tq.DateRange}
+	//                                               Nov 2 3 4 5 6 7 8 9 10 11
+	if got := byBrowser(weekly); len(got) != 2 || got["Chrome"] != "[1 1 1 2 2 2 2 1 1 1]" || got["Safari"] != "[1 2 2 2 1 1 1 1 0 0]" {
+		t.Errorf("weekly actives by browser: %v", got)
+	}
+	if got := byBrowser(tq); len(got) != 2 || got["Chrome"] != "2" || got["Safari"] != "2" { // ada under both
+		t.Errorf("monthly actives by browser: %v", got)
+	}
 	for _, bad := range []TrendsQuery{
 		{Series: tq.Series, Interval: "week"},
-		{Series: tq.Series, BreakdownFilter: &BreakdownFilter{Breakdown: "$browser"}},
 	} {
 		var refused *QueryError
 		if _, err := w.Queries().Trends(context.Background(), utc, bad, at("2026-11-20T00:00:00Z")); !errors.As(err, &refused) {

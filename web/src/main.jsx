@@ -25,6 +25,7 @@ import { Settings } from './screens/settings.jsx';
 import { Shared } from './screens/shared.jsx';
 import { Signup } from './screens/signup.jsx';
 import { SQL } from './screens/sql.jsx';
+import { WebAnalytics } from './screens/web-analytics.jsx';
 import { Session, projectPath } from './session.jsx';
 import { ErrorNote, Loading, Page } from './ui.jsx';
 
@@ -51,6 +52,7 @@ const routes = [
   ['/project/:project/dashboards', ({ project }) => <Dashboards project={project} />],
   ['/project/:project/dashboard/:id', ({ project, id, params }) => <Dashboard project={project} id={id} params={params} />],
   ['/project/:project/sql', ({ project, params }) => <SQL project={project} params={params} />],
+  ['/project/:project/web', ({ project, params }) => <WebAnalytics project={project} params={params} />],
   ['/project/:project/feature_flags', ({ project, params }) => <FeatureFlags project={project} params={params} />],
   ['/project/:project/feature_flags/new', ({ project, params }) => <FeatureFlag project={project} params={params} />],
   ['/project/:project/feature_flags/:id', ({ project, id, params }) => <FeatureFlag project={project} id={id} params={params} />],

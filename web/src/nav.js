@@ -4,6 +4,7 @@ export const screens = [
   ['activity', 'Activity'],
   ['insights', 'Insights'],
   ['dashboards', 'Dashboards'],
+  ['web', 'Web analytics'],
   ['persons', 'Persons'],
   ['sql', 'SQL'],
   ['feature_flags', 'Feature flags'],
