@@ -200,6 +200,31 @@ func TestConsoleInsightFunnel(t *testing.T) {
 		t.Errorf("the funnel's CSV is %q", csv)
 	}
 
+	// A step's count lists who reached it, its drop-off who reached the step before
+	// and not it: as many as the funnel counts, ada among the converted alone.
+	persons := func(button string) []string {
+		t.Helper()
+		c.clickButton(button)
+		c.run(chromedp.Poll[chromedp.Void](`document.querySelector('.persons-dialog[open] tbody tr') !== null && !document.querySelector('.persons-dialog .loading')`, chromedp.WithPollingTimeout(10*time.Second)))
+		names := eval[[]string](c, `[...document.querySelectorAll('.persons-dialog tbody tr td:first-child')].map(x => x.innerText.trim())`)
+		c.key("\x1b") // Escape
+		c.run(chromedp.Poll[chromedp.Void](`document.querySelector('.persons-dialog') === null`, chromedp.WithPollingTimeout(5*time.Second)))
+		if f := c.focused(); !strings.Contains(f, "list them") {
+			t.Errorf("after Escape the focus is on %q, not the step's button", f)
+		}
+		return names
+	}
+	if got := persons("3 persons reached $pageview: list them"); len(got) != 3 {
+		t.Errorf("the first step lists %q, want its 3 persons", got)
+	}
+	dropped := persons("2 dropped off before signed_up: list them")
+	if len(dropped) != 2 || slices.ContainsFunc(dropped, func(n string) bool { return strings.Contains(n, "ada") }) {
+		t.Errorf("the drop-off before signed_up lists %q, want the 2 persons other than ada", dropped)
+	}
+	if got := persons("1 persons reached purchase: list them"); len(got) != 1 || !strings.Contains(got[0], "ada") {
+		t.Errorf("the last step lists %q, want ada", got)
+	}
+
 	c.fill("#field-order", "strict")
 	c.fill("#field-breakdown", "$browser")
 	c.waitText(".funnels", "Safari")

@@ -8,7 +8,7 @@ import { BarList, TimeChart, inProgressFrom, longDate } from './chart.jsx';
 import { LifecycleResult, RetentionResult, StickinessResult } from './insight-kinds.jsx';
 import { PersonsDialog } from './persons-dialog.jsx';
 import { Sankey } from './sankey.jsx';
-import { Table, format } from './ui.jsx';
+import { Table, format, relativeTime } from './ui.jsx';
 
 // sourceOf unwraps the query an insight stores (InsightVizNode, DataTableNode,
 // DataVisualizationNode) to the query that ran.
@@ -59,7 +59,7 @@ export function InsightResult({ query, result, title, height, timezone, project,
     case 'TrendsQuery':
       return <TrendsResult query={q} lines={result} title={title} height={height} timezone={timezone} project={project} ran={ran} />;
     case 'FunnelsQuery':
-      return <FunnelResult steps={result} title={title} />;
+      return <FunnelResult steps={result} title={title} project={project} ran={ran} />;
     case 'RetentionQuery':
       return <RetentionResult query={q} cohorts={result} title={title} height={height} project={project} ran={ran} />;
     case 'StickinessQuery':
@@ -170,52 +170,104 @@ function TrendsResult({ query, lines, title, height, timezone, project, ran }) {
 
 // FunnelResult shows each step's count, its conversion from the first step and from
 // the previous one, and the median time from the previous step. A breakdown (an
-// array of step arrays) shows one funnel per value.
-function FunnelResult({ steps, title }) {
+// array of step arrays) shows one funnel per value. With project and ran (the
+// FunnelsQuery as it ran), a step's count lists the persons who reached it and its
+// drop-off those who reached the step before and not it (PostHog's FunnelsActorsQuery).
+function FunnelResult({ steps, title, project, ran }) {
+  const [open, setOpen] = useState(null); // {source, title, opener}
   if (!Array.isArray(steps) || steps.length === 0) return <p class="empty">No one entered this funnel in this range.</p>;
   if (Array.isArray(steps[0])) {
     return (
       <div class="funnels">
         {steps.map((s) => (
           <section>
-            <h3>{(s[0] && (Array.isArray(s[0].breakdown_value) ? s[0].breakdown_value.join(', ') : s[0].breakdown_value)) || '(none)'}</h3>
-            <FunnelResult steps={s} title={title} />
+            <h3>{funnelValue(s[0] && s[0].breakdown_value)}</h3>
+            <FunnelResult steps={s} title={title} project={project} ran={ran} />
           </section>
         ))}
       </div>
     );
   }
   const first = steps[0].count || 0;
+  // A breakdown's Other gathers many values: its persons are not listed.
+  const value = steps[0].breakdown_value;
+  const canDrill = !!(project && ran && ran.kind === 'FunnelsQuery') && value !== 'Other';
+  const drill = (step, label, e) =>
+    setOpen({
+      source: { kind: 'FunnelsActorsQuery', source: ran, funnelStep: step, ...(value !== undefined && value !== null ? { funnelStepBreakdown: value } : {}) },
+      title: label,
+      opener: e.currentTarget,
+    });
   return (
-    <ol class="funnel" aria-label={title}>
-      {steps.map((s, i) => {
-        const fromFirst = first ? (100 * s.count) / first : 0;
-        const fromPrev = i === 0 ? 100 : steps[i - 1].count ? (100 * s.count) / steps[i - 1].count : 0;
-        return (
-          <li>
-            <div class="funnel-head">
-              <span class="funnel-step">
-                {i + 1}. {s.custom_name || s.name}
-              </span>
-              <span>
-                <strong>{format(s.count)}</strong> <span class="muted">({fromFirst.toFixed(1)}%)</span>
-              </span>
-            </div>
-            <div class="funnel-track" aria-hidden="true">
-              <span class="funnel-bar" style={{ width: `${fromFirst}%` }} />
-            </div>
-            {i > 0 && (
-              <p class="muted funnel-note">
-                {fromPrev.toFixed(1)}% of the previous step
-                {s.median_conversion_time != null && <>, median {duration(s.median_conversion_time)}</>}
-              </p>
-            )}
-          </li>
-        );
-      })}
-    </ol>
+    <>
+      <ol class="funnel" aria-label={title}>
+        {steps.map((s, i) => {
+          const fromFirst = first ? (100 * s.count) / first : 0;
+          const fromPrev = i === 0 ? 100 : steps[i - 1].count ? (100 * s.count) / steps[i - 1].count : 0;
+          const name = s.custom_name || s.name || 'Any event';
+          const dropped = i > 0 ? steps[i - 1].count - s.count : 0;
+          return (
+            <li>
+              <div class="funnel-head">
+                <span class="funnel-step">
+                  {i + 1}. {name}
+                </span>
+                <span>
+                  {canDrill && s.count > 0 ? (
+                    <button type="button" class="link" aria-label={`${format(s.count)} persons reached ${name}: list them`} onClick={(e) => drill(i + 1, `Reached step ${i + 1}, ${name}`, e)}>
+                      <strong>{format(s.count)}</strong>
+                    </button>
+                  ) : (
+                    <strong>{format(s.count)}</strong>
+                  )}{' '}
+                  <span class="muted">({fromFirst.toFixed(1)}%)</span>
+                </span>
+              </div>
+              <div class="funnel-track" aria-hidden="true">
+                <span class="funnel-bar" style={{ width: `${fromFirst}%` }} />
+              </div>
+              {i > 0 && (
+                <p class="muted funnel-note">
+                  {fromPrev.toFixed(1)}% of the previous step
+                  {s.median_conversion_time != null && <>, median {duration(s.median_conversion_time)}</>}
+                  {canDrill && dropped > 0 && (
+                    <>
+                      {', '}
+                      <button type="button" class="link" aria-label={`${format(dropped)} dropped off before ${name}: list them`} onClick={(e) => drill(-(i + 1), `Dropped off before step ${i + 1}, ${name}`, e)}>
+                        {format(dropped)} dropped off
+                      </button>
+                    </>
+                  )}
+                </p>
+              )}
+            </li>
+          );
+        })}
+      </ol>
+      {open && (
+        <PersonsDialog
+          project={project}
+          source={open.source}
+          title={open.title}
+          count={created}
+          close={() => {
+            const opener = open.opener;
+            setOpen(null);
+            if (opener && opener.isConnected) opener.focus();
+          }}
+        />
+      )}
+    </>
   );
 }
+
+// funnelValue names a funnel's breakdown value.
+function funnelValue(v) {
+  return (Array.isArray(v) ? v.join(', ') : v) || '(none)';
+}
+
+// created is a funnel step's persons' column: when each person was first seen.
+const created = { column: 'created_at', label: 'First seen', show: (v) => (v ? relativeTime(v) : '') };
 
 // duration says a number of seconds as a person would.
 export function duration(seconds) {
