@@ -99,13 +99,13 @@ func (a *API) runQuery(ctx context.Context, scope warehouse.Scope, raw json.RawM
 		result, err = a.queries.HogQLValues(ctx, scope, q.Query, q.Values)
 	case "EventsQuery":
 		var q warehouse.EventsQuery
-		if err := decodeQuery(raw, &q); err != nil {
+		if err := a.decodeQueryOf(ctx, scope.Team, raw, &q); err != nil {
 			return nil, err
 		}
 		result, err = a.queries.Events(ctx, scope, q, now)
 	case "TrendsQuery":
 		var q warehouse.TrendsQuery
-		if err := decodeQuery(raw, &q); err != nil {
+		if err := a.decodeQueryOf(ctx, scope.Team, raw, &q); err != nil {
 			return nil, err
 		}
 		var trends *warehouse.TrendsResult
@@ -114,7 +114,7 @@ func (a *API) runQuery(ctx context.Context, scope warehouse.Scope, raw json.RawM
 		}
 	case "FunnelsQuery":
 		var q warehouse.FunnelsQuery
-		if err := decodeQuery(raw, &q); err != nil {
+		if err := a.decodeQueryOf(ctx, scope.Team, raw, &q); err != nil {
 			return nil, err
 		}
 		var funnels *warehouse.FunnelsResult
@@ -123,7 +123,7 @@ func (a *API) runQuery(ctx context.Context, scope warehouse.Scope, raw json.RawM
 		}
 	case "StickinessQuery":
 		var q warehouse.StickinessQuery
-		if err := decodeQuery(raw, &q); err != nil {
+		if err := a.decodeQueryOf(ctx, scope.Team, raw, &q); err != nil {
 			return nil, err
 		}
 		var stickiness *warehouse.StickinessResult
@@ -132,7 +132,7 @@ func (a *API) runQuery(ctx context.Context, scope warehouse.Scope, raw json.RawM
 		}
 	case "RetentionQuery":
 		var q warehouse.RetentionQuery
-		if err := decodeQuery(raw, &q); err != nil {
+		if err := a.decodeQueryOf(ctx, scope.Team, raw, &q); err != nil {
 			return nil, err
 		}
 		var retention *warehouse.RetentionResult
@@ -141,7 +141,7 @@ func (a *API) runQuery(ctx context.Context, scope warehouse.Scope, raw json.RawM
 		}
 	case "LifecycleQuery":
 		var q warehouse.LifecycleQuery
-		if err := decodeQuery(raw, &q); err != nil {
+		if err := a.decodeQueryOf(ctx, scope.Team, raw, &q); err != nil {
 			return nil, err
 		}
 		var lifecycle *warehouse.LifecycleResult
@@ -150,7 +150,7 @@ func (a *API) runQuery(ctx context.Context, scope warehouse.Scope, raw json.RawM
 		}
 	case "PathsQuery":
 		var q warehouse.PathsQuery
-		if err := decodeQuery(raw, &q); err != nil {
+		if err := a.decodeQueryOf(ctx, scope.Team, raw, &q); err != nil {
 			return nil, err
 		}
 		var paths *warehouse.PathsResult
