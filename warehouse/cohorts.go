@@ -194,6 +194,29 @@ func (w *Warehouse) CohortPersonIDs(ctx context.Context, team, cohort int64) ([]
 	return ids, nil
 }
 
+// StaticCohortsOf are those of the project's static cohorts (ids) whose lists hold
+// distinctID or another distinct id of its person now: what flag evaluation needs of
+// them.
+func (w *Warehouse) StaticCohortsOf(ctx context.Context, team int64, distinctID string, cohorts []int64) ([]int64, error) {
+	rows, err := w.db.QueryContext(ctx, `SELECT DISTINCT cohort_id FROM cohort_people
+		WHERE team_id = ? AND cohort_id IN (SELECT unnest(?::BIGINT[])) AND (distinct_id = ? OR distinct_id IN (
+			SELECT d.distinct_id FROM person_distinct_ids d JOIN person_distinct_ids me ON me.team_id = d.team_id AND me.person_id = d.person_id
+			WHERE me.team_id = ? AND me.distinct_id = ?))`, team, cohorts, distinctID, team, distinctID)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the static cohorts of a person of project %d: %w", team, err)
+	}
+	defer rows.Close()
+	var in []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("cannot read the static cohorts of a person of project %d: %w", team, err)
+		}
+		in = append(in, id)
+	}
+	return in, rows.Err()
+}
+
 // CohortCount is how many persons are in the cohort now.
 func (w *Warehouse) CohortCount(ctx context.Context, c *Cohort) (int, error) {
 	condition, args, err := cohortCondition(c)
