@@ -44,7 +44,9 @@ func (a *API) resolveCohortFilters(ctx context.Context, team int64, q any) error
 	return a.cohortResolver(ctx, team, "query").walk(reflect.ValueOf(q))
 }
 
-// cohortResolver resolves the cohorts of a project; its refusals name attr.
+// cohortResolver resolves the cohorts of a project; its refusals name attr. For a
+// query (attr "query") a static cohort's persons are read as it is resolved, for a
+// query's SQL reads no list; for the persons API they are not (Cohort.Persons).
 func (a *API) cohortResolver(ctx context.Context, team int64, attr string) *cohortResolver {
 	return &cohortResolver{a: a, ctx: ctx, team: team, attr: attr, done: map[int64]*warehouse.Cohort{}}
 }
@@ -137,7 +139,7 @@ func (r *cohortResolver) cohort(id int64, path []int64) (*warehouse.Cohort, erro
 		return nil, errValidation(r.attr, "invalid_input", fmt.Sprintf("Cohort with id %d does not exist.", id))
 	}
 	c := &warehouse.Cohort{ID: id, Team: r.team, Static: stored.IsStatic}
-	if stored.IsStatic {
+	if stored.IsStatic && r.attr == "query" {
 		if c.Persons, err = r.a.warehouse.CohortPersonIDs(r.ctx, r.team, id); err != nil {
 			return nil, err
 		}

@@ -24,7 +24,8 @@ type Cohort struct {
 	Team   int64
 	Static bool
 	// Persons are a static cohort's persons, as CohortPersonIDs read them when the
-	// cohort was resolved.
+	// cohort was resolved for a query; nil: read through its list, which only
+	// Persons and CohortCount may (a query's SQL that does is refused).
 	Persons []string
 	// Match is a property cohort's definition; nil: it defines nothing and has no
 	// member.
@@ -55,6 +56,12 @@ func cohortCondition(c *Cohort) (string, []any, error) {
 
 func (c *Cohort) condition(budget *int) (string, []any, error) {
 	switch {
+	case c.Static && c.Persons == nil:
+		// Read through the lists, which only SQL outside the query views may (Persons,
+		// CohortCount).
+		return `person_id IN (SELECT d.person_id FROM person_distinct_ids d JOIN cohort_people m
+			ON m.team_id = d.team_id AND m.distinct_id = d.distinct_id WHERE m.team_id = ? AND m.cohort_id = ?)`,
+			[]any{c.Team, c.ID}, nil
 	case c.Static:
 		// The members' persons are read before (CohortPersonIDs): a query's SQL reads
 		// the events, persons and groups views only (hogql.Check).

@@ -11,6 +11,7 @@ import { match, navigate, useLocation } from './router.jsx';
 import { Account } from './screens/account.jsx';
 import { Activity } from './screens/activity.jsx';
 import { BatchExport, BatchExports } from './screens/batch-exports.jsx';
+import { Cohort, Cohorts } from './screens/cohorts.jsx';
 import { Dashboard } from './screens/dashboard.jsx';
 import { Dashboards } from './screens/dashboards.jsx';
 import { FeatureFlag } from './screens/flag.jsx';
@@ -42,6 +43,9 @@ const routes = [
   ['/project/:project/activity', ({ project, params }) => <Activity project={project} params={params} />],
   ['/project/:project/persons', ({ project, params }) => <Persons project={project} params={params} />],
   ['/project/:project/persons/:uuid', ({ project, uuid }) => <Person project={project} uuid={uuid} />],
+  ['/project/:project/cohorts', ({ project }) => <Cohorts project={project} />],
+  ['/project/:project/cohorts/new', ({ project }) => <Cohort project={project} />],
+  ['/project/:project/cohorts/:id', ({ project, id }) => <Cohort key={id} project={project} id={id} />],
   ['/project/:project/groups/:type', ({ project, type, params }) => <Groups project={project} type={type} params={params} />],
   // The key is groupKey: a prop named key would be Preact's own.
   ['/project/:project/groups/:type/:groupKey', ({ project, type, groupKey }) => <Group project={project} type={type} groupKey={groupKey} />],

@@ -5,6 +5,7 @@ export const screens = [
   ['insights', 'Insights'],
   ['dashboards', 'Dashboards'],
   ['persons', 'Persons'],
+  ['cohorts', 'Cohorts'],
   ['sql', 'SQL'],
   ['feature_flags', 'Feature flags'],
   ['batch_exports', 'Batch exports'],
