@@ -119,6 +119,18 @@ func TestQueryAPICohortFilters(t *testing.T) {
 	f("per series", "total", "", cohort(3, "in"), 8)
 	f("both", "total", cohort(1, "not_in"), cohort(3, "in"), 8)
 
+	// The other kinds read the same filters: the events of the static list's persons,
+	// and the persons of Pro who viewed a page (stickiness' count).
+	events := env.must(t, 200, "POST", env.project+"/query/", env.owner, `{"query":{"kind":"EventsQuery","select":["count()"],"event":"$pageview","after":"-7d","properties":[`+cohort(3, "in")+`]}}`)
+	if got := fmt.Sprint(events["results"]); got != "[[8]]" {
+		t.Errorf("EventsQuery in the static list: %s, want [[8]]", got)
+	}
+	sticky := env.must(t, 200, "POST", env.project+"/query/", env.owner, `{"query":{"kind":"StickinessQuery","series":[{"kind":"EventsNode","event":"$pageview"}],`+
+		`"dateRange":{"date_from":"-7d"},"properties":[`+cohort(1, "in")+`]}}`)
+	if got := sticky["results"].([]any)[0].(map[string]any)["count"]; got != 2.0 {
+		t.Errorf("StickinessQuery in Pro: %v persons, want 2", got)
+	}
+
 	funnel := func(filters string) string {
 		t.Helper()
 		out := env.must(t, 200, "POST", env.project+"/query/", env.owner, `{"query":{"kind":"FunnelsQuery","series":[{"kind":"EventsNode","event":"$pageview"},`+
