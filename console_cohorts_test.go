@@ -76,8 +76,10 @@ func TestConsoleCohorts(t *testing.T) {
 	}
 	c.visit(fmt.Sprintf("/project/%d/feature_flags", c.boot.ProjectID))
 	c.waitText("table", "100% of users matching in cohort “Listed”")
+	c.checkScreen("flags-cohort")
 	c.visit(fmt.Sprintf("/project/%d/feature_flags/%d", c.boot.ProjectID, flag.ID))
 	c.waitJSText("the flag's cohort", `(() => { const s = document.querySelector('#cond-0-0-value'); return s ? s.selectedOptions[0].innerText : ''; })()`, "Listed", 10e9)
+	eval[bool](c, `(document.querySelector('#cond-0-0-value').scrollIntoView({block: 'center'}), true)`)
 	c.checkScreen("flag-cohort")
 	for id, want := range map[string]bool{"user-brian": true, "user-ada": false} {
 		if got := c.evaluateFlags(id)["listed-only"].Enabled; got != want {
