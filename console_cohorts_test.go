@@ -12,7 +12,8 @@ import (
 
 // The Cohorts screen, from the People tabs: a dynamic cohort of the persons whose
 // email contains @example.com (Ada alone among the seeded three) and a static one
-// from a CSV of user-brian, user-chen and an id no event named are made in the forms;
+// from a CSV of user-brian, user-chen and an id no event named are made in the forms,
+// and a second file adds user-ada to the static one;
 // each's page says its kind and count and lists its persons; the list reads names,
 // kinds and counts; a flag released to the static cohort reads "in cohort “Listed”"
 // in the flags' list and on its page; a cohort is deleted from the list and comes
@@ -56,12 +57,21 @@ func TestConsoleCohorts(t *testing.T) {
 	c.waitText("table", "user-chen")
 	listedID := eval[string](c, `location.pathname.split('/').pop()`)
 	c.checkScreen("cohort-static")
+	// Another file adds to the list: user-ada, and user-chen again (kept once).
+	more := filepath.Join(t.TempDir(), "more.csv")
+	if err := os.WriteFile(more, []byte("user-ada\nuser-chen\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.run(chromedp.SetUploadFiles(chromedp.CSS("#field-csv"), []string{more}))
+	clickText(c, "button", "Save")
+	c.waitText("main", "Static cohort of 3 persons.")
+	c.waitText("table", "ada@example.com")
 
 	// The list.
 	c.visit(list)
 	c.waitText("table", "Listed")
 	rows := eval[[]string](c, `[...document.querySelectorAll('tbody tr')].map(r => [...r.cells].slice(0, 3).map(td => td.innerText.trim()).join(' | '))`)
-	if want := []string{"Listed | Static | 2 persons", "Example people | Dynamic | 1 person"}; strings.Join(rows, "\n") != strings.Join(want, "\n") {
+	if want := []string{"Listed | Static | 3 persons", "Example people | Dynamic | 1 person"}; strings.Join(rows, "\n") != strings.Join(want, "\n") {
 		t.Errorf("the cohorts' list reads\n%s\nwant\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
 	}
 	c.checkScreen("cohorts")
@@ -81,13 +91,13 @@ func TestConsoleCohorts(t *testing.T) {
 	c.waitJSText("the flag's cohort", `(() => { const s = document.querySelector('#cond-0-0-value'); return s ? s.selectedOptions[0].innerText : ''; })()`, "Listed", 10e9)
 	eval[bool](c, `(document.querySelector('#cond-0-0-value').scrollIntoView({block: 'center'}), true)`)
 	c.checkScreen("flag-cohort")
-	for id, want := range map[string]bool{"user-brian": true, "user-ada": false} {
+	for id, want := range map[string]bool{"user-brian": true, "user-ada": true, "not-seen-yet": true, "someone-else": false} {
 		if got := c.evaluateFlags(id)["listed-only"].Enabled; got != want {
 			t.Errorf("/flags answers listed-only %v for %s, want %v (a static cohort's member)", got, id, want)
 		}
 	}
 
-	// A trend of the static cohort's persons: user-brian and user-chen's pageviews.
+	// A trend of the static cohort's persons: their pageviews.
 	var trend struct {
 		Results []struct{ Count float64 }
 	}
@@ -98,8 +108,8 @@ func TestConsoleCohorts(t *testing.T) {
 		t.Fatalf("the trend of the cohort: %d %+v", status, trend)
 	}
 	// seedConsoleEvents: each of the three views day%3+1 pages on each of 7 days: 13.
-	if trend.Results[0].Count != 26 {
-		t.Errorf("the cohort's pageviews: %v, want 26 (13 each of user-brian and user-chen)", trend.Results[0].Count)
+	if trend.Results[0].Count != 39 {
+		t.Errorf("the cohort's pageviews: %v, want 39 (13 each of user-ada, user-brian and user-chen)", trend.Results[0].Count)
 	}
 
 	// Delete from the list, then Undo.
