@@ -257,4 +257,14 @@ func TestCohortCSV(t *testing.T) {
 	if count := env.must(t, 200, "GET", cohorts+"2/", env.owner, "")["count"]; count != 3.0 {
 		t.Errorf("an empty AND: count %v, want every person (3)", count)
 	}
+	// A definition queries cannot read (an operator they lack) has no count, and its
+	// persons are a 400 saying why.
+	env.cohort(t, `{"name":"Dated","filters":{"properties":{"type":"AND","values":[{"key":"signed_up","type":"person","operator":"is_date_before","value":"2024-01-01"}]}}}`)
+	if record := env.must(t, 200, "GET", cohorts+"3/", env.owner, ""); record["count"] != nil {
+		t.Errorf("a cohort queries refuse: count %v, want null", record["count"])
+	}
+	if status, text, _ := env.do(t, "GET", cohorts+"3/persons/", env.owner, nil, ""); status != 400 ||
+		text != `{"type":"validation_error","code":"invalid_input","detail":"cohort 3: the property filter operator \"is_date_before\" is not supported","attr":null}` {
+		t.Errorf("the persons of a cohort queries refuse: %d %s", status, text)
+	}
 }
