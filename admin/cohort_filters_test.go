@@ -175,6 +175,14 @@ func TestQueryAPICohortFilters(t *testing.T) {
 		}
 	}
 
+	// The persons API narrows to a cohort too.
+	if got := env.must(t, 200, "GET", env.project+"/persons/?cohort=2&search=u1", env.owner, "")["count"]; got != 1.0 {
+		t.Errorf("persons of cohort 2 matching u1: %v, want 1", got)
+	}
+	if got := env.must(t, 200, "GET", env.project+"/persons/?cohort=3", env.owner, "")["count"]; got != 3.0 {
+		t.Errorf("persons of cohort 3: %v, want 3", got)
+	}
+
 	// Another project's cohort is no cohort of this one's queries; a deleted one, an
 	// unknown one, a cycle and a bad value are refused naming them.
 	other := env.otherProject(t)
@@ -197,6 +205,8 @@ func TestQueryAPICohortFilters(t *testing.T) {
 			`A cohort filter's value must be a cohort id, not "x".`),
 		env.refused("an operator", "POST", env.project+"/query/", query(`{"type":"cohort","key":"id","value":1,"operator":"exact"}`), "query", "query_error",
 			`the operator of the filter on cohort 1 must be in or not_in, not "exact"`),
+		env.refused("persons of another project's cohort", "GET", fmt.Sprintf("%s/persons/?cohort=%d", env.project, theirs), "", "cohort", "invalid_input",
+			fmt.Sprintf("Cohort with id %d does not exist.", theirs)),
 		{name: "the persons of another project's cohort", method: "GET", path: fmt.Sprintf("%s/cohorts/%d/persons/", env.project, theirs), key: env.owner,
 			status: 404, want: []string{`"detail":"Not found."`}},
 	})
