@@ -120,4 +120,17 @@ func TestConsoleCohorts(t *testing.T) {
 	c.waitJSText("the rows", `document.querySelectorAll('tbody tr').length + ''`, "1", 10e9)
 	clickText(c, ".dash-status button", "Undo")
 	c.waitJSText("the rows", `document.querySelectorAll('tbody tr').length + ''`, "2", 10e9)
+
+	// Delete from its own page, then Undo there.
+	clickText(c, "a", "Example people")
+	c.waitText("main", "Dynamic cohort of 1 person.")
+	clickText(c, "button", "Delete")
+	c.waitText(".deleted-note", "Example people deleted.")
+	clickText(c, ".deleted-note button", "Undo")
+	c.waitText("main", "Dynamic cohort of 1 person.")
+	var back struct{ Deleted bool }
+	path := eval[string](c, `location.pathname`)
+	if status := c.adminAPI("GET", fmt.Sprintf("/api/projects/%d/cohorts/%s/", c.boot.ProjectID, path[strings.LastIndex(path, "/")+1:]), nil, &back); status != 200 || back.Deleted {
+		t.Errorf("after Undo on its page the cohort reads %d, deleted %v", status, back.Deleted)
+	}
 }
