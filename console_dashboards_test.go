@@ -122,8 +122,8 @@ func TestConsoleDashboard(t *testing.T) {
 	}
 	// Saved for everyone: it holds after a reload without the URL's range, and going
 	// back to each tile's own range saves that.
-	c.clickButton("Save range")
-	c.waitText(".dash-status", "Date range saved for everyone.")
+	c.clickButton("Save filters")
+	c.waitText(".dash-status", "Filters saved for everyone.")
 	c.visit(dashboardPath + id)
 	c.waitTileText("Pageviews", fmt.Sprintf("$pageview %d", todays))
 	if got := eval[string](c, `document.querySelector('#date-range').value`); got != "dStart" {
@@ -136,6 +136,61 @@ func TestConsoleDashboard(t *testing.T) {
 	if filters.Filters["date_from"] != nil {
 		t.Errorf("hedge keeps the dashboard's filters %v, want no date_from", filters.Filters)
 	}
+
+	// Custom dates, today to today: today's pageviews again, the dates in the URL.
+	c.fill("#date-range", "custom")
+	day := time.Now().UTC().Format(time.DateOnly)
+	c.fill("#date-from", day)
+	c.fill("#date-to", day)
+	c.clickButton("Apply dates")
+	c.waitTileText("Pageviews", fmt.Sprintf("$pageview %d", todays))
+	if got := eval[string](c, `location.search`); !strings.Contains(got, "date_from="+day) || !strings.Contains(got, "date_to="+day) {
+		t.Errorf("the URL does not keep the custom dates: %q", got)
+	}
+	c.clickButton("Discard")
+	c.waitTileText("Pageviews", fmt.Sprintf("$pageview %d", seededPageviews))
+
+	// A property filter over every tile: the Pageviews tile counts Chrome's, as hedge
+	// computes them for the same filters_override; shown as a chip, removed by its ×.
+	var chrome struct {
+		Tiles []struct {
+			Insight struct {
+				Name   string
+				Result json.RawMessage
+			}
+		}
+	}
+	c.adminAPI("GET", api+`?filters_override={"properties":[{"key":"$browser","operator":"exact","value":"Chrome","type":"event"}]}`, nil, &chrome)
+	chromes := -1
+	for _, tile := range chrome.Tiles {
+		var trends struct{ Results []struct{ Count float64 } }
+		if tile.Insight.Name == "Pageviews" && json.Unmarshal(tile.Insight.Result, &trends) == nil && len(trends.Results) == 1 {
+			chromes = int(trends.Results[0].Count)
+		}
+	}
+	if chromes < 1 || chromes >= seededPageviews {
+		t.Fatalf("hedge counts %d Chrome pageviews, want between 1 and %d", chromes, seededPageviews-1)
+	}
+	c.clickButton("Add filter")
+	c.fill("#filter-key", "$browser")
+	c.fill("#filter-value", "Chrome")
+	c.run(chromedp.Click(chromedp.CSS(`.dash-filter-form button[type="submit"]`)))
+	c.waitTileText("Pageviews", fmt.Sprintf("$pageview %d", chromes))
+	c.waitText(".dash-filters .chip", "$browser equals Chrome")
+	c.checkScreen("dashboard-filters")
+	c.clickButton("Remove filter $browser equals Chrome")
+	c.waitTileText("Pageviews", fmt.Sprintf("$pageview %d", seededPageviews))
+
+	// Each tile says when it was computed; Refresh has hedge compute every tile afresh.
+	if n := eval[int](c, `document.querySelectorAll('.tile-computed').length`); n != 5 {
+		t.Errorf("%d tiles say when they were computed, want 5", n)
+	}
+	c.clickButton("Refresh")
+	c.run(chromedp.WaitEnabled(chromedp.CSS(`.dash-refresh button`)))
+	if !eval[bool](c, `performance.getEntriesByType('resource').some(e => e.name.includes('/dashboards/'+`+fmt.Sprintf("%q", id)+`+'/?refresh=true'))`) {
+		t.Error("Refresh did not ask hedge for fresh results")
+	}
+	c.waitText(".dash-refresh", "Computed just now")
 
 	// Edit mode, then a keyboard move: the Latest events tile two rows down and four
 	// columns narrower, saved with Enter: nothing is above it to leave room for, so it
@@ -222,7 +277,7 @@ func TestConsoleDashboard(t *testing.T) {
 	c.visit(dashboardPath + id)
 	c.waitTiles(5)
 	c.waitTileText("Pageviews", fmt.Sprint(seededPageviews))
-	for _, control := range []string{"Edit layout", "Share", "Add text", "Add insight", "Save range"} {
+	for _, control := range []string{"Edit layout", "Share", "Add text", "Add insight", "Save filters"} {
 		if eval[bool](c, fmt.Sprintf(`[...document.querySelectorAll('button')].some(b => b.innerText.trim() === %q)`, control)) {
 			t.Errorf("a viewer sees %q", control)
 		}
@@ -549,7 +604,7 @@ func TestConsoleNewDashboard(t *testing.T) {
 	c.run(chromedp.WaitVisible(chromedp.CSS("header.top")))
 	c.visit(dashboardURL)
 	c.waitTiles(5)
-	for _, control := range []string{"Edit layout", "Share", "Add text", "Add insight", "Save range"} {
+	for _, control := range []string{"Edit layout", "Share", "Add text", "Add insight", "Save filters"} {
 		if eval[bool](c, fmt.Sprintf(`[...document.querySelectorAll('button')].some(b => b.innerText.trim() === %q)`, control)) {
 			t.Errorf("a viewer sees %q", control)
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -54,7 +55,12 @@ type serveConfig struct {
 	logMode string
 	// storage is where the warehouse keeps events: storageTable or storageLake.
 	storage string
-	log     eventlog.Config
+	// lakeS3 is the bucket of the lake's parts (--lake-s3 and its flags), nil for none.
+	lakeS3         *warehouse.LakeS3
+	lakeS3Endpoint string
+	lakeS3Insecure bool
+	lakeS3Region   string
+	log            eventlog.Config
 	// cluster: the node is one of a JetStream cluster (--log-cluster), and edgeOnly:
 	// it holds no warehouse (--warehouse=false).
 	cluster  eventlog.Cluster
@@ -133,6 +139,18 @@ func serveCommand(args []string, stderr io.Writer) int {
 		cfg.storage = mode
 		return nil
 	})
+	fs.Func("lake-s3", "s3://bucket/prefix that keeps the lake's parts (--storage lake), <data>/lake then a cache of them; the credentials come from HEDGE_LAKE_S3_ACCESS_KEY_ID and HEDGE_LAKE_S3_SECRET_ACCESS_KEY (else AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)", func(v string) error {
+		u, err := url.Parse(v)
+		if err != nil || u.Scheme != "s3" || u.Host == "" {
+			return errors.New("want s3://bucket or s3://bucket/prefix")
+		}
+		cfg.lakeS3 = &warehouse.LakeS3{Bucket: u.Host, Prefix: strings.Trim(u.Path, "/")}
+		return nil
+	})
+	fs.StringVar(&cfg.lakeS3Endpoint, "lake-s3-endpoint", "", "host[:port] of the S3-compatible server of --lake-s3 (MinIO, versitygw, AWS: s3.<region>.amazonaws.com)")
+	fs.BoolVar(&cfg.lakeS3Insecure, "lake-s3-insecure", false, "speak HTTP, not HTTPS, to --lake-s3-endpoint (a server on loopback or a private network)")
+	fs.StringVar(&cfg.lakeS3Region, "lake-s3-region", "us-east-1", "the region of the --lake-s3 bucket")
+	fs.Int64Var(&cfg.warehouse.Lake.CacheBytes, "lake-cache-bytes", warehouse.DefaultLakeCacheBytes, "bytes of parts <data>/lake keeps as a cache of --lake-s3, the parts used longest ago removed past it (those the queries of the last query time limit read stay)")
 	fs.IntVar(&cfg.log.Partitions, "log-partitions", eventlog.DefaultPartitions, "partitions of a new log (--log jetstream), by hash of project and distinct_id; fixed once the log exists")
 	fs.Int64Var(&cfg.log.MaxBytes, "log-max-bytes", eventlog.DefaultMaxBytes, "bytes the log may hold (--log jetstream), all partitions together; when the warehouse falls that far behind, capture answers 503")
 	fs.DurationVar(&cfg.log.MaxAge, "log-max-age", eventlog.DefaultMaxAge, "how long an event may wait in the log for the warehouse (--log jetstream)")
@@ -247,6 +265,28 @@ func (cfg *serveConfig) checkModes() error {
 	if cfg.storage == storageLake && cfg.logMode != logJetStream {
 		return errors.New("--storage lake needs --log jetstream: the lake's parts are written from the log, in large groups")
 	}
+	return cfg.checkLakeS3()
+}
+
+// checkLakeS3 completes the lake's bucket from its flags and the environment.
+func (cfg *serveConfig) checkLakeS3() error {
+	if cfg.lakeS3 == nil {
+		return nil
+	}
+	if cfg.storage != storageLake {
+		return errors.New("--lake-s3 needs --storage lake")
+	}
+	if cfg.lakeS3Endpoint == "" {
+		return errors.New("--lake-s3 needs --lake-s3-endpoint: the S3-compatible server's host[:port]")
+	}
+	b := cfg.lakeS3
+	b.Endpoint, b.Insecure, b.Region = cfg.lakeS3Endpoint, cfg.lakeS3Insecure, cfg.lakeS3Region
+	b.AccessKey = cmp.Or(os.Getenv("HEDGE_LAKE_S3_ACCESS_KEY_ID"), os.Getenv("AWS_ACCESS_KEY_ID"))
+	b.SecretKey = cmp.Or(os.Getenv("HEDGE_LAKE_S3_SECRET_ACCESS_KEY"), os.Getenv("AWS_SECRET_ACCESS_KEY"))
+	if b.AccessKey == "" || b.SecretKey == "" {
+		return errors.New("--lake-s3 needs credentials: set HEDGE_LAKE_S3_ACCESS_KEY_ID and HEDGE_LAKE_S3_SECRET_ACCESS_KEY")
+	}
+	cfg.warehouse.Lake.S3 = b
 	return nil
 }
 

@@ -238,7 +238,8 @@ func (a *API) record(ctx context.Context, d dashboardRow, x dashboardAccess, ove
 // GET /api/projects/{project_id}/dashboards/{id}/ (dashboard:read)
 // The dashboard with its tiles, each insight with its result computed under the
 // dashboard's filters, the tile's filters_overrides and ?filters_override= (a JSON
-// object: date_from, date_to, properties), in that order (dashboard_filters.go).
+// object: date_from, date_to, properties), in that order (dashboard_filters.go);
+// ?refresh=true computes every tile's afresh (refreshed).
 func (a *API) dashboardRetrieve(c *fiber.Ctx) error {
 	pr, d, err := a.dashboardOf(c)
 	if err != nil {
@@ -248,10 +249,13 @@ func (a *API) dashboardRetrieve(c *fiber.Ctx) error {
 	if _, err := mergeFilters("filters_override", override); err != nil {
 		return err
 	}
+	ctx, err := refreshed(c)
+	if err != nil {
+		return err
+	}
 	// Decision: PostHog notes last_accessed_at on every retrieve; hedge neither notes
 	// nor shows it. The write made concurrent reads of one dashboard fail on DuckDB's
 	// optimistic concurrency ("Conflict on update"), and the API's contract has no such field.
-	ctx := c.UserContext()
 	r, err := a.recordFor(ctx, d, pr, principalOf(c).userID, override)
 	if err != nil {
 		return err

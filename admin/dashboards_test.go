@@ -435,7 +435,29 @@ func TestInsightResults(t *testing.T) {
 	if count(fresh) != 2 || fresh["is_cached"] != false {
 		t.Fatalf("after a new event: count %v, cached %v", count(fresh), fresh["is_cached"])
 	}
+	// ?refresh= as PostHog's: true and force_blocking compute afresh, the others take
+	// the cache's current result; on a dashboard too.
+	for _, c := range []struct {
+		refresh string
+		cached  bool
+	}{{"", true}, {"true", false}, {"force_blocking", false}, {"blocking", true}, {"force_cache", true}} {
+		got := env.must(t, 200, "GET", path+"?refresh="+c.refresh, env.owner, "")
+		if count(got) != 2 || got["is_cached"] != c.cached {
+			t.Errorf("refresh=%s: count %v, cached %v", c.refresh, count(got), got["is_cached"])
+		}
+	}
+	dash := env.must(t, 201, "POST", env.project+"/dashboards/", env.owner, `{"name": "Signups"}`)
+	dashPath := fmt.Sprintf("%s/dashboards/%d/", env.project, int64(dash["id"].(float64)))
+	env.must(t, 200, "PATCH", path, env.owner, fmt.Sprintf(`{"dashboards": [%v]}`, dash["id"]))
+	tileOf := func(query string) map[string]any {
+		return env.must(t, 200, "GET", dashPath+query, env.owner, "")["tiles"].([]any)[0].(map[string]any)
+	}
+	if _, again, forced := tileOf(""), tileOf(""), tileOf("?refresh=true"); again["is_cached"] != true || forced["is_cached"] != false {
+		t.Errorf("a dashboard's tile: cached %v, then with refresh=true %v", again["is_cached"], forced["is_cached"])
+	}
 	env.run(t, []scenario{
+		{name: "a refresh that is none of PostHog's", method: "GET", path: path + "?refresh=sometimes", key: env.owner,
+			status: 400, want: []string{`"attr":"refresh"`}},
 		{name: "a query insights cannot compute", method: "POST", path: env.project + "/insights/", key: env.owner,
 			body: `{"query": {"kind": "HogQLQuery", "query": "SELECT 1"}}`, status: 400, want: []string{`"attr":"query"`}},
 		{name: "insights list", method: "GET", path: env.project + "/insights/", key: env.owner, status: 200, want: []string{`"count":1`, `"short_id":`}},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/bytedance/sonic"
+	"github.com/gofiber/fiber/v2"
 
 	"github.com/hedge-analytics/hedge/warehouse"
 )
@@ -183,6 +184,9 @@ func (rc *resultsCache) usage(team int64) (all, project int) {
 // insightResult is the query's result for the project, as the JSON the API answers,
 // the time it was computed, and whether it came from the cache. A query that may not
 // run is a *Error.
+//
+// A request that asked for fresh results (refreshed) computes them whatever the cache
+// holds, and caches them for the requests after it.
 func (a *API) insightResult(ctx context.Context, team int64, query rawJSON) (rawJSON, time.Time, bool, error) {
 	// The version is read before computing: rows committed meanwhile make the entry
 	// stale at once, never a stale entry look current.
@@ -192,8 +196,10 @@ func (a *API) insightResult(ctx context.Context, team int64, query rawJSON) (raw
 		return nil, time.Time{}, false, err
 	}
 	key := resultKey{scope: scope, query: sha256.Sum256(query)}
-	if result, at, ok := a.results.get(key, version); ok {
-		return result, at, true, nil
+	if ctx.Value(refreshKey{}) == nil {
+		if result, at, ok := a.results.get(key, version); ok {
+			return result, at, true, nil
+		}
 	}
 	computed, err := a.runQuery(ctx, scope, []byte(query))
 	if err != nil {
@@ -206,4 +212,24 @@ func (a *API) insightResult(ctx context.Context, team int64, query rawJSON) (raw
 	at := time.Now().UTC()
 	a.results.put(key, version, at, result)
 	return result, at, false, nil
+}
+
+// refreshKey marks the context of a request whose insights are computed afresh.
+type refreshKey struct{}
+
+// refreshed is the request's context, marked to compute its insights afresh when it
+// asks as PostHog's ?refresh= does: true, force_blocking or force_async. PostHog's
+// other values (false, blocking, async, lazy_async, force_cache) take a result from the
+// cache when it holds a current one, as no refresh does; hedge computes every result
+// while the request waits, so the async values wait too.
+func refreshed(c *fiber.Ctx) (context.Context, error) {
+	ctx := c.UserContext()
+	switch c.Query("refresh") {
+	case "", "false", "blocking", "async", "lazy_async", "force_cache":
+		return ctx, nil
+	case "true", "force_blocking", "force_async":
+		return context.WithValue(ctx, refreshKey{}, true), nil
+	}
+	return nil, errValidation("refresh", "invalid_choice",
+		fmt.Sprintf("%q is not a valid choice: true, false, blocking, async, lazy_async, force_blocking, force_async or force_cache.", c.Query("refresh")))
 }

@@ -400,7 +400,7 @@ func (a *API) insightCreate(c *fiber.Ctx) error {
 
 // GET /api/projects/{project_id}/insights/{id}/ (insight:read)
 // The insight with its result: computed, or cached until the project has new events
-// or the cache's time to live passes.
+// or the cache's time to live passes; ?refresh=true computes it afresh (refreshed).
 func (a *API) insightRetrieve(c *fiber.Ctx) error {
 	pr, err := a.projectOf(c, principalOf(c))
 	if err != nil {
@@ -410,7 +410,11 @@ func (a *API) insightRetrieve(c *fiber.Ctx) error {
 	if err != nil {
 		return errInsightNotFound
 	}
-	r, err := a.insight(c.UserContext(), pr.id, id, true)
+	ctx, err := refreshed(c)
+	if err != nil {
+		return err
+	}
+	r, err := a.insight(ctx, pr.id, id, true)
 	if err != nil {
 		return err
 	}

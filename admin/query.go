@@ -20,7 +20,8 @@ func (a *API) bindQuery() {
 
 // POST /api/projects/{project_id}/query/ (query:read)
 // Body {"query": {"kind": "EventsQuery" | "TrendsQuery" | "FunnelsQuery" | "StickinessQuery" |
-// "RetentionQuery" | "LifecycleQuery" | "PathsQuery" | "HogQLQuery", ...}}. A query
+// "RetentionQuery" | "LifecycleQuery" | "PathsQuery" | "WebOverviewQuery" |
+// "WebStatsTableQuery" | "HogQLQuery", ...}}. A query
 // reads the project's rows only, in its time zone; a query that may not run, or that
 // fails for a reason of its own, answers 400 saying why. A client_query_id names the
 // query for DELETE .../query/{client_query_id}/ while it runs (query_cancel.go).
@@ -157,13 +158,31 @@ func (a *API) runQuery(ctx context.Context, scope warehouse.Scope, raw json.RawM
 		if paths, err = a.queries.Paths(ctx, scope, q, now); err == nil {
 			result = paths
 		}
+	case "WebOverviewQuery":
+		var q warehouse.WebOverviewQuery
+		if err := a.decodeQueryOf(ctx, scope.Team, raw, &q); err != nil {
+			return nil, err
+		}
+		var overview *warehouse.WebOverviewResult
+		if overview, err = a.queries.WebOverview(ctx, scope, q, now); err == nil {
+			result = overview
+		}
+	case "WebStatsTableQuery":
+		var q warehouse.WebStatsTableQuery
+		if err := a.decodeQueryOf(ctx, scope.Team, raw, &q); err != nil {
+			return nil, err
+		}
+		var table *warehouse.WebStatsTableResult
+		if table, err = a.queries.WebStatsTable(ctx, scope, q, now); err == nil {
+			result = table
+		}
 	case "ActorsQuery", "InsightActorsQuery", "FunnelsActorsQuery":
 		var actors *actorsResponse
 		if actors, err = a.runActors(ctx, scope, kind, raw, now); err == nil {
 			result = actors
 		}
 	default:
-		return nil, errValidation("query__kind", "invalid_choice", fmt.Sprintf("%q is not a valid choice: EventsQuery, TrendsQuery, FunnelsQuery, StickinessQuery, RetentionQuery, LifecycleQuery, PathsQuery, ActorsQuery or HogQLQuery.", kind))
+		return nil, errValidation("query__kind", "invalid_choice", fmt.Sprintf("%q is not a valid choice: EventsQuery, TrendsQuery, FunnelsQuery, StickinessQuery, RetentionQuery, LifecycleQuery, PathsQuery, WebOverviewQuery, WebStatsTableQuery, ActorsQuery or HogQLQuery.", kind))
 	}
 	var queryErr *warehouse.QueryError
 	if errors.As(err, &queryErr) {

@@ -123,7 +123,7 @@ func TestEndpointMustBePublic(t *testing.T) {
 // resolved at all, so that exports cannot map the names of hedge's network.
 func TestS3DialRefusesNonPublicAddresses(t *testing.T) {
 	s3 := startS3(t)
-	_, port, _ := net.SplitHostPort(s3.addr)
+	_, port, _ := net.SplitHostPort(s3.Addr)
 	resolver := startDNS(t, map[string][]string{
 		"loopback.hedge.test": {"127.0.0.1"},
 		"cgnat.hedge.test":    {"100.64.0.1"},
@@ -137,7 +137,7 @@ func TestS3DialRefusesNonPublicAddresses(t *testing.T) {
 	env.ingest(t, env.at(time.Minute), testEvent{"$pageview", "u1", env.at(time.Minute), "", ""})
 	hosts := []string{"loopback", "cgnat", "bench", "nat64", "compat", "mapped", "sixto4", "missing"}
 	exports := map[string]string{}
-	if err := s3.client(t).MakeBucket(context.Background(), s3Bucket, minio.MakeBucketOptions{Region: "us-east-1"}); err != nil {
+	if err := s3.Client(t).MakeBucket(context.Background(), s3Bucket, minio.MakeBucketOptions{Region: "us-east-1"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, host := range hosts {
@@ -163,7 +163,7 @@ func TestS3DialRefusesNonPublicAddresses(t *testing.T) {
 		}
 	}
 	// Nothing reached the server behind loopback.hedge.test.
-	for object := range s3.client(t).ListObjects(context.Background(), s3Bucket, minio.ListObjectsOptions{Recursive: true}) {
+	for object := range s3.Client(t).ListObjects(context.Background(), s3Bucket, minio.ListObjectsOptions{Recursive: true}) {
 		t.Fatalf("the bucket holds %s: %v", object.Key, object.Err)
 	}
 }
@@ -391,7 +391,7 @@ func TestS3ErrorsInTheExportsTerms(t *testing.T) {
 	env.ingest(t, env.at(time.Minute), testEvent{"$pageview", "u1", env.at(time.Minute), "", ""})
 	object := fmt.Sprintf("team_id=%d/date=%s/", env.team, env.at(time.Minute).Format(time.DateOnly))
 	cases := []struct{ endpoint, want, export string }{
-		{"http://" + s3.addr, "the endpoint answered NoSuchBucket (HTTP 404)", ""},
+		{"http://" + s3.Addr, "the endpoint answered NoSuchBucket (HTTP 404)", ""},
 		{service.URL, "the endpoint answered HTTP 500 Internal Server Error", ""},
 		{"http://closed.hedge.test:" + closedPort, "cannot connect to the endpoint closed.hedge.test:" + closedPort + ": connection refused", ""},
 		{"http://missing.hedge.test:" + closedPort, "cannot find the endpoint's host missing.hedge.test", ""},

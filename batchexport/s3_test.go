@@ -3,13 +3,10 @@ package batchexport_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,105 +15,29 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/hedge-analytics/hedge/internal/s3test"
 )
 
 const (
-	s3AccessKey = "hedge-test-access"
-	s3SecretKey = "hedge-test-secret-key"
+	s3AccessKey = s3test.AccessKey
+	s3SecretKey = s3test.SecretKey
 	s3Bucket    = "hedge-exports"
 )
 
-// s3Server is a real S3-compatible server, versitygw with its posix backend, serving a
-// temporary directory on a loopback port. `make test` installs the pinned versitygw
-// and points HEDGE_VERSITYGW at it.
-type s3Server struct {
-	bin, root, addr string
-	mu              sync.Mutex
-	cmd             *exec.Cmd
-}
-
-func startS3(t *testing.T) *s3Server {
-	t.Helper()
-	bin := os.Getenv("HEDGE_VERSITYGW")
-	if bin == "" {
-		bin, _ = exec.LookPath("versitygw")
-	}
-	if bin == "" {
-		if os.Getenv("HEDGE_REQUIRE_S3_TESTS") != "" {
-			t.Fatal("HEDGE_REQUIRE_S3_TESTS is set but no versitygw was found: set HEDGE_VERSITYGW (make test installs it)")
-		}
-		t.Skip("no versitygw to test S3 exports against: run make test, or set HEDGE_VERSITYGW")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &s3Server{bin: bin, root: t.TempDir(), addr: ln.Addr().String()}
-	ln.Close()
-	s.start(t)
-	t.Cleanup(s.kill)
-	return s
-}
-
-// start runs the server on its address and waits until it answers.
-func (s *s3Server) start(t *testing.T) {
-	t.Helper()
-	cmd := exec.Command(s.bin, "--access", s3AccessKey, "--secret", s3SecretKey, "--port", s.addr, "--quiet", "posix", s.root)
-	if os.Getenv("HEDGE_TEST_LOG") != "" {
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s.mu.Lock()
-	s.cmd = cmd
-	s.mu.Unlock()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		conn, err := net.DialTimeout("tcp", s.addr, time.Second)
-		if err == nil {
-			conn.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("versitygw did not start on %s: %v", s.addr, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// kill stops the server at once, as a crash would.
-func (s *s3Server) kill() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd != nil {
-		s.cmd.Process.Kill()
-		s.cmd.Wait()
-		s.cmd = nil
-	}
-}
-
-func (s *s3Server) client(t *testing.T) *minio.Client {
-	t.Helper()
-	c, err := minio.New(s.addr, &minio.Options{Creds: credentials.NewStaticV4(s3AccessKey, s3SecretKey, ""), Region: "us-east-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
+func startS3(t *testing.T) *s3test.Server { return s3test.New(t) }
 
 // A run whose S3 server dies in the middle (after its first file is uploaded) fails,
 // is retried after its backoff, and leaves each event in the bucket exactly once.
 func TestS3ExportRetriedAfterServerStops(t *testing.T) {
 	s3 := startS3(t)
 	ctx := context.Background()
-	if err := s3.client(t).MakeBucket(ctx, s3Bucket, minio.MakeBucketOptions{Region: "us-east-1"}); err != nil {
+	if err := s3.Client(t).MakeBucket(ctx, s3Bucket, minio.MakeBucketOptions{Region: "us-east-1"}); err != nil {
 		t.Fatal(err)
 	}
 	// Between hedge and the server, a proxy that kills the server once the first object
 	// has been stored, when armed.
-	target, _ := url.Parse("http://" + s3.addr)
+	target, _ := url.Parse("http://" + s3.Addr)
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	var armed sync.Once
 	var kill bool
@@ -125,7 +46,7 @@ func TestS3ExportRetriedAfterServerStops(t *testing.T) {
 		killMu.Lock()
 		defer killMu.Unlock()
 		if kill && resp.Request.Method == http.MethodPut && resp.StatusCode == http.StatusOK && strings.Count(resp.Request.URL.Path, "/") > 2 {
-			armed.Do(s3.kill)
+			armed.Do(s3.Kill)
 		}
 		return nil
 	}
@@ -150,7 +71,7 @@ func TestS3ExportRetriedAfterServerStops(t *testing.T) {
 		t.Fatalf("the failed run: %+v", r)
 	}
 
-	s3.start(t)
+	s3.Restart(t)
 	runs = env.settle(t, export, runs[0].NextAttemptAt.Add(time.Second), completed(1))
 	if r := runs[0]; r.Attempts != 2 || *r.RecordsCompleted != 4 {
 		t.Fatalf("the retried run: %+v", r)
@@ -159,12 +80,12 @@ func TestS3ExportRetriedAfterServerStops(t *testing.T) {
 	// The bucket holds one object per date, under the prefix, each read back whole.
 	download := t.TempDir()
 	var keys []string
-	for object := range s3.client(t).ListObjects(ctx, s3Bucket, minio.ListObjectsOptions{Prefix: "hedge/", Recursive: true}) {
+	for object := range s3.Client(t).ListObjects(ctx, s3Bucket, minio.ListObjectsOptions{Prefix: "hedge/", Recursive: true}) {
 		if object.Err != nil {
 			t.Fatal(object.Err)
 		}
 		keys = append(keys, object.Key)
-		if err := s3.client(t).FGetObject(ctx, s3Bucket, object.Key, filepath.Join(download, filepath.FromSlash(object.Key)), minio.GetObjectOptions{}); err != nil {
+		if err := s3.Client(t).FGetObject(ctx, s3Bucket, object.Key, filepath.Join(download, filepath.FromSlash(object.Key)), minio.GetObjectOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

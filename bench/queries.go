@@ -267,8 +267,8 @@ func funnelCeiling(r queryRange) string {
 
 // queryCases are the figures: the queries of the table (a HogQL breakdown
 // over every event, a trend of daily active users by browser, a trend of totals, the
-// newest 100 events), a 3-step funnel, a property filter, and the other insight kinds
-// (kindCases).
+// newest 100 events), a 3-step funnel, a property filter, the Web analytics screen's
+// overview and top pages (queries_web.go), and the other insight kinds (kindCases).
 func queryCases(r queryRange) []queryCase {
 	total := trend{event: "$pageview", math: "total", interval: "day"}
 	dau := trend{event: "$pageview", math: "dau", interval: "day", breakdown: "$browser"}
@@ -289,6 +289,8 @@ func queryCases(r queryRange) []queryCase {
 		{name: "FunnelsQuery: 3 steps, 14-day window, 30 days", query: funnelQuery(r), ceiling: funnelCeiling(r)},
 		{name: "TrendsQuery: $pageview total by day where $browser = Chrome, 30 days", query: filtered.query(r),
 			ceiling: filtered.ceiling(r), check: checkTotal},
+		webOverviewCase(r),
+		webPagesCase(r),
 	}, kindCases(r)...)
 }
 

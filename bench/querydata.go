@@ -42,7 +42,7 @@ import (
 
 // queryDataVersion names the generator's output: a change to what it writes must
 // change it, so that no cached directory of the old output is used.
-const queryDataVersion = 4
+const queryDataVersion = 5
 
 // baselineMigration is the last migration whose schema the generator writes to.
 const baselineMigration = 13
@@ -410,7 +410,7 @@ func writeTyped(ctx context.Context, typedPath, hedgePath string) (float64, erro
 	defer db.Close()
 	db.SetMaxOpenConns(1) // the attached database is the connection's
 	// One json_extract_string of a list of paths parses each event's properties once.
-	keys := []string{"$browser", "$os", "$pathname", "$current_url", "$screen_name", "$lib", "$referring_domain"}
+	keys := []string{"$browser", "$os", "$pathname", "$current_url", "$screen_name", "$lib", "$referring_domain", "$session_id", "$device_type"}
 	var paths, columns []string
 	for i, k := range keys {
 		paths = append(paths, `'$."`+k+`"'`)

@@ -469,10 +469,19 @@ func loadRecentEvents(ctx context.Context, db *sql.DB, lake *lake, cfg *Config) 
 	r := newRecentEvents(cfg.DedupWindow, cfg.DedupEvents, cfg.Logger)
 	from := cfg.Now().UTC().Add(-cfg.DedupWindow)
 	var count int
-	// With the lake, the parts' events after the table's, in the order of their parts.
+	// With the lake, the parts' events after the table's, in the order of their parts:
+	// those registered within the window, for a part registered before it holds only
+	// events inserted before it (with a bucket, only those are downloaded).
 	var parts []lakePart
 	if lake != nil {
-		parts = lake.allParts()
+		for _, p := range lake.allParts() {
+			if !p.CreatedAt.Before(from) {
+				parts = append(parts, p)
+			}
+		}
+		if err := lake.ready(ctx, parts); err != nil {
+			return nil, fmt.Errorf("cannot read the deduplication window's parts: %w", err)
+		}
 	}
 	events := eventSource(lake, parts, "team_id", "uuid", "inserted_at")
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM `+events+` WHERE inserted_at >= ?`, from).Scan(&count); err != nil {

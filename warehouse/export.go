@@ -155,6 +155,11 @@ func (w *Warehouse) exportEvents(ctx context.Context, r ExportRequest, target, c
 		return nil, fmt.Errorf("cannot export with person property filters")
 	}
 	where, args = append(where, conditions...), append(args, bound...)
+	if w.lake != nil {
+		if err := w.lake.ready(ctx, w.lake.parts(r.Team)); err != nil {
+			return nil, fmt.Errorf("cannot export the events of project %d: %w", r.Team, err)
+		}
+	}
 	query := `COPY (
 		SELECT uuid::VARCHAR AS uuid, event, distinct_id, person_id::VARCHAR AS person_id, "timestamp", inserted_at, properties,
 			"$group_0", "$group_1", "$group_2", "$group_3", "$group_4",

@@ -91,6 +91,7 @@ func (e dialectEvent) properties() string {
 type dialectCase struct {
 	query, want, wantError string
 	columns                []string
+	team                   int64 // the project that runs it; 0 for 1, the dialect fixture's
 }
 
 // rows prints rows as the test compares them: fmt's text of the result's values.
@@ -147,6 +148,7 @@ func TestHogQLDialect(t *testing.T) {
 	if err := w.Writer().Submit(&batch); err != nil {
 		t.Fatal(err)
 	}
+	persons := submitPersonsFixture(t, w)
 	is := func(name string) func(e dialectEvent) bool {
 		return func(e dialectEvent) bool { return e.name == name }
 	}
@@ -327,6 +329,18 @@ func TestHogQLDialect(t *testing.T) {
 				HAVING countIf(event = '$pageview') > 6 ORDER BY distinct_id`,
 				want: perDistinct(pageviewsOf, func(v int) bool { return v > 6 })},
 			{query: `SELECT event, uniq(distinct_id), count() FROM events GROUP BY event ORDER BY event`, want: byEvent()},
+			// Numeric properties without a cast: read as numbers where used as numbers.
+			{query: `SELECT sum(properties.amount) FROM events`, want: rows(row(sumAmount(func(dialectEvent) bool { return true })))},
+			{query: `SELECT avg(properties.n) FROM events WHERE event = 'signup'`,
+				want: rows(row(float64(sumN(is("signup"))) / float64(count(events, is("signup")))))},
+			{query: `SELECT sumIf(properties.n, event = 'purchase') FROM events`, want: rows(row(sumN(is("purchase"))))},
+			{query: `SELECT round(sum(properties.amount * 2), 1), max(properties.n - 1) FROM events`,
+				want: rows(row(2*sumAmount(func(dialectEvent) bool { return true }), len(events)-2))},
+			{query: `SELECT toInt(properties.n) AS n, properties.n * 10 + 1 FROM events WHERE n < 3 ORDER BY n`,
+				want: rows(row(0, 1), row(1, 11), row(2, 21))},
+			{query: `SELECT count() FROM events WHERE properties.n >= 40`, want: rows(row(count(events, func(e dialectEvent) bool { return e.n >= 40 })))},
+			{query: `SELECT countIf(properties.amount > 30 AND 45 > properties.n), countIf(properties.n = 9) FROM events`,
+				want: rows(row(count(events, func(e dialectEvent) bool { return e.name == "purchase" && e.amount > 30 && e.n < 45 }), 1))},
 		}},
 		{"dates", []dialectCase{
 			{query: `SELECT toInt(properties.n) AS n, toStartOfWeek(timestamp) FROM events ORDER BY n`,
@@ -386,6 +400,23 @@ func TestHogQLDialect(t *testing.T) {
 				want: rows(row(count(events, func(e dialectEvent) bool { return !e.ts.Before(nov1.AddDate(0, 0, 4)) })))},
 			{query: `SELECT EXTRACT(year FROM timestamp), extract(month FROM timestamp) FROM events WHERE properties.n = '9'`,
 				want: rows(row(2026, 11))},
+			{query: `SELECT toInt(properties.n) AS n, toStartOfInterval(timestamp, INTERVAL 5 minute) FROM events ORDER BY n`,
+				want: perEvent(events, func(e dialectEvent) any { return e.ts.Truncate(5 * time.Minute).Format(dateTime) })},
+			{query: `SELECT toStartOfFiveMinutes(timestamp), toStartOfTenMinutes(timestamp), toStartOfFifteenMinutes(timestamp) FROM events WHERE properties.n = '9'`,
+				want: rows(row(e9.ts.Truncate(5*time.Minute).Format(dateTime), e9.ts.Truncate(10*time.Minute).Format(dateTime), e9.ts.Truncate(15*time.Minute).Format(dateTime)))},
+			{query: `SELECT toStartOfInterval(timestamp, INTERVAL 1 day), toStartOfInterval(timestamp, INTERVAL 1 hour) FROM events WHERE properties.n = '9'`,
+				want: rows(row(day(e9.ts).Format(dateTime), e9.ts.Truncate(time.Hour).Format(dateTime)))},
+			{query: `SELECT toStartOfInterval(timestamp, INTERVAL 1 week) AS w, count() FROM events GROUP BY w ORDER BY w`, want: func() string {
+				counts := map[string]int{}
+				for _, e := range events {
+					counts[startOfWeek(e.ts, true)+"T00:00:00Z"]++
+				}
+				var r [][]any
+				for _, w := range slices.Sorted(maps.Keys(counts)) {
+					r = append(r, row(w, counts[w]))
+				}
+				return rows(r...)
+			}()},
 		}},
 		{"strings and JSON", []dialectCase{
 			{query: `SELECT toInt(properties.n) AS n, extract(properties.$current_url, 'p/(\d+)') FROM events ORDER BY n`,
@@ -427,6 +458,11 @@ func TestHogQLDialect(t *testing.T) {
 				want: rows(row(count(events, func(e dialectEvent) bool { return e.plan != "" }), len(events)))},
 			{query: `SELECT JSONExtractString(properties, 'tags', 1), JSONExtractString(properties, 'tags', -1) FROM events WHERE properties.n = '2'`,
 				want: rows(row("a", "c"))},
+			{query: `SELECT JSONExtract(properties, 'n', 'Int64'), JSONExtract(properties, '$browser', 'String'), JSONExtract(properties, 'flag', 'Bool')
+				FROM events WHERE properties.n = '1'`, want: rows(row(1, "Safari", false))},
+			{query: `SELECT JSONExtract(properties, 'amount', 'Float64'), JSONExtract(properties, 'amount', 'Nullable(Float64)'),
+				JSONExtract(properties, 'plan', 'Nullable(String)'), JSONExtract(properties, 'nested', 'level', 'depth', 'UInt8') FROM events WHERE properties.n = '3'`,
+				want: rows(row(0, nil, "pro", 3))},
 			{query: `SELECT countIf(empty(JSONExtractString(properties, 'plan'))), countIf(notEmpty(JSONExtractString(properties, 'plan'))) FROM events`,
 				want: rows(row(count(events, func(e dialectEvent) bool { return e.plan == "" }), count(events, func(e dialectEvent) bool { return e.plan != "" })))},
 			{query: `SELECT lower(properties.$browser), upper(properties.$browser) FROM events WHERE properties.n = '1'`,
@@ -471,6 +507,9 @@ func TestHogQLDialect(t *testing.T) {
 			{query: `SELECT arrayExists(x -> x = 'b', ['a', 'b']), arrayExists(x -> x > 5, [1, 2])`, want: rows(row(true, false))},
 			{query: `SELECT indexOf(['a', 'b', 'c'], 'c'), indexOf([1], 5)`, want: rows(row(3, 0))},
 			{query: `SELECT range(4), length(range(10))`, want: rows(row([]any{0, 1, 2, 3}, 10))},
+			{query: `SELECT arrayMap((x, y) -> x * y, [1, 2, 3], [4, 5, 6])`, want: rows(row([]any{4, 10, 18}))},
+			{query: `SELECT arrayFilter((x, keep) -> keep, ['a', 'b', 'c'], [true, false, true])`, want: rows(row([]any{"a", "c"}))},
+			{query: `SELECT arrayExists((x, y) -> x = y, [1, 2], [2, 2]), arrayCount((x, y) -> x < y, [1, 5, 3], [2, 4, 4])`, want: rows(row(true, 2))},
 		}},
 		{"operators and WITH", []dialectCase{
 			{query: `SELECT properties.plan ?? 'none' AS plan, count() FROM events GROUP BY plan ORDER BY plan`, want: planCounts()},
@@ -483,6 +522,11 @@ func TestHogQLDialect(t *testing.T) {
 			{query: `SELECT count() FROM events WHERE properties.$browser != 'Chrome' AND event != 'purchase'`,
 				want: rows(row(count(events, func(e dialectEvent) bool { return e.browser != "Chrome" && e.name != "purchase" })))},
 			{query: `SELECT count() FROM events WHERE toInt(properties.n) + 1 != 5`, want: rows(row(len(events) - 1))},
+			{query: `SELECT countIf(properties.plan = NULL), countIf(properties.plan != NULL) FROM events`,
+				want: rows(row(count(events, func(e dialectEvent) bool { return e.plan == "" }), count(events, func(e dialectEvent) bool { return e.plan != "" })))},
+			{query: `SELECT count() FROM events WHERE properties.$browser = NULL OR NULL = properties.tags`,
+				want: rows(row(count(events, func(e dialectEvent) bool { return e.browser == "" || e.tags == nil })))},
+			{query: `SELECT NULL = NULL, 1 == NULL`, want: rows(row(true, false))},
 			{query: `WITH 'purchase' AS wanted SELECT count() FROM events WHERE event = wanted`, want: rows(row(count(events, is("purchase"))))},
 			{query: `WITH 'purchase' AS wanted, 2 AS two SELECT wanted, two * 2 AS four`, want: rows(row("purchase", 4)),
 				columns: []string{"wanted", "four"}},
@@ -505,6 +549,7 @@ func TestHogQLDialect(t *testing.T) {
 			{query: "SELECT e.properties.`$current_url` FROM events AS `e` WHERE e.properties.`n` = '9'", want: rows(row(e9.url))},
 			{query: "SELECT JSONExtractString(properties, '$browser') AS `the browser` FROM events WHERE properties.n = '1'", want: rows(row("Safari"))},
 		}},
+		{"persons and tables", personsCases(persons)},
 		{"errors", []dialectCase{
 			{query: `SELECT someUnknownFn(1)`, wantError: "the function someunknownfn is not allowed here"},
 			{query: `SELECT arrayReduce('sum', [1, 2])`, wantError: "the function arrayreduce is not allowed here"},
@@ -514,6 +559,12 @@ func TestHogQLDialect(t *testing.T) {
 			{query: `SELECT multiIf(true, 1) FROM events`, wantError: "multiIf takes pairs of a condition and a value"},
 			{query: `SELECT JSONExtractString(properties, event) FROM events`, wantError: "the keys of the JSON functions are constant strings"},
 			{query: `SELECT quantiles()(1)`, wantError: "quantiles(p1, p2, ...)(x) takes levels and one value"},
+			{query: `SELECT JSONExtract(properties, 'tags', 'Array(String)') FROM events`, wantError: "JSONExtract's type Array(String) is not supported here"},
+			{query: `SELECT arrayMap(x -> x, [1], [2])`, wantError: "arrayMap over 2 arrays takes a lambda of 2 parameters first"},
+			{query: `SELECT person.email FROM events`, wantError: "the field person.email does not exist here"},
+			{query: `SELECT evnt FROM events`, wantError: "the field evnt does not exist here: did you mean event"},
+			{query: `SELECT x.event, e.nothing FROM events e`, wantError: "the table x does not exist here: did you mean e?"},
+			{query: `SELECT e.nothing FROM events e`, wantError: "the field e.nothing does not exist here"},
 			{query: `SELECT * FROM file('/etc/passwd')`, wantError: "the table function file is not allowed here"},
 		}},
 	}
@@ -521,7 +572,11 @@ func TestHogQLDialect(t *testing.T) {
 	for _, family := range families {
 		t.Run(family.name, func(t *testing.T) {
 			for _, c := range family.cases {
-				result, err := w.Queries().HogQL(context.Background(), utc, c.query)
+				scope := utc
+				if c.team != 0 {
+					scope = Scope{Team: c.team, Timezone: "UTC"}
+				}
+				result, err := w.Queries().HogQL(context.Background(), scope, c.query)
 				if c.wantError != "" {
 					var qe *QueryError
 					if !errors.As(err, &qe) || !strings.Contains(qe.Detail, c.wantError) {

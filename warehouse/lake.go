@@ -60,6 +60,8 @@ type lakePart struct {
 	MinTimestamp, MaxTimestamp time.Time
 	SlotKeys                   [slotCount]string
 	Level                      int
+	// CreatedAt is when the part was registered: its events were all inserted by then.
+	CreatedAt time.Time
 }
 
 // lakeCatalog is the lake's current parts, by project, each project's in the order
@@ -83,6 +85,10 @@ type LakeConfig struct {
 	// (default: the query time limit and a minute): a query that read the catalog
 	// before the swap may still read it.
 	Grace time.Duration
+	// S3, when set, is the bucket that keeps the parts, the lake directory a cache of
+	// it holding about CacheBytes (default DefaultLakeCacheBytes; lake_store.go).
+	S3         *LakeS3
+	CacheBytes int64
 }
 
 // The defaults of LakeConfig.
@@ -99,6 +105,8 @@ type lake struct {
 	db   *sql.DB
 	cfg  LakeConfig
 	log  *slog.Logger
+	// remote is the bucket the parts are kept in, nil when the directory keeps them.
+	remote *lakeRemote
 	// mu orders the changes of current (the Writer's additions, the compaction's
 	// swaps) and guards unlisted.
 	mu      sync.Mutex
@@ -140,6 +148,11 @@ func openLake(ctx context.Context, db *sql.DB, root string, cfg LakeConfig, quer
 		cfg.Grace = queryTimeout + time.Minute
 	}
 	l := &lake{root: root, db: db, cfg: cfg, log: log, partPattern: partPattern(root), unlisted: map[int64]bool{}}
+	if cfg.S3 != nil {
+		if l.remote, err = openRemote(ctx, cfg.S3, cfg.CacheBytes); err != nil {
+			return nil, err
+		}
+	}
 	catalog, err := l.read(ctx)
 	if err != nil {
 		return nil, err
@@ -149,8 +162,17 @@ func openLake(ctx context.Context, db *sql.DB, root string, cfg LakeConfig, quer
 	if _, err := db.ExecContext(ctx, `DELETE FROM meta.lake_garbage`); err != nil {
 		return nil, fmt.Errorf("cannot empty the lake's garbage: %w", err)
 	}
-	if err := l.removeStrays(catalog); err != nil {
+	known, err := l.known(ctx, catalog)
+	if err != nil {
 		return nil, err
+	}
+	if err := l.removeStrays(known); err != nil {
+		return nil, err
+	}
+	if l.remote != nil {
+		if err := l.sweepRemote(ctx, catalog, known); err != nil {
+			return nil, err
+		}
 	}
 	for team := range catalog {
 		l.publish(team, catalog[team])
@@ -160,7 +182,7 @@ func openLake(ctx context.Context, db *sql.DB, root string, cfg LakeConfig, quer
 
 // read reads the catalog.
 func (l *lake) read(ctx context.Context) (lakeCatalog, error) {
-	rows, err := l.db.QueryContext(ctx, `SELECT team_id, day, path, rows, bytes, min_timestamp, max_timestamp, slot_keys, level
+	rows, err := l.db.QueryContext(ctx, `SELECT team_id, day, path, rows, bytes, min_timestamp, max_timestamp, slot_keys, level, created_at
 		FROM meta.lake_parts ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the lake's parts: %w", err)
@@ -170,7 +192,7 @@ func (l *lake) read(ctx context.Context) (lakeCatalog, error) {
 	for rows.Next() {
 		var p lakePart
 		var keys []any
-		if err := rows.Scan(&p.Team, &p.Day, &p.Path, &p.Rows, &p.Bytes, &p.MinTimestamp, &p.MaxTimestamp, &keys, &p.Level); err != nil {
+		if err := rows.Scan(&p.Team, &p.Day, &p.Path, &p.Rows, &p.Bytes, &p.MinTimestamp, &p.MaxTimestamp, &keys, &p.Level, &p.CreatedAt); err != nil {
 			return nil, fmt.Errorf("cannot read the lake's parts: %w", err)
 		}
 		for i, k := range keys {
@@ -186,15 +208,32 @@ func (l *lake) read(ctx context.Context) (lakeCatalog, error) {
 	return catalog, nil
 }
 
-// removeStrays removes the files of the lake directory that are neither a part of
-// catalog nor a listing.
-func (l *lake) removeStrays(catalog lakeCatalog) error {
+// known are the paths of catalog's parts and of the quarantined ones.
+func (l *lake) known(ctx context.Context, catalog lakeCatalog) (map[string]bool, error) {
 	known := map[string]bool{}
 	for _, parts := range catalog {
 		for _, p := range parts {
 			known[p.Path] = true
 		}
 	}
+	rows, err := l.db.QueryContext(ctx, `SELECT path FROM meta.lake_quarantine`)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the lake's quarantine: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			return nil, fmt.Errorf("cannot read the lake's quarantine: %w", err)
+		}
+		known[p] = true
+	}
+	return known, rows.Err()
+}
+
+// removeStrays removes the files of the lake directory that are neither a part (of
+// known, by path) nor a listing.
+func (l *lake) removeStrays(known map[string]bool) error {
 	return filepath.WalkDir(l.root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("cannot read the lake directory: %w", err)
@@ -231,20 +270,30 @@ func (l *lake) partPath(team int64, day time.Time, name string) string {
 // abs is the absolute path of a part's relative one.
 func (l *lake) abs(rel string) string { return filepath.Join(l.root, filepath.FromSlash(rel)) }
 
-// remove removes the files of parts that were written and not registered.
+// remove removes the files (and objects) of parts that were written and not
+// registered.
 func (l *lake) remove(parts []lakePart) {
-	for _, p := range parts {
+	paths := make([]string, len(parts))
+	for i, p := range parts {
+		paths[i] = p.Path
 		if err := os.Remove(l.abs(p.Path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			l.log.Warn("cannot remove an unregistered part; it goes at the next start", "path", p.Path, "err", err)
 		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), transferTimeout)
+	defer cancel()
+	if err := l.forget(ctx, paths); err != nil {
+		l.log.Warn("cannot remove an unregistered part from the bucket; it goes at the next start", "err", err)
 	}
 }
 
 // registerPartSQL registers one part in the transaction that commits its events.
 const registerPartSQL = `INSERT INTO meta.lake_parts VALUES (nextval('meta.lake_part_id_seq'), ?, ?::DATE, ?, ?, ?, ?, ?, ?::VARCHAR[], ?, ?)`
 
-// registerArgs are registerPartSQL's arguments for p.
+// registerArgs are registerPartSQL's arguments for p, registered at createdAt, which
+// it records as p's.
 func (p *lakePart) registerArgs(createdAt time.Time) []any {
+	p.CreatedAt = createdAt
 	return []any{p.Team, p.Day.Format(time.DateOnly), p.Path, p.Rows, p.Bytes, p.MinTimestamp, p.MaxTimestamp,
 		p.SlotKeys[:], p.Level, createdAt}
 }
@@ -301,13 +350,21 @@ func (l *lake) writeListings() {
 
 // publish rewrites team's listing: written beside and renamed, so that a reader sees
 // the old one or the new one whole. It is not fsynced: the catalog is the truth, and
-// Open writes every listing again.
+// Open writes every listing again. With a bucket the listing names the parts' objects
+// (s3:// URLs), and is uploaded beside them too.
 func (l *lake) publish(team int64, parts []lakePart) {
 	dir := filepath.Join(l.root, "team_id="+strconv.FormatInt(team, 10))
 	var b strings.Builder
 	for _, p := range parts {
-		b.WriteString(l.abs(p.Path))
+		if l.remote != nil {
+			b.WriteString(l.remote.url(p.Path))
+		} else {
+			b.WriteString(l.abs(p.Path))
+		}
 		b.WriteByte('\n')
+	}
+	if l.remote != nil {
+		l.publishRemote(team, "team_id="+strconv.FormatInt(team, 10)+"/"+listingName, b.String())
 	}
 	tmp := filepath.Join(dir, listingName+".tmp")
 	err := os.MkdirAll(dir, 0o700)
@@ -322,9 +379,9 @@ func (l *lake) publish(team int64, parts []lakePart) {
 	}
 }
 
-// LakeFiles are the absolute paths of a project's current parts, as its listing in the
-// lake directory data holds them (hedge lake files): the parts of the last change the
-// running or last hedge made.
+// LakeFiles are the absolute paths of a project's current parts (their s3:// URLs with
+// a bucket), as its listing in the lake directory data holds them (hedge lake files):
+// the parts of the last change the running or last hedge made.
 func LakeFiles(lakeDir string, team int64) ([]string, error) {
 	b, err := os.ReadFile(filepath.Join(lakeDir, "team_id="+strconv.FormatInt(team, 10), listingName))
 	if errors.Is(err, fs.ErrNotExist) {

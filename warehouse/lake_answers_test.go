@@ -155,6 +155,14 @@ func TestLakeAnswers(t *testing.T) {
 		{"paths", func(q *Queries) (any, error) {
 			return q.Paths(ctx, scope, PathsQuery{DateRange: DateRange{DateFrom: "2026-11-01", DateTo: "2026-11-13"}}, now)
 		}},
+		{"web overview", func(q *Queries) (any, error) {
+			return q.WebOverview(ctx, scope, WebOverviewQuery{DateRange: DateRange{DateFrom: "2026-11-07", DateTo: "2026-11-12"},
+				CompareFilter: &CompareFilter{Compare: true}}, now)
+		}},
+		{"web stats", func(q *Queries) (any, error) {
+			return q.WebStatsTable(ctx, scope, WebStatsTableQuery{BreakdownBy: "Browser", IncludeBounceRate: true,
+				DateRange: DateRange{DateFrom: "2026-11-07", DateTo: "2026-11-12"}, CompareFilter: &CompareFilter{Compare: true}}, now)
+		}},
 	}
 	queries = append(queries, struct {
 		name string

@@ -110,6 +110,9 @@ func (l *lake) merge(ctx context.Context, parts []lakePart, now time.Time) error
 	// The uuids stored twice first, from the uuid column alone: a window over every
 	// row of the merge would hold them all in memory (DuckDB ran out of its 256 MB
 	// at 3 million events), where the duplicates are few, or none.
+	if err := l.ready(ctx, parts); err != nil {
+		return fmt.Errorf("cannot merge %d parts of project %d: %w", len(parts), first.Team, err)
+	}
 	source := l.readParts(parts)
 	rows := `SELECT * FROM ` + source
 	var duplicates int
@@ -171,8 +174,8 @@ func swapParts(ctx context.Context, conn *sql.Conn, paths []string, merged *lake
 }
 
 // copyPart writes the rows of query (SQL, on conn) as part's file, whole once it
-// returns (keepFile), and fills in part's bytes, rows and time range. On an error the
-// file is not there.
+// returns (keepFile), uploaded to the lake's bucket if it has one, and fills in part's
+// bytes, rows and time range. On an error the file is not there.
 func (l *lake) copyPart(ctx context.Context, conn *sql.Conn, query string, part *lakePart) error {
 	path := l.abs(part.Path)
 	tmp := path + ".tmp"
@@ -194,6 +197,10 @@ func (l *lake) copyPart(ctx context.Context, conn *sql.Conn, query string, part 
 		os.Remove(path)
 		return err
 	}
+	if err := l.upload(*part); err != nil {
+		os.Remove(path)
+		return err
+	}
 	return nil
 }
 
@@ -207,7 +214,7 @@ func syncFile(path string) error {
 	return f.Sync()
 }
 
-// removeGarbage removes the files replaced before now less the grace.
+// removeGarbage removes the files (and objects) replaced before now less the grace.
 func (l *lake) removeGarbage(ctx context.Context, now time.Time) error {
 	rows, err := l.db.QueryContext(ctx, `SELECT path FROM meta.lake_garbage WHERE replaced_at < ?`, now.Add(-l.cfg.Grace))
 	if err != nil {
@@ -231,6 +238,9 @@ func (l *lake) removeGarbage(ctx context.Context, now time.Time) error {
 			return fmt.Errorf("cannot remove replaced part %s: %w", p, err)
 		}
 		lakeGarbageRemoved.Inc()
+	}
+	if err := l.forget(ctx, paths); err != nil {
+		return err
 	}
 	if len(paths) > 0 {
 		if _, err := l.db.ExecContext(ctx, `DELETE FROM meta.lake_garbage WHERE list_contains(?::VARCHAR[], path)`, paths); err != nil {

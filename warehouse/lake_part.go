@@ -214,7 +214,8 @@ func (p *partWriter) reset() {
 
 // write writes the commit's parts into the lake, named after the commit (its
 // inserted_at, and seq), each fsynced under a temporary name and then renamed, so
-// that a file of a part's name is whole. Parts are encoded on as many threads as Go
+// that a file of a part's name is whole, and uploaded to the lake's bucket if it has
+// one. Parts are encoded on as many threads as Go
 // runs on: a part of many rows is cut into pieces (parts of their own) for that, as
 // Parquet's encoding and compression take most of a commit's time with the lake. It
 // returns the parts written; on an error it has removed what it wrote. The caller
@@ -252,7 +253,11 @@ func (p *partWriter) write(l *lake, insertedAt time.Time, seq uint64, slotKeys f
 	for range min(threads, len(pieces)) {
 		wg.Go(func() {
 			for pc := range work {
-				pc.part.Bytes, pc.err = writeParquet(l.abs(pc.part.Path), pc.rec)
+				if pc.part.Bytes, pc.err = writeParquet(l.abs(pc.part.Path), pc.rec); pc.err == nil {
+					if pc.err = l.upload(pc.part); pc.err != nil {
+						os.Remove(l.abs(pc.part.Path))
+					}
+				}
 			}
 		})
 	}

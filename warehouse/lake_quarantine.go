@@ -49,7 +49,8 @@ func partPattern(root string) *regexp.Regexp {
 }
 
 // quarantineIfDamaged quarantines the part that err (a query's, or a merge's) names,
-// if reading it alone fails; it reports whether it did.
+// if reading it alone fails; it reports whether the query may run again: it did, or
+// (with a bucket) the part's copy was damaged and is downloaded again.
 func (l *lake) quarantineIfDamaged(ctx context.Context, err error) bool {
 	rel := l.failedPart(err)
 	if rel == "" {
@@ -65,8 +66,19 @@ func (l *lake) quarantineIfDamaged(ctx context.Context, err error) bool {
 	if part == nil {
 		return false // replaced since, or not the lake's
 	}
+	// With a bucket, the copy in the directory is downloaded again first: it, and not
+	// the part, may be what is damaged.
+	if l.remote != nil {
+		if err := l.fetch(ctx, *part, time.Now(), true); err != nil {
+			l.log.Error("cannot download a part of the lake that failed to read", "path", rel, "err", err)
+			return false
+		}
+	}
 	// Every column read, not only the footer that count(*) needs.
 	verifyErr := l.db.QueryRowContext(ctx, `SELECT count(COLUMNS(*)) FROM `+l.readParts([]lakePart{*part})).Scan(new(any))
+	if verifyErr == nil && l.remote != nil {
+		return true // the copy was damaged: the query runs again on the new one
+	}
 	if verifyErr == nil || ctx.Err() != nil {
 		return false
 	}
@@ -101,6 +113,9 @@ func (l *lake) quarantine(ctx context.Context, part lakePart, cause error) error
 	}
 	l.change(map[string]bool{part.Path: true}, nil)
 	lakeQuarantined.Inc()
+	if l.remote != nil { // the object stays in the bucket, for the operator
+		l.remote.uncache([]string{part.Path})
+	}
 	aside := filepath.Join(l.root, quarantineDir, strings.ReplaceAll(part.Path, "/", "_"))
 	moveErr := os.MkdirAll(filepath.Dir(aside), 0o700)
 	if moveErr == nil {

@@ -258,7 +258,7 @@ func (q *Queries) HogQLValues(ctx context.Context, scope Scope, query string, va
 	if err != nil {
 		return nil, queryError(err)
 	}
-	limited, limit, err := q.defaultLimit(ctx, rewritten)
+	limited, limit, serialized, err := q.defaultLimit(ctx, rewritten)
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +266,11 @@ func (q *Queries) HogQLValues(ctx context.Context, scope Scope, query string, va
 	if limit > 0 {
 		maxRows = limit
 	}
-	result, err := q.run(ctx, scope, limited, personJoinOf(usesPerson), maxRows, args...)
+	persons, err := hogqlPersons(serialized, usesPerson)
+	if err != nil {
+		return nil, err
+	}
+	result, err := q.run(ctx, scope, limited, persons, maxRows, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -281,13 +285,36 @@ func (q *Queries) HogQLValues(ctx context.Context, scope Scope, query string, va
 	return result, nil
 }
 
+// hogqlPersons is what of persons the events view of a HogQL query joins, from its
+// parse (serialized) and whether its text reads person properties (hogql.Rewrite's
+// usesPerson): a query that reads person_id (or a star) sees each event's person now,
+// a merge counted as soon as it is committed, through the person overrides that the
+// squash later folds into the events; one that reads the person's columns joins the
+// person too; any other reads the events alone, as it always did.
+func hogqlPersons(serialized string, usesPerson bool) (personJoin, error) {
+	if !usesPerson && !strings.Contains(serialized, "STAR") && !strings.Contains(strings.ToLower(serialized), "person_") {
+		// Names nothing of persons: the parse need not be read (some 0.1-0.4 ms).
+		return ingestedPersons, nil
+	}
+	reads, err := hogql.ReadsOf(serialized)
+	switch {
+	case err != nil:
+		return 0, err
+	case usesPerson || reads.Person:
+		return personProperties, nil
+	case reads.PersonID:
+		return currentPersons, nil
+	}
+	return ingestedPersons, nil
+}
+
 // defaultLimit is query with the LIMIT of DefaultHogQLLimit (at most the query limits'
 // MaxRows) rows, and one more to tell whether there were more, when it has no LIMIT of
 // its own (hogql.WithLimit, on DuckDB's parse of it), and that limit; else query and 0.
-// ctx is a request's, from begin.
-func (q *Queries) defaultLimit(ctx context.Context, query string) (string, int, error) {
+// serialized is DuckDB's parse of query as given. ctx is a request's, from begin.
+func (q *Queries) defaultLimit(ctx context.Context, query string) (_ string, _ int, serialized string, _ error) {
 	if err := checkLength(query); err != nil {
-		return "", 0, err
+		return "", 0, "", err
 	}
 	parse := func(text string) (string, error) {
 		var serialized string
@@ -298,17 +325,17 @@ func (q *Queries) defaultLimit(ctx context.Context, query string) (string, int, 
 	}
 	serialized, err := parse(query)
 	if err != nil {
-		return "", 0, err
+		return "", 0, "", err
 	}
 	limit := min(DefaultHogQLLimit, q.maxRows)
 	limited, added, err := hogql.WithLimit(query, serialized, limit+1, parse)
 	if err != nil {
-		return "", 0, queryError(err)
+		return "", 0, "", queryError(err)
 	}
 	if !added {
-		return query, 0, nil
+		return query, 0, serialized, nil
 	}
-	return limited, limit, nil
+	return limited, limit, serialized, nil
 }
 
 // run checks query and runs it with args on a connection whose events, persons and
@@ -382,6 +409,16 @@ func (q *Queries) session(ctx context.Context, scope Scope, query string, person
 		conn.Close()
 		return nil, cmp.Or(q.interrupted(ctx), err)
 	}
+	mentions := strings.ToLower(serialized)
+	// With the parts in a bucket, those of the project the directory lacks are
+	// downloaded first: the events view reads files. A part the catalog gains after
+	// is the Writer's or a merge's, written in the directory.
+	if q.lake != nil {
+		if err := q.lake.ready(ctx, q.lake.parts(scope.Team)); err != nil {
+			conn.Close()
+			return nil, cmp.Or(q.interrupted(ctx), fmt.Errorf("cannot read the lake of project %d: %w", scope.Team, err))
+		}
+	}
 	for {
 		generation := q.slots.generation.Load()
 		slots := q.slots.of(scope.Team)
@@ -392,7 +429,7 @@ func (q *Queries) session(ctx context.Context, scope Scope, query string, person
 			conn.Close()
 			return nil, err
 		}
-		if _, err := conn.ExecContext(ctx, q.views(scope, persons, materialized, slots)); err != nil {
+		if _, err := conn.ExecContext(ctx, q.views(scope, persons, mentions, materialized, slots)); err != nil {
 			conn.Close()
 			// The view reads the first part's footer for its columns.
 			if q.lake != nil && q.interrupted(ctx) == nil && q.lake.quarantineIfDamaged(ctx, err) {
@@ -496,6 +533,11 @@ func (q *Queries) failure(ctx context.Context, err error) error {
 	}
 	var duck *duckdb.Error
 	if errors.As(err, &duck) {
+		if duck.Type == duckdb.ErrorTypeBinder {
+			if refused := unknownName(duck.Msg); refused != nil {
+				return refused
+			}
+		}
 		switch duck.Type {
 		case duckdb.ErrorTypeBinder, duckdb.ErrorTypeParser, duckdb.ErrorTypeConversion, duckdb.ErrorTypeInvalidInput,
 			duckdb.ErrorTypeOutOfRange, duckdb.ErrorTypeDivideByZero, duckdb.ErrorTypeMismatchType, duckdb.ErrorTypeCatalog:
@@ -511,6 +553,45 @@ func (q *Queries) failure(ctx context.Context, err error) error {
 		}
 	}
 	return fmt.Errorf("cannot run a query: %w", err)
+}
+
+// DuckDB's binder's words for a name the query's tables do not have, which the query API
+// answers as PostHog does, naming the field or table (unknownName).
+var (
+	unknownColumn     = regexp.MustCompile(`^(?:Binder Error: )?Referenced column "((?:[^"]|"")*)" not found`)
+	unknownQualified  = regexp.MustCompile(`^(?:Binder Error: )?Values list "((?:[^"]|"")*)" does not have a column named "((?:[^"]|"")*)"`)
+	unknownTable      = regexp.MustCompile(`^(?:Binder Error: )?Referenced table "((?:[^"]|"")*)" not found`)
+	candidateBindings = regexp.MustCompile(`\nCandidate (?:bindings|tables): (.*)`)
+	candidateName     = regexp.MustCompile(`"((?:[^"]|"")*)"`)
+)
+
+// unknownName is the QueryError of DuckDB's binder message msg (which duckdb-go gives
+// with or without its type's name first) when it says that a
+// field or table the query names does not exist, with the names DuckDB offers instead
+// (hedge's own columns, the materialized ones, left out); nil for another message.
+func unknownName(msg string) error {
+	var refused string
+	if m := unknownColumn.FindStringSubmatch(msg); m != nil {
+		refused = "the field " + m[1] + " does not exist here"
+	} else if m := unknownQualified.FindStringSubmatch(msg); m != nil {
+		refused = "the field " + m[1] + "." + m[2] + " does not exist here"
+	} else if m := unknownTable.FindStringSubmatch(msg); m != nil {
+		refused = "the table " + m[1] + " does not exist here"
+	} else {
+		return nil
+	}
+	if m := candidateBindings.FindStringSubmatch(msg); m != nil {
+		var names []string
+		for _, c := range candidateName.FindAllStringSubmatch(m[1], -1) {
+			if !strings.HasPrefix(c[1], "mat_") {
+				names = append(names, c[1])
+			}
+		}
+		if len(names) > 0 {
+			refused += ": did you mean " + strings.Join(names, ", ") + "?"
+		}
+	}
+	return &QueryError{Detail: refused}
 }
 
 // unreadableColumn finds duckdb-go's refusal to read a column of the answer: of a type
@@ -569,7 +650,11 @@ func personJoinOf(withPersons bool) personJoin {
 // right for every row; and the slots of the properties the project chose (slots; nil:
 // none), each read from the JSON for the project's rows its backfill has still to
 // fill, which may hold another key's value.
-func (q *Queries) views(scope Scope, persons personJoin, materialized bool, slots *teamSlots) string {
+//
+// mentions is the query's parse in lower case: the tables and joined columns a query
+// may name are defined or joined when it holds their names (a name in a string makes
+// a view no query reads, never a view missing).
+func (q *Queries) views(scope Scope, persons personJoin, mentions string, materialized bool, slots *teamSlots) string {
 	db := `"` + strings.ReplaceAll(q.catalog, `"`, `""`) + `".main.`
 	team := strconv.FormatInt(scope.Team, 10)
 	var columns strings.Builder
@@ -608,15 +693,128 @@ func (q *Queries) views(scope Scope, persons personJoin, materialized bool, slot
 			ON o.old_person_id = e.person_id`
 	}
 	if persons >= personProperties {
-		personColumns = ", p.properties AS person_properties"
+		personColumns = personJoinColumns("p")
 		joins += ` LEFT JOIN ` + db + `persons p ON p.id = ` + person
+	}
+	// The groups of events that the query reads (HogQL's group_0.properties.x, which
+	// hogql.Rewrite writes group_0_properties), each joined by its key: named in the
+	// query's parse, so a query that names none joins none.
+	for n := range 5 {
+		i := strconv.Itoa(n)
+		if !strings.Contains(mentions, "group_"+i+"_properties") && !strings.Contains(mentions, "group_"+i+"_created_at") {
+			continue
+		}
+		fmt.Fprintf(&columns, `, g%[1]s.group_properties AS group_%[1]s_properties, g%[1]s.created_at AS group_%[1]s_created_at`, i)
+		joins += ` LEFT JOIN (SELECT group_key, group_properties, created_at FROM ` + db + `groups WHERE team_id = ` + team +
+			` AND group_type_index = ` + i + `) g` + i + ` ON g` + i + `.group_key = e."$group_` + i + `"`
+	}
+	// The session of events that the query reads (session.$session_duration, which
+	// hogql.Rewrite writes "session_$session_duration"), joined by its $session_id:
+	// the sessions are computed from the project's events for the query.
+	if strings.Contains(mentions, "session_$") || strings.Contains(mentions, "session_session_id") ||
+		strings.Contains(mentions, "session_distinct_id") {
+		for _, c := range sessionColumns {
+			if c == "id" {
+				continue // session.id is session.session_id
+			}
+			columns.WriteString(`, s."` + c + `" AS "session_` + c + `"`)
+		}
+		joins += ` LEFT JOIN (` + q.sessionsSQL(db, scope.Team, slots) + `) s ON s.session_id = ` + q.propertyRead("$session_id")
 	}
 	events := `SELECT e.uuid, e.event, e.distinct_id, ` + person + ` AS person_id, e."timestamp", ` + propertiesText("e") + ` AS properties,
 		e."$group_0", e."$group_1", e."$group_2", e."$group_3", e."$group_4", e.inserted_at AS created_at` +
 		personColumns + columns.String() + ` FROM ` + q.eventRows(db, scope.Team, slots) + ` e` + joins
-	return `CREATE OR REPLACE TEMP VIEW events AS ` + events + ` WHERE e.team_id = ` + team + `;
+	views := `CREATE OR REPLACE TEMP VIEW events AS ` + events + ` WHERE e.team_id = ` + team + `;
 		CREATE OR REPLACE TEMP VIEW persons AS SELECT id, properties, created_at, is_identified FROM ` + db + `persons WHERE team_id = ` + team + `;
-		CREATE OR REPLACE TEMP VIEW groups AS SELECT group_type_index, group_key, group_properties, created_at FROM ` + db + `groups WHERE team_id = ` + team
+		CREATE OR REPLACE TEMP VIEW groups AS SELECT group_type_index AS "index", group_key AS "key", group_properties AS properties, created_at FROM ` + db + `groups WHERE team_id = ` + team
+	// The tables of PostHog's that only some queries read, defined for those that name
+	// them: a query that names none runs with the views above alone. Each must be
+	// defined whenever a query names it, for person_distinct_ids is a table of the
+	// database too, of every project.
+	if strings.Contains(mentions, "person_distinct_ids") {
+		views += ";\n" + personDistinctIDsView(db, team, persons >= personProperties)
+	}
+	if strings.Contains(mentions, "sessions") {
+		views += ";\n" + q.sessionsView(db, scope.Team, slots)
+	}
+	return views
+}
+
+// personJoinColumns are the columns of the person (of alias) joined to events or to
+// person_distinct_ids: hogql.PersonColumns, which hogql.Rewrite writes for
+// person.properties, person.created_at and person.is_identified.
+func personJoinColumns(alias string) string {
+	return ", " + alias + ".properties AS person_properties, " + alias + ".created_at AS person_created_at, " +
+		alias + ".is_identified AS person_is_identified"
+}
+
+// personDistinctIDsView is PostHog's person_distinct_ids of project team (in SQL): each
+// distinct id and the person it belongs to now (a merge moves the ids of one person to
+// the other), and with person that person's columns (pdi.person.properties.x).
+func personDistinctIDsView(db, team string, person bool) string {
+	columns, join := "", ""
+	if person {
+		columns = personJoinColumns("p")
+		join = ` LEFT JOIN ` + db + `persons p ON p.id = d.person_id`
+	}
+	return `CREATE OR REPLACE TEMP VIEW person_distinct_ids AS SELECT d.distinct_id, d.person_id` + columns + ` FROM ` + db +
+		`person_distinct_ids d` + join + ` WHERE d.team_id = ` + team
+}
+
+// sessionsView is PostHog's sessions table of project team, computed from its events
+// at each query: a row per $session_id, with the session's first and last times, its
+// duration in whole seconds, the first and last $current_url (and $pathname) of its
+// events that have one, its URLs, and its counts of pageviews, autocaptures and
+// screens. distinct_id is that of its first event. The materialized properties are
+// read from their columns.
+func (q *Queries) sessionsView(db string, team int64, slots *teamSlots) string {
+	return `CREATE OR REPLACE TEMP VIEW sessions AS ` + q.sessionsSQL(db, team, slots)
+}
+
+// sessionColumns are the columns of sessionsSQL, which events' lazy join to its
+// session (session.$session_duration) names session_<column> (hogql.Rewrite).
+var sessionColumns = []string{"session_id", "id", "distinct_id", "$start_timestamp", "$end_timestamp", "$session_duration",
+	"$entry_current_url", "$entry_pathname", "$exit_current_url", "$exit_pathname", "$urls", "$num_uniq_urls",
+	"$pageview_count", "$autocapture_count", "$screen_count"}
+
+// sessionsSQL is the query of sessionsView.
+func (q *Queries) sessionsSQL(db string, team int64, slots *teamSlots) string {
+	session, url, path := q.propertyRead("$session_id"), q.propertyRead("$current_url"), q.propertyRead("$pathname")
+	return `SELECT session_id, session_id AS id, distinct_id,
+			"$start_timestamp", "$end_timestamp",
+			CAST(date_diff('second', "$start_timestamp", "$end_timestamp") AS BIGINT) AS "$session_duration",
+			"$entry_current_url", "$entry_pathname", "$exit_current_url", "$exit_pathname",
+			"$urls", CAST(len("$urls") AS BIGINT) AS "$num_uniq_urls",
+			"$pageview_count", "$autocapture_count", "$screen_count"
+		FROM (SELECT ` + session + ` AS session_id,
+			arg_min(e.distinct_id, e."timestamp") AS distinct_id,
+			min(e."timestamp") AS "$start_timestamp", max(e."timestamp") AS "$end_timestamp",
+			arg_min(` + url + `, e."timestamp") FILTER (WHERE ` + url + ` IS NOT NULL) AS "$entry_current_url",
+			arg_min(` + path + `, e."timestamp") FILTER (WHERE ` + path + ` IS NOT NULL) AS "$entry_pathname",
+			arg_max(` + url + `, e."timestamp") FILTER (WHERE ` + url + ` IS NOT NULL) AS "$exit_current_url",
+			arg_max(` + path + `, e."timestamp") FILTER (WHERE ` + path + ` IS NOT NULL) AS "$exit_pathname",
+			coalesce(list(DISTINCT ` + url + `) FILTER (WHERE ` + url + ` IS NOT NULL), []) AS "$urls",
+			count(*) FILTER (WHERE e.event = '$pageview') AS "$pageview_count",
+			count(*) FILTER (WHERE e.event = '$autocapture') AS "$autocapture_count",
+			count(*) FILTER (WHERE e.event = '$screen') AS "$screen_count"
+		FROM ` + q.eventRows(db, team, slots) + ` e
+		WHERE e.team_id = ` + strconv.FormatInt(team, 10) + ` AND ` + session + ` <> ''
+		GROUP BY ` + session + `)`
+}
+
+// propertyRead is the SQL of events' property key (of the events table, alias e) as
+// text: its materialized column where it has one (with its JSON while the backfill
+// is not done), else its JSON.
+func (q *Queries) propertyRead(key string) string {
+	json := `json_extract_string(` + propertiesText("e") + `, '$."` + key + `"')`
+	if !isMaterialized(key) {
+		return json
+	}
+	column := `e."` + materializedColumn(key) + `"`
+	if q.backfill.done.Load() {
+		return column
+	}
+	return `coalesce(` + column + `, ` + json + `)`
 }
 
 // eventRowColumns are the columns of the events table that the events view reads,

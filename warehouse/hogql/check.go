@@ -22,16 +22,17 @@ import (
 //
 // Table names resolve as DuckDB's binder resolves them: a WITH query (CTE) is visible
 // in the query that defines it, after its own definition, and in the queries nested in
-// that one; any other name must be events, persons or groups. A CTE's name must be a
-// plain identifier (letters, digits and _) other than those three, so that a name
+// that one; any other name must be one of tables (functions.go). A CTE's name must be a
+// plain identifier (letters, digits and _) other than those tables', so that a name
 // taken for a CTE where DuckDB does not see one can only fail to resolve: never reach
 // a table, nor a file.
 //
 // What Check cannot see is the caller's to do, before the query runs: refuse it when
 // one of ctes, the names of its CTEs in lower case, names a table or view of the
-// database (in any schema, DuckDB's own included); and run it where events, persons
-// and groups are views of the project's rows and Macros are defined (their guards bound
-// the sizes Check cannot read from the query's constants).
+// database (in any schema, DuckDB's own included); and run it where each of tables
+// that the query names is a view of the project's rows (person_distinct_ids is a
+// table of the database too, of every project) and Macros are defined (their guards
+// bound the sizes Check cannot read from the query's constants).
 func Check(serialized string, params int) (ctes []string, err error) {
 	c := checker{params: params}
 	if err := c.checkStatement(serialized); err != nil {
@@ -348,10 +349,10 @@ func (c *checker) table(v any, s *cteScope) error {
 	case "BASE_TABLE":
 		name, ok := asciiLower(stringField(n, "table_name"))
 		if stringField(n, "catalog_name") != "" || stringField(n, "schema_name") != "" {
-			return errorf("tables are read by name alone: events, persons or groups")
+			return errorf("tables are read by name alone: events, persons, groups, person_distinct_ids or sessions")
 		}
 		if !ok || !tables[name] && !s.has(name) {
-			return errorf("the table %s does not exist here: a query reads events, persons and groups", name)
+			return errorf("the table %s does not exist here: a query reads events, persons, groups, person_distinct_ids and sessions", name)
 		}
 	case "TABLE_FUNCTION":
 		function, ok := n["function"].(map[string]any)

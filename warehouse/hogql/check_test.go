@@ -76,7 +76,7 @@ func TestCheckRefuses(t *testing.T) {
 	}
 	const (
 		onlySelect = "only SELECT queries can run here"
-		nameAlone  = "tables are read by name alone: events, persons or groups"
+		nameAlone  = "tables are read by name alone: events, persons, groups, person_distinct_ids or sessions"
 		setting    = "the function current_setting is not allowed here"
 	)
 	// Files, through table functions and names.
@@ -88,9 +88,9 @@ func TestCheckRefuses(t *testing.T) {
 	f("query_function", 0, "the table function query is not allowed here")
 	f("query_table", 0, "the table function query_table is not allowed here")
 	f("serialized_sql", 0, "the table function json_execute_serialized_sql is not allowed here")
-	f("file_by_name", 0, "the table /etc/passwd does not exist here: a query reads events, persons and groups")
-	f("file_by_quoted_name", 0, "the table secret.csv does not exist here: a query reads events, persons and groups")
-	f("file_in_join", 0, "the table secret.csv does not exist here: a query reads events, persons and groups")
+	f("file_by_name", 0, "the table /etc/passwd does not exist here: a query reads events, persons, groups, person_distinct_ids and sessions")
+	f("file_by_quoted_name", 0, "the table secret.csv does not exist here: a query reads events, persons, groups, person_distinct_ids and sessions")
+	f("file_in_join", 0, "the table secret.csv does not exist here: a query reads events, persons, groups, person_distinct_ids and sessions")
 
 	// Statements other than one SELECT.
 	f("copy", 0, onlySelect)
@@ -118,7 +118,7 @@ func TestCheckRefuses(t *testing.T) {
 	f("current_database", 0, "the function current_database is not allowed here")
 	f("current_user", 0, "current_user is not allowed here")
 	f("version", 0, "the function version is not allowed here")
-	f("pg_settings", 0, "the table pg_settings does not exist here: a query reads events, persons and groups")
+	f("pg_settings", 0, "the table pg_settings does not exist here: a query reads events, persons, groups, person_distinct_ids and sessions")
 	f("information_schema", 0, nameAlone)
 	f("list_aggregate", 0, "the function list_aggregate is not allowed here")
 	f("inet", 0, "the type inet is not allowed here")
@@ -128,9 +128,9 @@ func TestCheckRefuses(t *testing.T) {
 	// Other tables, under a schema or a catalog, or at another version.
 	f("schema_events", 0, nameAlone)
 	f("catalog_events", 0, nameAlone)
-	f("ingestion_warnings", 0, "the table ingestion_warnings does not exist here: a query reads events, persons and groups")
+	f("ingestion_warnings", 0, "the table ingestion_warnings does not exist here: a query reads events, persons, groups, person_distinct_ids and sessions")
 	f("time_travel", 0, "at clause (base table) is not allowed here")
-	f("alias_as_table", 0, "the table e does not exist here: a query reads events, persons and groups")
+	f("alias_as_table", 0, "the table e does not exist here: a query reads events, persons, groups, person_distinct_ids and sessions")
 
 	// Expressions hold subqueries and lambdas, and each is checked.
 	f("star_replace_subquery", 0, nameAlone)
@@ -143,17 +143,17 @@ func TestCheckRefuses(t *testing.T) {
 	f("filter_subquery", 0, setting)
 	f("union_subquery", 0, "the table function read_text is not allowed here")
 	f("lateral_subquery", 0, setting)
-	f("recursive_subquery", 0, "the table pg_settings does not exist here: a query reads events, persons and groups")
+	f("recursive_subquery", 0, "the table pg_settings does not exist here: a query reads events, persons, groups, person_distinct_ids and sessions")
 
 	// A CTE is seen in its own query, after its definition; its name is a plain
 	// identifier other than a table's.
-	f("cte_outside_query_plain", 0, "the table x does not exist here: a query reads events, persons and groups")
-	f("cte_in_sibling", 0, "the table x does not exist here: a query reads events, persons and groups")
-	f("cte_before_definition_plain", 0, "the table b does not exist here: a query reads events, persons and groups")
-	f("cte_in_own_definition", 0, "the table x does not exist here: a query reads events, persons and groups")
-	f("cte_recursive_first_part", 0, "the table r does not exist here: a query reads events, persons and groups")
-	f("cte_before_definition", 0, "the table secret.csv does not exist here: a query reads events, persons and groups")
-	f("cte_before_definition_materialized", 0, "the table secret.csv does not exist here: a query reads events, persons and groups")
+	f("cte_outside_query_plain", 0, "the table x does not exist here: a query reads events, persons, groups, person_distinct_ids and sessions")
+	f("cte_in_sibling", 0, "the table x does not exist here: a query reads events, persons, groups, person_distinct_ids and sessions")
+	f("cte_before_definition_plain", 0, "the table b does not exist here: a query reads events, persons, groups, person_distinct_ids and sessions")
+	f("cte_in_own_definition", 0, "the table x does not exist here: a query reads events, persons, groups, person_distinct_ids and sessions")
+	f("cte_recursive_first_part", 0, "the table r does not exist here: a query reads events, persons, groups, person_distinct_ids and sessions")
+	f("cte_before_definition", 0, "the table secret.csv does not exist here: a query reads events, persons, groups, person_distinct_ids and sessions")
+	f("cte_before_definition_materialized", 0, "the table secret.csv does not exist here: a query reads events, persons, groups, person_distinct_ids and sessions")
 	f("cte_outside_query", 0, `a WITH query is named with letters, digits and _ only, not "secret.csv"`)
 	f("cte_named_like_file", 0, `a WITH query is named with letters, digits and _ only, not "secret.csv"`)
 	f("cte_named_events", 0, `a WITH query may not be named "events", the name of a table`)

@@ -1,6 +1,7 @@
 package hogql
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -58,7 +59,55 @@ func dialect(query string) (string, error) {
 	if query, err = nullishOperators(query); err != nil {
 		return "", err
 	}
-	return scalarCTEs(notEquals(query))
+	return scalarCTEs(notEquals(equalsNull(query)))
+}
+
+// equalsNull rewrites x = NULL (and ==, and NULL = x) to x IS NULL, HogQL's rule: SQL's
+// comparison with NULL is NULL, which drops every row. x != NULL becomes x IS
+// DISTINCT FROM NULL (notEquals), which is x IS NOT NULL.
+func equalsNull(query string) string {
+	if !strings.Contains(strings.ToLower(query), "null") {
+		return query
+	}
+	toks := lex(query)
+	var b strings.Builder
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
+		if t.text != "=" || i > 0 && strings.Contains("<>!=:", toks[i-1].text) {
+			b.WriteString(t.text)
+			continue
+		}
+		end := i // the operator's last token
+		if i+1 < len(toks) && toks[i+1].text == "=" {
+			end = i + 1
+		}
+		if n := nextToken(toks, end+1); n < len(toks) && strings.EqualFold(toks[n].text, "null") && toks[n].kind == tokIdent {
+			after := nextToken(toks, n+1)
+			if after >= len(toks) || toks[after].text != "(" && toks[after].text != "." && toks[after].text != ":" {
+				if i == 0 || toks[i-1].kind != tokSpace {
+					b.WriteString(" ")
+				}
+				b.WriteString("IS NULL")
+				i = n
+				continue
+			}
+		}
+		// NULL = x: x IS NULL, when NULL stands alone on the left
+		if p := previousToken(toks, i-1); p >= 0 && strings.EqualFold(toks[p].text, "null") && toks[p].kind == tokIdent &&
+			comparisonEdge(toks, previousToken(toks, p-1)) {
+			if right := operandEnd(toks, end+1); right >= 0 && comparisonEdge(toks, nextToken(toks, right+1)) {
+				written := b.String()
+				b.Reset()
+				b.WriteString(strings.TrimSuffix(strings.TrimRight(written, " \t\n\r"), toks[p].text))
+				b.WriteString("(" + join(toks[nextToken(toks, end+1):right+1]) + " IS NULL)")
+				i = right
+				continue
+			}
+		}
+		b.WriteString(join(toks[i : end+1]))
+		i = end
+	}
+	return b.String()
 }
 
 // notEquals rewrites a != b and a <> b to (a IS DISTINCT FROM b), HogQL's rule: a
@@ -201,6 +250,62 @@ func init() {
 		"notlike":        like("NOT LIKE"),
 		"notilike":       like("NOT ILIKE"),
 		"formatdatetime": formatDateTime,
+		// The higher-order functions over several arrays, whose lambda takes an element
+		// of each: over one, they are macros (Macros).
+		"arraymap":    multiArray("arrayMap", "list_transform(%s, %s)"),
+		"arrayfilter": multiArray("arrayFilter", "list_filter(%s, %s)"),
+		"arrayexists": multiArray("arrayExists", "(len(list_filter(%s, %s)) > 0)"),
+		"arraycount":  multiArray("arrayCount", "len(list_filter(%s, %s))"),
+		// toStartOfInterval(t, INTERVAL n unit[, zone]): the start of t's bucket of
+		// that width; buckets of a day or less start at midnight (as ClickHouse's, which
+		// count from the epoch); longer ones from DuckDB's origin, 3 January 2000 (a
+		// Monday: a week's bucket starts on Monday, as in ClickHouse) or 1 January 2000.
+		"tostartofinterval": func(args, _ []string) (string, error) {
+			if len(args) < 2 || len(args) > 3 {
+				return "", errorf("toStartOfInterval takes a time, an INTERVAL and optionally a time zone")
+			}
+			return "time_bucket(" + strings.Join(append([]string{args[1], args[0]}, args[2:]...), ", ") + ")", nil
+		},
+		// JSONExtract(json, keys..., 'Type'): the value as the type names it, as the
+		// JSONExtract<Type> functions read it; Nullable(Type) is NULL where those give
+		// their default.
+		"jsonextract": func(args, _ []string) (string, error) {
+			if len(args) < 2 {
+				return "", errorf("JSONExtract takes a JSON value, the keys to read and a type")
+			}
+			typ, ok := stringLiteral(args[len(args)-1])
+			if !ok {
+				return "", errorf("JSONExtract takes a constant type here")
+			}
+			nullable := strings.HasPrefix(typ, "Nullable(") && strings.HasSuffix(typ, ")")
+			if nullable {
+				typ = typ[len("Nullable(") : len(typ)-1]
+			}
+			name := ""
+			switch {
+			case typ == "String":
+				name = "jsonextractstring"
+			case typ == "Bool" || typ == "Boolean":
+				name = "jsonextractbool"
+			case strings.HasPrefix(typ, "Float"):
+				name = "jsonextractfloat"
+			case strings.HasPrefix(typ, "Int") || strings.HasPrefix(typ, "UInt"):
+				name = "jsonextractint"
+			default:
+				return "", errorf("JSONExtract's type %s is not supported here: String, Int*, UInt*, Float*, Bool, or Nullable of one", typ)
+			}
+			sql, err := callRewrites[name](args[:len(args)-1], nil)
+			if err != nil || !nullable {
+				return sql, err
+			}
+			present, err := jsonExtract(func(j, p string) string {
+				return "coalesce(json_type(" + j + ", " + p + ") NOT IN ('NULL'), false)" // not <>, which notEquals rewrites
+			})(args[:len(args)-1], nil)
+			if err != nil {
+				return "", err
+			}
+			return "CASE WHEN " + present + " THEN " + sql + " END", nil
+		},
 		// ClickHouse's JSON functions read the value at the keys (a string is an
 		// object's key, an integer a 1-based index into an array, negative from the
 		// end) and give the type's default ('', 0, false) when it is missing or of
@@ -234,6 +339,62 @@ func init() {
 			return "coalesce(json_exists(" + j + ", " + p + "), false)"
 		}),
 	}
+}
+
+// multiArray rewrites name(f, a1, a2, ...), ClickHouse's higher-order function over
+// several arrays, to shape (of DuckDB's list function over a1 and a lambda): f's first
+// parameter is a1's element, and each other one the element of its array at the same
+// position, read by the index DuckDB gives a lambda of two parameters. Over one array
+// it is left to the macro.
+func multiArray(name, shape string) callRewrite {
+	return func(args, _ []string) (string, error) {
+		if len(args) <= 2 {
+			return "", nil
+		}
+		params, body, ok := lambdaOf(args[0])
+		if !ok || len(params) != len(args)-1 {
+			return "", errorf("%s over %d arrays takes a lambda of %d parameters first", name, len(args)-1, len(args)-1)
+		}
+		const index = "hogql_i" // a name the lambda's body is refused to use
+		if strings.Contains(strings.ToLower(body), index) {
+			return "", errorf("%s's lambda may not name %s", name, index)
+		}
+		elements := map[string]string{}
+		for k, p := range params[1:] {
+			elements[p] = "(" + args[k+2] + ")[" + index + "]"
+		}
+		body, err := substitute(lex(body), elements)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf(shape, args[1], "("+params[0]+", "+index+") -> "+body), nil
+	}
+}
+
+// lambdaOf reads a lambda of several parameters, (x, y) -> body.
+func lambdaOf(sql string) (params []string, body string, ok bool) {
+	toks := lex(strings.TrimSpace(sql))
+	if len(toks) == 0 || toks[0].text != "(" {
+		return nil, "", false
+	}
+	end := closing(toks, 0)
+	if end < 0 {
+		return nil, "", false
+	}
+	for i := nextToken(toks, 1); i < end; i = nextToken(toks, i+1) {
+		if toks[i].kind != tokIdent {
+			return nil, "", false
+		}
+		params = append(params, toks[i].text)
+		if i = nextToken(toks, i+1); i < end && toks[i].text != "," {
+			return nil, "", false
+		}
+	}
+	arrow := nextToken(toks, end+1)
+	if arrow+1 >= len(toks) || toks[arrow].text != "-" || toks[arrow+1].text != ">" {
+		return nil, "", false
+	}
+	return params, join(toks[arrow+2:]), len(params) > 0
 }
 
 // jsonExtract rewrites a ClickHouse JSON function whose keys are constants: value

@@ -5,9 +5,9 @@ import (
 	"strings"
 )
 
-// tables are the tables a query may read: the caller makes them views of one
-// project's rows, on the connection the query runs on.
-var tables = map[string]bool{"events": true, "persons": true, "groups": true}
+// tables are the tables a query may read, PostHog's: the caller makes them views of
+// one project's rows, on the connection the query runs on.
+var tables = map[string]bool{"events": true, "persons": true, "groups": true, "person_distinct_ids": true, "sessions": true}
 
 // tableFunctions are the table functions a query may call: they generate rows and
 // read nothing.
@@ -58,7 +58,8 @@ var functions = func() map[string]bool {
 		`range generate_series unnest`,
 		// ClickHouse forms HogQL users write, defined as macros (Macros); the
 		// aggregates among them are in aggregateNames
-		`tostartofminute tostartofhour tostartofday tostartofweek tomonday tostartofmonth tostartofquarter
+		`tostartofminute tostartofhour tostartofsecond tostartoffiveminutes tostartoffiveminute tostartoftenminutes
+		tostartoffifteenminutes tostartofday tostartofweek tomonday tostartofmonth tostartofquarter
 		tostartofyear toyear toquarter tomonth todayofmonth todayofweek todayofyear tohour tominute tosecond
 		toyyyymm toyyyymmdd tounixtimestamp yesterday todate todatetime dateadd datesub addseconds addminutes
 		addhours adddays addweeks addmonths addyears subtractseconds subtractminutes subtracthours subtractdays
@@ -150,6 +151,11 @@ const clickHouseMacros = `
 	-- counts Monday 1 to Sunday 7.
 	CREATE OR REPLACE TEMP MACRO toStartOfMinute(x) AS date_trunc('minute', x);
 	CREATE OR REPLACE TEMP MACRO toStartOfHour(x) AS date_trunc('hour', x);
+	CREATE OR REPLACE TEMP MACRO toStartOfSecond(x) AS date_trunc('second', x);
+	CREATE OR REPLACE TEMP MACRO toStartOfFiveMinutes(x) AS time_bucket(INTERVAL 5 MINUTE, x);
+	CREATE OR REPLACE TEMP MACRO toStartOfFiveMinute(x) AS time_bucket(INTERVAL 5 MINUTE, x);
+	CREATE OR REPLACE TEMP MACRO toStartOfTenMinutes(x) AS time_bucket(INTERVAL 10 MINUTE, x);
+	CREATE OR REPLACE TEMP MACRO toStartOfFifteenMinutes(x) AS time_bucket(INTERVAL 15 MINUTE, x);
 	CREATE OR REPLACE TEMP MACRO toStartOfDay(x) AS date_trunc('day', x);
 	CREATE OR REPLACE TEMP MACRO toStartOfWeek(x) AS CAST(x AS DATE) - CAST(dayofweek(x) AS INTEGER),
 		(x, mode) AS CAST(x AS DATE) - CAST(CASE WHEN mode % 2 = 1 THEN isodow(x) - 1 ELSE dayofweek(x) END AS INTEGER);

@@ -1,7 +1,8 @@
 // Package hogql is the query API's language: HogQL, which here is DuckDB SQL plus the
 // forms PostHog users write, properties.$key (and person.properties.key) for JSON
-// property access, count(), and ClickHouse's functions and forms as PostHog documents
-// them (Macros, and the rewrites of dialect.go).
+// property access, the lazy joins of events (person, group_0, session), count(), and
+// ClickHouse's functions and forms as PostHog documents them (Macros, and the
+// rewrites of dialect.go).
 //
 // It is the security boundary of the query API: Rewrite turns the property forms into
 // DuckDB's, and Check decides, on DuckDB's own parse of the result, whether a project's

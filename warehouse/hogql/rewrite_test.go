@@ -27,6 +27,41 @@ func TestRewrite(t *testing.T) {
 	f(`SELECT properties."a key" FROM events`, `SELECT json_extract_string(properties, '$."a key"') FROM events`, false)
 	// Quotes in a key are doubled in the path's literal.
 	f(`SELECT properties."it's" FROM events`, `SELECT json_extract_string(properties, '$."it''s"') FROM events`, false)
+	// The lazy joins of events: the person's and the groups' fields, qualified or not;
+	// the session's.
+	f(`SELECT e.person.properties.email, pdi.person.properties.plan FROM events e`,
+		`SELECT json_extract_string(e.person_properties, '$."email"'), json_extract_string(pdi.person_properties, '$."plan"') FROM events e`, true)
+	f(`SELECT person.id, events.person.created_at, person.properties FROM events`,
+		`SELECT person_id, events.person_created_at, person_properties FROM events`, true)
+	f(`SELECT person.id FROM events`, `SELECT person_id FROM events`, false)
+	f(`SELECT group_0.properties.name, e.group_4.key, group_1.created_at FROM events e`,
+		`SELECT json_extract_string(group_0_properties, '$."name"'), e."$group_4", group_1_created_at FROM events e`, false)
+	f(`SELECT group_5.key FROM t`, `SELECT group_5.key FROM t`, false)
+	f(`WITH person AS (SELECT 1 AS x) SELECT person.x FROM person`, `WITH person AS (SELECT 1 AS x) SELECT person.x FROM person`, false)
+	f(`SELECT session.$session_duration, e.session.id FROM events e`, `SELECT "session_$session_duration", e."session_session_id" FROM events e`, false)
+	// A table aliased with a join's name is read as the query says.
+	f(`SELECT person.id, person.properties.email FROM persons AS person`,
+		`SELECT person.id, json_extract_string(person.properties, '$."email"') FROM persons AS person`, false)
+	f(`SELECT session.session_id FROM sessions session`, `SELECT session.session_id FROM sessions session`, false)
+	f(`SELECT group_0.key FROM (SELECT 1 AS key) group_0`, `SELECT group_0.key FROM (SELECT 1 AS key) group_0`, false)
+	// events' $session_id and $window_id are properties.
+	f(`SELECT $session_id, e.$window_id FROM events e`,
+		`SELECT json_extract_string(properties, '$."$session_id"'), json_extract_string(e.properties, '$."$window_id"') FROM events e`, false)
+	// A bare $name is a column; $1 a parameter.
+	f(`SELECT $group_0, s.$pageview_count, $1 FROM sessions s`, `SELECT "$group_0", s."$pageview_count", $1 FROM sessions s`, false)
+	// A property used as a number is read as one.
+	f(`properties.n * 2`, `TRY_CAST(json_extract_string(properties, '$."n"') AS DOUBLE) * 2`, false)
+	f(`SELECT 1 - e.properties.n, sum(properties.m), sumIf(properties.k, true), properties.s FROM events e`,
+		`SELECT 1 - TRY_CAST(json_extract_string(e.properties, '$."n"') AS DOUBLE), sum(TRY_CAST(json_extract_string(properties, '$."m"') AS DOUBLE)), `+
+			`sumIf(TRY_CAST(json_extract_string(properties, '$."k"') AS DOUBLE), true), json_extract_string(properties, '$."s"') FROM events e`, false)
+	f(`SELECT *, properties.a, count(*) FROM events WHERE properties->>'x' = '1'`,
+		`SELECT *, json_extract_string(properties, '$."a"'), count(*) FROM events WHERE properties->>'x' = '1'`, false)
+	f(`SELECT properties.n > 5, 9.5 <= properties.m, properties.k != 1, properties.j > -1, properties.s = '5', properties.t = x`,
+		`SELECT TRY_CAST(json_extract_string(properties, '$."n"') AS DOUBLE) > 5, 9.5 <= TRY_CAST(json_extract_string(properties, '$."m"') AS DOUBLE), `+
+			`(TRY_CAST(json_extract_string(properties, '$."k"') AS DOUBLE) IS DISTINCT FROM 1), TRY_CAST(json_extract_string(properties, '$."j"') AS DOUBLE) > -1, `+
+			`json_extract_string(properties, '$."s"') = '5', json_extract_string(properties, '$."t"') = x`, false)
+	// HogQL's = NULL.
+	f(`SELECT a = NULL, NULL = b, c == NULL, d <= NULL, x := NULL`, `SELECT a IS NULL, (b IS NULL), c IS NULL, d <= NULL, x := NULL`, false)
 	// Untouched: strings, comments, a bare properties column, properties of nothing.
 	f(`SELECT 'properties.$x' FROM events`, `SELECT 'properties.$x' FROM events`, false)
 	f(`SELECT 1 -- properties.$x`, `SELECT 1 -- properties.$x`, false)
@@ -62,6 +97,9 @@ func TestRewriteRefuses(t *testing.T) {
 	}
 	f(`SELECT properties."a""b" FROM events`, `the property name "a\"b" cannot be read with the dot form; use json_extract_string`)
 	f(`SELECT properties."a\b" FROM events`, `the property name "a\\b" cannot be read with the dot form; use json_extract_string`)
+	f(`SELECT person.nothing FROM events`, `the field person.nothing does not exist here: person has id, properties, created_at and is_identified`)
+	f(`SELECT e.group_2.name FROM events e`, `the field group_2.name does not exist here: a group has key, properties and created_at`)
+	f(`SELECT session.duration FROM events`, `the field session.duration does not exist here: session has the columns of sessions`)
 }
 
 // The lexer gives the query back unchanged, whatever it holds: Rewrite copies what it
@@ -106,6 +144,12 @@ func TestColumnName(t *testing.T) {
 	f("count_star()", "count()")
 	f("count(DISTINCT person_id)", "count(DISTINCT person_id)")
 	f(`json_extract_string(properties, '$.a')`, `json_extract_string(properties, '$.a')`)
+	// Reads inside an expression, read as numbers, of the joins.
+	f(`sum(TRY_CAST(json_extract_string(properties, '$."amount"') AS DOUBLE))`, "sum(properties.amount)")
+	f(`coalesce(json_extract_string(properties, '$."a"'), json_extract_string(e.group_0_properties, '$."b"'))`,
+		"coalesce(properties.a, e.group_0.properties.b)")
+	f(`TRY_CAST(x AS DOUBLE) + TRY_CAST(json_extract_string(properties, '$."n"') AS INTEGER)`,
+		`TRY_CAST(x AS DOUBLE) + TRY_CAST(properties.n AS INTEGER)`)
 }
 
 func TestStripLabel(t *testing.T) {
@@ -134,6 +178,9 @@ func FuzzRewrite(f *testing.F) {
 		`SELECT properties->>'$it''s'`, `SELECT properties->'`, `SELECT properties."`, `/* open`, `-- x`,
 		"SELECT properties.`$browser` ?? 'x'", `WITH 1 AS a, t AS (SELECT a) SELECT quantiles(0.5)(a) FROM t`,
 		`SELECT multiIf(a, b, c), JSONExtractString(j, 'k', 1), formatDateTime(t, '%F'), extract(s, '(a)')`, "`open",
+		`properties.n * 2`, `SELECT e.person.properties.x - 1, group_0.key, session.id, $group_0 = NULL FROM persons person`,
+		`SELECT arrayMap((x, y) -> x + y, a, b), JSONExtract(j, 'k', 'Nullable(Int8)'), toStartOfInterval(t, INTERVAL 5 minute)`,
+		`NULL = x`, `= NULL`, `arrayMap((`, `person.`, `sum(properties.x`,
 	} {
 		f.Add(q)
 	}

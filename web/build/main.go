@@ -1,6 +1,7 @@
-// Command build bundles the console (web/src) into web/dist with esbuild: one
-// JavaScript and one CSS file named by their content's hash, and the HTML shell that
-// loads them. Run it from the repository root after changing web/src:
+// Command build bundles the console (web/src) into web/dist with esbuild: the entry
+// script, the chunks of the screens it loads when first shown (web/src/lazy.jsx) and
+// what they share, and one CSS file, each named by its content's hash, and the HTML
+// shell that loads the entry and the styles. Run it from the repository root after changing web/src:
 //
 //	npm ci --prefix web && go run ./web/build
 //
@@ -55,7 +56,9 @@ func bundle(dir string) (map[string][]byte, error) {
 		Write:             false,
 		Outdir:            outdir,
 		EntryNames:        "[name]-[hash]",
+		ChunkNames:        "[name]-[hash]",
 		AssetNames:        "[name]-[hash]",
+		Splitting:         true,
 		Format:            api.FormatESModule,
 		Target:            api.ES2020,
 		JSX:               api.JSXAutomatic,
@@ -80,10 +83,11 @@ func bundle(dir string) (map[string][]byte, error) {
 		}
 		name = filepath.ToSlash(name)
 		files[name] = f.Contents
-		switch filepath.Ext(name) {
-		case ".js":
+		// The entry point is main-<hash>.js; the other scripts are the chunks it imports.
+		switch {
+		case filepath.Ext(name) == ".js" && strings.HasPrefix(filepath.Base(name), "main-"):
 			script = "/" + name
-		case ".css":
+		case filepath.Ext(name) == ".css":
 			style = "/" + name
 		}
 	}

@@ -1,22 +1,26 @@
 // Time series charts drawn as SVG, made accessible: an aria-label that states what the
 // chart shows, legend entries that are buttons, and a table of the same numbers.
 //
-// Decision: hedge draws its own SVG instead of using uPlot. uPlot alone is 24 KB of the
-// console's 60 KB gzipped budget, which eight screens do not leave; the charts here
+// Decision: hedge draws its own SVG instead of using uPlot. uPlot alone is 24 KB
+// gzipped, a third of the whole console's today and more than half the 40 KB budget of
+// the charts' screens' first load; the charts here
 // are a few dozen points per series, which SVG draws at no cost. SVG also takes its
 // colours from the theme's CSS variables through classes, so a theme change restyles
 // it without a redraw (a canvas keeps the colours it was drawn with).
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { downloadCSV, format } from './ui.jsx';
 
-// niceTicks divides [0, max] into about n steps of 1, 2 or 5 times a power of ten.
-export function niceTicks(max, n = 4) {
-  if (!(max > 0)) return [0, 1];
-  const raw = max / n;
+// niceTicks divides [min, max] (min 0 or below) into about n steps of 1, 2 or 5 times
+// a power of ten, from a tick at or under min to one at or over max, through 0; whole
+// numbers (counts of persons) are divided in steps of 1 at least.
+export function niceTicks(max, n = 4, min = 0, whole = false) {
+  if (!(max > 0) && !(min < 0)) return [0, 1];
+  const raw = Math.max((Math.max(0, max) - min) / n, whole ? 1 : 0);
   const power = 10 ** Math.floor(Math.log10(raw));
   const step = [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw);
   const ticks = [];
-  for (let v = 0; v < max + step; v += step) ticks.push(Number(v.toPrecision(12)));
+  for (let v = Math.floor(min / step) * step; v < max + step; v += step) ticks.push(Number(v.toPrecision(12)));
+  if (ticks.length < 2) ticks.push(ticks[0] + step);
   return ticks;
 }
 
@@ -80,13 +84,16 @@ export function inProgressFrom(days, interval, timeZone, now = new Date()) {
 const noteRoom = 24;
 
 // TimeChart draws series [{label, data}] over labels (ISO dates or date-times) as
-// lines, bars or stacked bars; the buckets from current on (inProgressFrom) are
-// drawn dashed, for they are not over, and a note under the plot says so. height is
+// lines, bars or stacked bars (a negative value stacked below the axis, as a
+// lifecycle's dormant persons). Labels of another kind (a stickiness' "3 days") come
+// with axis, which names them (name), writes them under the axis (tick) and in the
+// tooltip (long), and may give values a unit and leave out totals (noTotal). The
+// buckets from current on (inProgressFrom) are drawn dashed, for they are not over, and a note under the plot says so. height is
 // the plot's and the note's together, so that a chart fits a dashboard tile with or
 // without the note. title names it for assistive technology. drill(i, j, element),
 // when given, is what clicking (or Enter on) the point of series i at interval j does,
 // for the series marked drillable: the point is then a button.
-export function TimeChart({ title, labels, series, display = 'line', height = 280, current = labels.length, drill }) {
+export function TimeChart({ title, labels, series, display = 'line', height = 280, current = labels.length, drill, axis = dateAxis }) {
   const box = useRef();
   const [width, setWidth] = useState(600);
   const [hidden, setHidden] = useState(() => new Set());
@@ -102,10 +109,11 @@ export function TimeChart({ title, labels, series, display = 'line', height = 28
   }, [asTable]);
   const totals = series.map((s) => s.data.reduce((a, b) => a + (b ?? 0), 0));
   const peak = Math.max(0, ...series.flatMap((s) => s.data.map((v) => v ?? 0)));
+  const unit = axis.unit || '';
   const summary =
     `${title}: ${series.length} series from ${labels[0] ?? '—'} to ${labels[labels.length - 1] ?? '—'}; ` +
     series.map((s, i) => `${s.label} total ${format(totals[i])}`).join(', ') +
-    `; peak ${format(peak)}` +
+    `; peak ${format(peak)}${unit}` +
     (current < labels.length ? `; from ${labels[current]} the interval is still in progress.` : '.');
   const toggle = (i) =>
     setHidden((h) => {
@@ -121,7 +129,7 @@ export function TimeChart({ title, labels, series, display = 'line', height = 28
             <li>
               <button type="button" class="legend-item" aria-pressed={!hidden.has(i)} title={`${s.label}: ${format(totals[i])}`} onClick={() => toggle(i)}>
                 <span class="swatch" style={{ background: `var(--series-${i % 8})` }} aria-hidden="true" />
-                <span class="legend-label">{s.label}</span> <span class="muted">{format(totals[i])}</span>
+                <span class="legend-label">{s.label}</span> {!axis.noTotal && <span class="muted">{format(totals[i])}</span>}
               </button>
             </li>
           ))}
@@ -133,7 +141,7 @@ export function TimeChart({ title, labels, series, display = 'line', height = 28
           <button
             type="button"
             class="secondary"
-            onClick={() => downloadCSV(`${title || 'chart'}.csv`, ['date', ...series.map((s) => s.label)], labels.map((l, j) => [l, ...series.map((s) => s.data[j])]))}
+            onClick={() => downloadCSV(`${title || 'chart'}.csv`, [axis.name.toLowerCase(), ...series.map((s) => s.label)], labels.map((l, j) => [l, ...series.map((s) => s.data[j])]))}
           >
             CSV
           </button>
@@ -145,7 +153,7 @@ export function TimeChart({ title, labels, series, display = 'line', height = 28
             <caption class="sr-only">{title}</caption>
             <thead>
               <tr>
-                <th scope="col">Date</th>
+                <th scope="col">{axis.name}</th>
                 {series.map((s) => (
                   <th scope="col" class="num">
                     <span class="clip" title={s.label}>
@@ -169,7 +177,7 @@ export function TimeChart({ title, labels, series, display = 'line', height = 28
         </div>
       ) : (
         <div ref={box} class="chart-canvas">
-          <Plot {...{ labels, series, display, hidden, width, summary, current, drill }} height={current < labels.length ? height - noteRoom : height} />
+          <Plot {...{ labels, series, display, hidden, width, summary, current, drill, axis }} height={current < labels.length ? height - noteRoom : height} />
         </div>
       )}
       {!asTable && current < labels.length && <p class="muted chart-note">Dashed: the current interval, still in progress.</p>}
@@ -177,6 +185,9 @@ export function TimeChart({ title, labels, series, display = 'line', height = 28
     </figure>
   );
 }
+
+// dateAxis is a time series' x axis: intervals' starts.
+const dateAxis = { name: 'Date', tick: shortDate, long: longDate };
 
 // BarList shows values by label as horizontal bars in plain HTML (top N breakdowns).
 export function BarList({ title, items }) {
@@ -204,7 +215,7 @@ export function BarList({ title, items }) {
 // The buckets from current on are in progress: a line reaches them by a dashed path
 // of its own (class in-progress), their points are hollow and their bars pale and
 // outlined dashed, so that a day not over does not read as a drop.
-function Plot({ labels, series, display, hidden, width, height, summary, current, drill }) {
+function Plot({ labels, series, display, hidden, width, height, summary, current, drill, axis }) {
   const [tip, setTip] = useState(null);
   // cursor is the point a Tab reaches ({i, j}): a chart is one stop, whose arrow keys
   // move between its points (Left and Right by interval, Up and Down by series).
@@ -219,10 +230,14 @@ function Plot({ labels, series, display, hidden, width, height, summary, current
   const stacked = display === 'stacked';
   const bars = display === 'bar' || stacked;
   const value = (s, j) => s.data[j] ?? 0;
-  const max = Math.max(0, ...labels.map((_, j) => (stacked ? shown.reduce((a, s) => a + value(s, j), 0) : Math.max(0, ...shown.map((s) => value(s, j))))));
-  const ticks = niceTicks(max);
+  // Stacked, the positive values pile up from 0 and the negative ones down from it.
+  const sumOf = (j, sign) => shown.reduce((a, s) => a + (Math.sign(value(s, j)) === sign ? value(s, j) : 0), 0);
+  const max = Math.max(0, ...labels.map((_, j) => (stacked ? sumOf(j, 1) : Math.max(0, ...shown.map((s) => value(s, j))))));
+  const min = Math.min(0, ...labels.map((_, j) => (stacked ? sumOf(j, -1) : Math.min(0, ...shown.map((s) => value(s, j))))));
+  const ticks = niceTicks(max, 4, min, shown.every((s) => s.data.every((v) => Number.isInteger(v ?? 0))));
   const top_ = ticks[ticks.length - 1] || 1;
-  const y = (v) => top + plotH - (v / top_) * plotH;
+  const bottom_ = ticks[0];
+  const y = (v) => top + plotH - ((v - bottom_) / (top_ - bottom_)) * plotH;
   const slot = plotW / Math.max(n, 1);
   const x = (j) => left + (bars ? slot * (j + 0.5) : n > 1 ? (plotW * j) / (n - 1) : plotW / 2);
   const every = Math.max(1, Math.ceil(n / Math.max(1, Math.floor(plotW / 70))));
@@ -256,7 +271,7 @@ function Plot({ labels, series, display, hidden, width, height, summary, current
       ...props,
       tabindex: stop && stop.i === s.i && stop.j === j ? 0 : -1,
       role: 'button',
-      'aria-label': `${s.label} on ${longDate(labels[j])}: ${format(value(s, j))}${!s.settled && j >= current ? ' (in progress)' : ''}, show persons`,
+      'aria-label': `${s.label} on ${axis.long(labels[j])}: ${format(value(s, j))}${!s.settled && j >= current ? ' (in progress)' : ''}, show persons`,
       onFocus: () => {
         setTip(j);
         setCursor({ i: s.i, j });
@@ -296,17 +311,19 @@ function Plot({ labels, series, display, hidden, width, height, summary, current
   if (bars) {
     const bandW = Math.max(1, slot * 0.7);
     labels.forEach((_, j) => {
-      let base = 0;
+      const bases = { 1: 0, '-1': 0 };
       shown.forEach((s, k) => {
         const v = value(s, j);
         const w = stacked ? bandW : bandW / shown.length;
         const x0 = x(j) - bandW / 2 + (stacked ? 0 : k * w);
-        const y0 = y(base + v);
+        const sign = v < 0 ? -1 : 1;
+        const base = stacked ? bases[sign] : 0;
+        const y0 = y(Math.max(base, base + v));
         const open = !s.settled && j >= current;
         marks.push(
-          <rect class={`series-${s.i % 8} bar${open ? ' in-progress' : ''}`} x={x0} y={y0} width={Math.max(1, w - (stacked ? 0 : 1))} height={Math.max(0, y(base) - y0)} {...mark(s, j)} />,
+          <rect class={`series-${s.i % 8} bar${open ? ' in-progress' : ''}`} x={x0} y={y0} width={Math.max(1, w - (stacked ? 0 : 1))} height={Math.abs(y(base + v) - y(base))} {...mark(s, j)} />,
         );
-        if (stacked) base += v;
+        bases[sign] = base + v;
       });
     });
   } else {
@@ -341,13 +358,14 @@ function Plot({ labels, series, display, hidden, width, height, summary, current
           <line x1={left} x2={left + plotW} y1={y(t)} y2={y(t)} />
           <text x={left - 6} y={y(t)} dy="0.32em" text-anchor="end">
             {format(t)}
+            {axis.unit}
           </text>
         </g>
       ))}
       {labels.map((label, j) =>
         j % every === 0 ? (
           <text class="x-label" aria-hidden="true" x={x(j)} y={height - 8} text-anchor={x(j) > width - right - 24 ? 'end' : j === 0 && !bars ? 'start' : 'middle'}>
-            {shortDate(label)}
+            {axis.tick(label)}
           </text>
         ) : null,
       )}
@@ -358,14 +376,17 @@ function Plot({ labels, series, display, hidden, width, height, summary, current
     {tipX !== null && (
       <div class="chart-tip" aria-hidden="true" style={tipX > width / 2 ? { right: `${width - tipX + 12}px` } : { left: `${tipX + 12}px` }}>
         <div class="chart-tip-head">
-          {longDate(labels[tip])}
+          {axis.long(labels[tip])}
           {tip >= current ? ' (in progress)' : ''}
         </div>
         {shown.map((s) => (
           <div class="chart-tip-row">
             <span class="swatch" style={{ background: `var(--series-${s.i % 8})` }} />
             <span class="chart-tip-label">{s.label}</span>
-            <span class="chart-tip-value">{format(value(s, tip))}</span>
+            <span class="chart-tip-value">
+              {format(value(s, tip))}
+              {axis.unit}
+            </span>
           </div>
         ))}
       </div>

@@ -1,10 +1,13 @@
 // An insight's result drawn as its query says: trends as a chart (line, bars, stacked,
 // a number, a table or a bar list of totals, by trendsFilter.display), funnels as
-// steps with conversion, events and SQL as tables. The insight screen, dashboard
+// steps with conversion, retention, stickiness and lifecycle as insight-kinds.jsx
+// draws them, paths as a Sankey diagram, events and SQL as tables. The insight screen, dashboard
 // tiles and public dashboards all draw results through this one component.
 import { useState } from 'preact/hooks';
 import { BarList, TimeChart, inProgressFrom, longDate } from './chart.jsx';
+import { LifecycleResult, RetentionResult, StickinessResult } from './insight-kinds.jsx';
 import { PersonsDialog } from './persons-dialog.jsx';
+import { Sankey } from './sankey.jsx';
 import { Table, format } from './ui.jsx';
 
 // sourceOf unwraps the query an insight stores (InsightVizNode, DataTableNode,
@@ -47,7 +50,8 @@ export function seriesLabel(line) {
 
 // InsightResult draws result, the answer to query. timezone is the project's, which
 // trends count intervals in (the browser's when not given). With project and ran (the
-// query exactly as it ran for result), a trend's points open the persons behind them.
+// query exactly as it ran for result), a trend's points and a retention's cohorts open
+// the persons behind them.
 export function InsightResult({ query, result, title, height, timezone, project, ran }) {
   const q = sourceOf(query);
   if (!q || result === undefined || result === null) return <p class="empty">No result yet.</p>;
@@ -56,6 +60,14 @@ export function InsightResult({ query, result, title, height, timezone, project,
       return <TrendsResult query={q} lines={result} title={title} height={height} timezone={timezone} project={project} ran={ran} />;
     case 'FunnelsQuery':
       return <FunnelResult steps={result} title={title} />;
+    case 'RetentionQuery':
+      return <RetentionResult query={q} cohorts={result} title={title} height={height} project={project} ran={ran} />;
+    case 'StickinessQuery':
+      return <StickinessResult query={q} lines={result} title={title} height={height} />;
+    case 'LifecycleQuery':
+      return <LifecycleResult query={q} lines={result} title={title} height={height} timezone={timezone} />;
+    case 'PathsQuery':
+      return Array.isArray(result) ? <Sankey title={title} edges={result} height={height} /> : <p class="empty">No result yet.</p>;
     default:
       return <RowsResult result={result} />;
   }

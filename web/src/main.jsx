@@ -7,27 +7,34 @@ import './app.css';
 import './theme.js';
 import { api, setUnauthorizedHandler } from './api.js';
 import { Layout } from './layout.jsx';
+import { lazy } from './lazy.jsx';
 import { match, navigate, useLocation } from './router.jsx';
 import { Account } from './screens/account.jsx';
 import { Activity } from './screens/activity.jsx';
-import { BatchExport, BatchExports } from './screens/batch-exports.jsx';
-import { Cohort, Cohorts } from './screens/cohorts.jsx';
-import { Dashboard } from './screens/dashboard.jsx';
 import { Dashboards } from './screens/dashboards.jsx';
-import { FeatureFlag } from './screens/flag.jsx';
-import { FeatureFlags } from './screens/flags.jsx';
 import { Group, Groups } from './screens/groups.jsx';
-import { Insight } from './screens/insight.jsx';
 import { Insights } from './screens/insights.jsx';
 import { Login } from './screens/login.jsx';
 import { Person } from './screens/person.jsx';
 import { Persons } from './screens/persons.jsx';
-import { Settings } from './screens/settings.jsx';
-import { Shared } from './screens/shared.jsx';
 import { Signup } from './screens/signup.jsx';
-import { SQL } from './screens/sql.jsx';
 import { Session, projectPath } from './session.jsx';
 import { ErrorNote, Loading, Page } from './ui.jsx';
+
+// The screens loaded when first shown (lazy.jsx): the builders, charts, editors and
+// forms; the lists and the shell come with the first load.
+const BatchExport = lazy(() => import('./screens/batch-exports.jsx'), 'BatchExport');
+const BatchExports = lazy(() => import('./screens/batch-exports.jsx'), 'BatchExports');
+const Cohort = lazy(() => import('./screens/cohorts.jsx'), 'Cohort');
+const Cohorts = lazy(() => import('./screens/cohorts.jsx'), 'Cohorts');
+const Dashboard = lazy(() => import('./screens/dashboard.jsx'), 'Dashboard');
+const FeatureFlag = lazy(() => import('./screens/flag.jsx'), 'FeatureFlag');
+const FeatureFlags = lazy(() => import('./screens/flags.jsx'), 'FeatureFlags');
+const Insight = lazy(() => import('./screens/insight.jsx'), 'Insight');
+const Settings = lazy(() => import('./screens/settings.jsx'), 'Settings');
+const Shared = lazy(() => import('./screens/shared.jsx'), 'Shared');
+const SQL = lazy(() => import('./screens/sql.jsx'), 'SQL');
+const WebAnalytics = lazy(() => import('./screens/web-analytics.jsx'), 'WebAnalytics');
 
 // publicRoutes need no sign-in.
 const publicRoutes = [
@@ -55,6 +62,7 @@ const routes = [
   ['/project/:project/dashboards', ({ project }) => <Dashboards project={project} />],
   ['/project/:project/dashboard/:id', ({ project, id, params }) => <Dashboard project={project} id={id} params={params} />],
   ['/project/:project/sql', ({ project, params }) => <SQL project={project} params={params} />],
+  ['/project/:project/web', ({ project, params }) => <WebAnalytics project={project} params={params} />],
   ['/project/:project/feature_flags', ({ project, params }) => <FeatureFlags project={project} params={params} />],
   ['/project/:project/feature_flags/new', ({ project, params }) => <FeatureFlag project={project} params={params} />],
   ['/project/:project/feature_flags/:id', ({ project, id, params }) => <FeatureFlag project={project} id={id} params={params} />],

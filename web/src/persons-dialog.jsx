@@ -1,6 +1,6 @@
-// PersonsDialog lists the persons behind a point of a trend (PostHog's persons modal):
-// the query API's ActorsQuery over an InsightActorsQuery, most events first, 100 at a
-// time. A native modal <dialog>: focus stays inside, Escape and Close close it, and the
+// PersonsDialog lists the persons behind a point of a trend or a retention's cohort
+// (PostHog's persons modal): the query API's ActorsQuery over an InsightActorsQuery,
+// most events (or returns) first, 100 at a time. A native modal <dialog>: focus stays inside, Escape and Close close it, and the
 // caller puts focus back on the point.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { query } from './api.js';
@@ -10,6 +10,9 @@ import { ErrorNote, PagesStatus, Table } from './ui.jsx';
 
 const pageSize = 100;
 
+// events is a trend point's column: each person's events in it.
+const events = { column: 'event_count', label: 'Events', show: (v) => v };
+
 // personName is what a person is called: their name, else a distinct id, else the uuid.
 function personName(p) {
   return p.name || (p.distinct_ids && p.distinct_ids[0]) || p.uuid;
@@ -17,15 +20,17 @@ function personName(p) {
 
 // PersonsDialog opens on mount; source is the InsightActorsQuery of the point, title
 // names the point ("Signups on 26-Nov-2026"), close is called once it has closed.
-export function PersonsDialog({ project, source, title, close }) {
+// count is the column beside the person: its name in the query, its heading and how
+// its value is shown (a trend point's events by default).
+export function PersonsDialog({ project, source, title, close, count = events }) {
   const ref = useRef();
   const [state, setState] = useState({ rows: null, more: false, next: 0, loading: true, error: null });
   const load = async (offset, signal) => {
     setState((s) => ({ ...s, loading: true, error: null }));
     try {
-      const r = await query(project, { kind: 'ActorsQuery', select: ['actor', 'event_count'], limit: pageSize, offset, source }, signal);
+      const r = await query(project, { kind: 'ActorsQuery', select: ['actor', count.column], limit: pageSize, offset, source }, signal);
       setState((s) => ({
-        rows: [...(offset ? s.rows || [] : []), ...r.results.map(([actor, count]) => ({ actor, count }))],
+        rows: [...(offset ? s.rows || [] : []), ...r.results.map(([actor, n]) => ({ actor, count: n }))],
         more: !!r.hasMore,
         next: (r.offset ?? offset) + (r.limit || pageSize),
         loading: false,
@@ -58,7 +63,7 @@ export function PersonsDialog({ project, source, title, close }) {
                 </Link>
               ),
             },
-            { key: 'count', label: 'Events', numeric: true },
+            { key: 'count', label: count.label, numeric: count === events, render: count === events ? undefined : (r) => count.show(r.count) },
           ]}
           rows={state.rows}
           empty="No persons here."

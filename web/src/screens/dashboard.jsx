@@ -1,5 +1,6 @@
 // A dashboard: its tiles on PostHog's 12-column grid in their "sm" layouts, a date
-// range over every tile, and for those who may edit it: moving and resizing tiles by
+// range and property filters over every tile (dashboard-filters.jsx), each tile's
+// time computed and a refresh, and for those who may edit it: moving and resizing tiles by
 // dragging or by keyboard (saved at once with PATCH tiles[].layouts), text cards,
 // removing tiles, and the public link. The grid and its tiles are also the public
 // shared page's (shared.jsx), read only.
@@ -8,25 +9,14 @@ import { api } from '../api.js';
 import { InsightResult, sourceOf } from '../insight-result.jsx';
 import { Link, navigate, setQuery } from '../router.jsx';
 import { projectPath } from '../session.jsx';
-import { CopyButton, ErrorNote, Field, Loading, Page, downloadCSV, useAsync } from '../ui.jsx';
+import { CopyButton, ErrorNote, Field, Loading, Page, downloadCSV, relativeTime, useAsync } from '../ui.jsx';
+import { DashboardFilters, viewFilters } from './dashboard-filters.jsx';
 import { Deleted, useRequest } from './manage.jsx';
 
 // The grid's geometry: PostHog's 12 columns; rows of ROW px with GAP px between.
 export const COLS = 12;
 const ROW = 56;
 const GAP = 12;
-
-// dateRanges are the dashboard-wide ranges offered, as PostHog's date_from values.
-export const dateRanges = [
-  ['', "Each tile's own range"],
-  ['dStart', 'Today'],
-  ['-7d', 'Last 7 days'],
-  ['-14d', 'Last 14 days'],
-  ['-30d', 'Last 30 days'],
-  ['-90d', 'Last 90 days'],
-  ['mStart', 'This month'],
-  ['all', 'All time'],
-];
 
 // clampLayout keeps a layout on the grid: 1 to 12 columns wide, at least one row high,
 // never past the right edge or above the top.
@@ -127,12 +117,15 @@ export function tileName(t) {
   return t.insight ? t.insight.name || 'Untitled insight' : 'Text';
 }
 
-// resultOf is an insight's result as InsightResult takes it: trends and funnels answer
+// drawn are the insight kinds InsightResult draws as charts, not as rows.
+const drawn = ['TrendsQuery', 'FunnelsQuery', 'RetentionQuery', 'PathsQuery', 'StickinessQuery', 'LifecycleQuery'];
+
+// resultOf is an insight's result as InsightResult takes it: the drawn kinds answer
 // {results: [...]} in an insight, the list itself in InsightResult.
 export function resultOf(insight) {
   const r = insight.result;
   const kind = sourceOf(insight.query) && sourceOf(insight.query).kind;
-  if ((kind === 'TrendsQuery' || kind === 'FunnelsQuery') && r && !Array.isArray(r) && Array.isArray(r.results)) return r.results;
+  if (drawn.includes(kind) && r && !Array.isArray(r) && Array.isArray(r.results)) return r.results;
   return r;
 }
 
@@ -144,15 +137,15 @@ function timezoneOf(insight) {
   return (r && !Array.isArray(r) && r.timezone) || undefined;
 }
 
-// tileQuery is the query a tile's trend was computed for, which its points' persons
-// are listed from: its insight's TrendsQuery under the layers of filters (the
-// dashboard's, the tile's filters_overrides, the URL's range), applied as hedge applies
-// them (admin/dashboard_filters.go): a date_from or date_to set replaces that end of
-// the range; a later layer's properties replace an earlier's, and are added to the
-// query's own. null for a query of another kind.
+// tileQuery is the query a tile's trend or retention was computed for, which its
+// points' or cohorts' persons are listed from: its insight's query under the layers of
+// filters (the dashboard's, the tile's filters_overrides, the URL's range), applied as
+// hedge applies them (admin/dashboard_filters.go): a date_from or date_to set replaces
+// that end of the range; a later layer's properties replace an earlier's, and are
+// added to the query's own. null for a query of another kind.
 export function tileQuery(insight, layers) {
   const q = sourceOf(insight.query);
-  if (!q || q.kind !== 'TrendsQuery') return null;
+  if (!q || (q.kind !== 'TrendsQuery' && q.kind !== 'RetentionQuery')) return null;
   let from = null;
   let to = null;
   let props = null;
@@ -200,7 +193,7 @@ export function Grid({ tiles, layouts, project, edit, announce, filters }) {
 function Tile({ tile, layout, project, edit, announce, filters }) {
   const name = tileName(tile);
   const headId = `tile-${tile.id}-title`;
-  const rows = tile.insight && !['TrendsQuery', 'FunnelsQuery'].includes((sourceOf(tile.insight.query) || {}).kind);
+  const rows = tile.insight && !drawn.includes((sourceOf(tile.insight.query) || {}).kind);
   const height = Math.max(80, layout.h * ROW + (layout.h - 1) * GAP - 105);
   return (
     <article
@@ -215,6 +208,11 @@ function Tile({ tile, layout, project, edit, announce, filters }) {
           {tile.insight && project ? <Link href={projectPath(project, 'insights/' + tile.insight.short_id)}>{name}</Link> : name}
         </h2>
         <div class="tile-tools">
+          {tile.last_refresh && (
+            <span class="muted tile-computed" title={`Computed ${new Date(tile.last_refresh).toLocaleString()}`}>
+              {relativeTime(tile.last_refresh)}
+            </span>
+          )}
           {rows && tile.insight.result && tile.insight.result.columns && (
             <button
               type="button"
@@ -394,12 +392,22 @@ function ResizeCorner({ tile, layout, edit }) {
 export const canEdit = (d) => d.effective_privilege_level >= 37;
 
 export function Dashboard({ project, id, params }) {
-  const dateFrom = params.get('date_from') || '';
+  const view = viewFilters(params);
+  const override = view ? JSON.stringify(view) : '';
   const base = `/api/projects/${project}/dashboards/${id}/`;
-  const { data, error, loading, reload } = useAsync(
-    (signal) => api(base + (dateFrom ? '?filters_override=' + encodeURIComponent(JSON.stringify({ date_from: dateFrom })) : ''), { signal }),
-    [base, dateFrom],
-  );
+  // refreshing is set by Refresh for the one load it starts, which asks hedge to
+  // compute every tile afresh (?refresh=true) rather than serve its cache.
+  const [refreshing, setRefreshing] = useState(0);
+  const { data, error, loading, reload } = useAsync(async (signal) => {
+    const query = new URLSearchParams();
+    if (override) query.set('filters_override', override);
+    if (refreshing) query.set('refresh', 'true');
+    try {
+      return await api(base + (query.size ? '?' + query : ''), { signal });
+    } finally {
+      if (refreshing && !signal.aborted) setRefreshing(0);
+    }
+  }, [base, override, refreshing]);
   if (error && !data) {
     return (
       <Page title="Dashboard">
@@ -409,10 +417,29 @@ export function Dashboard({ project, id, params }) {
   }
   if (!data) return <Loading />;
   // Keyed by the dashboard, so opening another (a duplicate just made) starts afresh.
-  return <DashboardView key={data.id} project={project} base={base} dashboard={data} error={error} loading={loading} reload={reload} params={params} />;
+  return (
+    <DashboardView
+      key={data.id}
+      project={project}
+      base={base}
+      dashboard={data}
+      error={error}
+      loading={loading}
+      reload={reload}
+      params={params}
+      refresh={() => setRefreshing(Date.now())}
+      refreshing={!!refreshing}
+    />
+  );
 }
 
-function DashboardView({ project, base, dashboard, error, loading, reload, params }) {
+// oldestComputed is the earliest last_refresh of the tiles' results, if any.
+function oldestComputed(tiles) {
+  const times = tiles.map((t) => t.last_refresh).filter(Boolean);
+  return times.length ? times.reduce((a, b) => (new Date(a) < new Date(b) ? a : b)) : null;
+}
+
+function DashboardView({ project, base, dashboard, error, loading, reload, params, refresh, refreshing }) {
   const editable = canEdit(dashboard);
   const editing = editable && params.get('edit') === '1';
   const tiles = dashboard.tiles;
@@ -513,7 +540,6 @@ function DashboardView({ project, base, dashboard, error, loading, reload, param
       wide
       actions={
         <>
-          <DateRange filters={dashboard.filters || {}} params={params} editable={editable} patch={patch} reload={reload} />
           {editable && (
             <button type="button" class="secondary" onClick={() => setDialog('insight')}>
               Add insight
@@ -538,6 +564,16 @@ function DashboardView({ project, base, dashboard, error, loading, reload, param
       }
     >
       <Manage project={project} base={base} dashboard={dashboard} editable={editable} reload={reload} setStatus={setStatus} onDeleted={() => setDeleted(true)} />
+      <DashboardFilters
+        filters={dashboard.filters || {}}
+        params={params}
+        editable={editable}
+        patch={patch}
+        reload={reload}
+        refresh={refresh}
+        refreshing={refreshing}
+        computedAt={oldestComputed(tiles)}
+      />
       {dashboard.description && <p class="muted dash-description">{dashboard.description}</p>}
       <ErrorNote error={failure || error} />
       <p class="sr-only" id="move-help">
@@ -574,7 +610,7 @@ function DashboardView({ project, base, dashboard, error, loading, reload, param
           project={project}
           edit={edit}
           announce={setStatus}
-          filters={loading ? null : [dashboard.filters, params.get('date_from') ? { date_from: params.get('date_from') } : null]}
+          filters={loading ? null : [dashboard.filters, viewFilters(params)]}
         />
       )}
       {dialog === 'text' && (
@@ -689,44 +725,6 @@ function Manage({ project, base, dashboard, editable, reload, setStatus, onDelet
         </div>
       )}
       <ErrorNote error={req.error} fields={renaming ? ['name'] : []} />
-    </>
-  );
-}
-
-// DateRange is the range over every tile. Choosing one shows it at once, kept in the
-// URL (?date_from=, sent as filters_override); an editor saves it as the dashboard's
-// filters for everyone. A saved range cannot be lifted by an override, so going back to
-// each tile's own range is a change of the saved filters, for editors only.
-function DateRange({ filters, params, editable, patch, reload }) {
-  const saved = filters.date_from || '';
-  const range = params.get('date_from') || saved;
-  const save = async (value, said) => {
-    if (await patch({ filters: { ...filters, date_from: value || null } }, said)) {
-      setQuery({ date_from: null });
-      reload();
-    }
-  };
-  const choose = (value) => {
-    if (value === '' && saved) save('', "Each tile's own range again, for everyone.");
-    else setQuery({ date_from: value === saved ? null : value });
-  };
-  return (
-    <>
-      <label class="inline-field">
-        <span>Date range</span>
-        <select id="date-range" value={range} onChange={(e) => choose(e.target.value)}>
-          {dateRanges.map(([v, label]) => (
-            <option value={v} disabled={v === '' && saved && !editable}>
-              {label}
-            </option>
-          ))}
-        </select>
-      </label>
-      {editable && range !== saved && (
-        <button type="button" class="secondary" onClick={() => save(range, 'Date range saved for everyone.')}>
-          Save range
-        </button>
-      )}
     </>
   );
 }

@@ -14,6 +14,8 @@ export function fieldError(error, source) {
   named.funnelWindowInterval = 'window';
   named.funnelWindowIntervalUnit = 'window_unit';
   named.funnelOrderType = 'order';
+  Object.assign(named, { period: 'period', totalIntervals: 'periods', retentionType: 'retention_type', targetEntity: 'target', returningEntity: 'returning' });
+  Object.assign(named, { includeEventTypes: 'include', startPoint: 'start', endPoint: 'end', stepLimit: 'steps' });
   const dateTo = source.dateRange && source.dateRange.date_to;
   let attr = named[last] || 'query';
   if (attr !== 'query') return { message: d, attr };
@@ -24,6 +26,10 @@ export function fieldError(error, source) {
   else if (/funnelWindowIntervalUnit/.test(d)) attr = 'window_unit';
   else if (/funnelWindowInterval/.test(d)) attr = 'window';
   else if (/funnelOrderType/.test(d)) attr = 'order';
+  else if (/totalIntervals/.test(d)) attr = 'periods';
+  else if (/period/.test(d) && source.kind === 'RetentionQuery') attr = 'period';
+  else if (/stepLimit/.test(d)) attr = 'steps';
+  else if (/includeEventTypes/.test(d)) attr = 'include';
   else if (/filter/.test(d)) attr = 'properties';
   else if (/breakdown/.test(d)) attr = 'breakdown';
   else if (/series|math|steps/.test(d)) attr = 'series';
@@ -60,9 +66,13 @@ const maths = [
 // propertyMath: the maths that aggregate a property's numbers (math_property).
 const propertyMath = (math) => !['total', 'dau', 'weekly_active', 'monthly_active', 'unique_group', 'unique_session', undefined, ''].includes(math);
 
-// SeriesFields are a trend's series (event and math) or a funnel's steps (events).
+// SeriesFields are a trend's series (event and math), a funnel's steps (events), a
+// stickiness' series (events: it counts persons, whatever the math) or a lifecycle's
+// one event.
 export function SeriesFields({ source, set, error }) {
   const funnel = source.kind === 'FunnelsQuery';
+  const trends = source.kind === 'TrendsQuery';
+  const single = source.kind === 'LifecycleQuery';
   const noun = funnel ? 'Step' : 'Series';
   const change = (i, patch) => set({ ...source, series: source.series.map((s, j) => (j === i ? { ...s, ...patch } : s)) });
   const remove = (i) => set({ ...source, series: source.series.filter((_, j) => j !== i) });
@@ -85,7 +95,7 @@ export function SeriesFields({ source, set, error }) {
                 onChange={(e) => change(i, { event: e.target.value.trim(), name: e.target.value.trim() })}
               />
             </div>
-            {!funnel && (
+            {trends && (
               <div class="field">
                 <label for={`series-${i}-math`}>Series {i + 1} value</label>
                 <select id={`series-${i}-math`} value={s.math || 'total'} onChange={(e) => change(i, { math: e.target.value })}>
@@ -95,7 +105,7 @@ export function SeriesFields({ source, set, error }) {
                 </select>
               </div>
             )}
-            {!funnel && propertyMath(s.math) && (
+            {trends && propertyMath(s.math) && (
               <div class="field">
                 <label for={`series-${i}-math-property`}>Property of series {i + 1}</label>
                 <input
@@ -115,9 +125,11 @@ export function SeriesFields({ source, set, error }) {
           </li>
         ))}
       </ol>
-      <button type="button" class="secondary" onClick={() => set({ ...source, series: [...source.series, { kind: 'EventsNode', event: '', name: '', ...(funnel ? {} : { math: 'total' }) }] })}>
-        Add {noun.toLowerCase()}
-      </button>
+      {!single && (
+        <button type="button" class="secondary" onClick={() => set({ ...source, series: [...source.series, { kind: 'EventsNode', event: '', name: '', ...(trends ? { math: 'total' } : {}) }] })}>
+          Add {noun.toLowerCase()}
+        </button>
+      )}
       <GroupError error={error} name="series" />
     </fieldset>
   );
@@ -149,6 +161,102 @@ export function FunnelFields({ source, set, error }) {
           <option value="strict">Strict: no other events between steps</option>
           <option value="unordered">Any order</option>
         </select>
+      </Field>
+    </>
+  );
+}
+
+// IntervalField is the interval a trend, a stickiness or a lifecycle counts in.
+export function IntervalField({ source, set, error }) {
+  return (
+    <Field label="Interval" name="interval" error={error}>
+      <select value={source.interval || 'day'} onChange={(e) => set({ ...source, interval: e.target.value })}>
+        <option value="hour">Hour</option>
+        <option value="day">Day</option>
+        <option value="week">Week</option>
+        <option value="month">Month</option>
+      </select>
+    </Field>
+  );
+}
+
+// RetentionFields are PostHog's retention settings: who is in a cohort (the target
+// event, the first time or every time), what counts as coming back (the returning
+// event), and the cohorts' period and number.
+export function RetentionFields({ source, set, error }) {
+  const f = source.retentionFilter || {};
+  const change = (patch) => set({ ...source, retentionFilter: { ...f, ...patch } });
+  const entity = (e) => (e ? { id: e, name: e, type: 'events' } : { id: null, name: 'All events', type: 'events' });
+  return (
+    <>
+      <div class="row">
+        <Field label="Cohort event" name="target" error={error} hint="Empty for any event">
+          <input list="event-names" value={(f.targetEntity && f.targetEntity.id) || ''} placeholder="Any event" onChange={(e) => change({ targetEntity: entity(e.target.value.trim()) })} />
+        </Field>
+        <Field label="Returning event" name="returning" error={error} hint="Empty for any event">
+          <input list="event-names" value={(f.returningEntity && f.returningEntity.id) || ''} placeholder="Any event" onChange={(e) => change({ returningEntity: entity(e.target.value.trim()) })} />
+        </Field>
+      </div>
+      <Field label="Cohort by" name="retention_type" error={error}>
+        <select value={f.retentionType || 'retention_first_time'} onChange={(e) => change({ retentionType: e.target.value })}>
+          <option value="retention_first_time">First time they did it</option>
+          <option value="retention_recurring">Every time they did it</option>
+        </select>
+      </Field>
+      <div class="row">
+        <Field label="Period" name="period" error={error}>
+          <select value={f.period || 'Day'} onChange={(e) => change({ period: e.target.value })}>
+            {['Hour', 'Day', 'Week', 'Month'].map((p) => (
+              <option value={p}>{p}</option>
+            ))}
+          </select>
+        </Field>
+        <Field label="Number of periods" name="periods" error={error}>
+          <input type="number" min="1" max="120" value={f.totalIntervals ?? 8} onChange={(e) => change({ totalIntervals: Number(e.target.value) })} />
+        </Field>
+      </div>
+      <Field label="Last cohort's period includes" name="date_to" error={error} hint="Empty for now">
+        <input value={(source.dateRange && source.dateRange.date_to) || ''} onChange={(e) => set({ ...source, dateRange: { ...source.dateRange, date_to: e.target.value.trim() || null } })} />
+      </Field>
+    </>
+  );
+}
+
+// PathsFields are what a step of a path is (pages, custom events or both), where paths
+// start or end, and how many steps are followed.
+export function PathsFields({ source, set, error }) {
+  const f = source.pathsFilter || {};
+  const change = (patch) => set({ ...source, pathsFilter: { ...f, ...patch } });
+  const types = f.includeEventTypes && f.includeEventTypes.length ? f.includeEventTypes : ['$pageview'];
+  const toggle = (t, on) => {
+    const next = on ? [...types.filter((x) => x !== t), t] : types.filter((x) => x !== t);
+    change({ includeEventTypes: ['$pageview', '$screen', 'custom_event'].filter((x) => next.includes(x)) });
+  };
+  return (
+    <>
+      <fieldset class="include-types" aria-describedby={error && error.attr === 'include' ? 'include-error' : undefined}>
+        <legend>Steps are</legend>
+        {[
+          ['$pageview', 'Page views (their URL)'],
+          ['$screen', 'Screen views (their name)'],
+          ['custom_event', 'Custom events (their name)'],
+        ].map(([t, label]) => (
+          <label class="check">
+            <input type="checkbox" checked={types.includes(t)} disabled={types.length === 1 && types.includes(t)} onChange={(e) => toggle(t, e.target.checked)} /> {label}
+          </label>
+        ))}
+        <GroupError error={error} name="include" />
+      </fieldset>
+      <div class="row">
+        <Field label="Start point" name="start" error={error} hint="A URL or event; empty for any">
+          <input list="event-names" value={f.startPoint || ''} onChange={(e) => change({ startPoint: e.target.value.trim() || undefined })} />
+        </Field>
+        <Field label="End point" name="end" error={error} hint="A URL or event; empty for any">
+          <input list="event-names" value={f.endPoint || ''} onChange={(e) => change({ endPoint: e.target.value.trim() || undefined })} />
+        </Field>
+      </div>
+      <Field label="Steps" name="steps" error={error} hint="The steps of a path followed, 2 to 20">
+        <input type="number" min="2" max="20" value={f.stepLimit ?? 5} onChange={(e) => change({ stepLimit: Number(e.target.value) })} />
       </Field>
     </>
   );

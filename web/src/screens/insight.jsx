@@ -1,5 +1,6 @@
-// The insight builder: a trends or funnel query built from fields, run by the query
-// API as it changes, drawn by InsightResult, saved as an insight (InsightVizNode) and
+// The insight builder: a query of one of PostHog's six insight kinds (trends, funnels,
+// retention, paths, stickiness, lifecycle) built from fields, run by the query API as
+// it changes, drawn by InsightResult, saved as an insight (InsightVizNode) and
 // put on dashboards. The query being built lives in the URL (?q=), so a link
 // reproduces an unsaved insight, and a saved one's unsaved changes.
 import { useState } from 'preact/hooks';
@@ -8,7 +9,17 @@ import { InsightResult, displays, seriesLabel, sourceOf, totalDisplays, totalOf 
 import { Link, navigate, setQuery } from '../router.jsx';
 import { projectPath } from '../session.jsx';
 import { ErrorNote, Field, Loading, Page, downloadCSV, useAsync } from '../ui.jsx';
-import { BreakdownField, DateRangeFields, Filters, FunnelFields, SeriesFields, fieldError } from './insight-fields.jsx';
+import {
+  BreakdownField,
+  DateRangeFields,
+  Filters,
+  FunnelFields,
+  IntervalField,
+  PathsFields,
+  RetentionFields,
+  SeriesFields,
+  fieldError,
+} from './insight-fields.jsx';
 import { Deleted, useRequest } from './manage.jsx';
 
 // The suggestions: events and event property keys seen in the last 30 days, most
@@ -19,6 +30,20 @@ const keysSQL =
 
 // placed are the fields fieldError puts an error under; any other shows above the result.
 const placed = ['series', 'interval', 'date_from', 'date_to', 'breakdown', 'properties', 'window', 'window_unit', 'order'];
+placed.push('target', 'returning', 'retention_type', 'period', 'periods', 'include', 'start', 'end', 'steps');
+
+// kinds are the insight types, as PostHog's tabs name them, in their order.
+const kinds = [
+  ['TrendsQuery', 'Trends'],
+  ['FunnelsQuery', 'Funnel'],
+  ['RetentionQuery', 'Retention'],
+  ['PathsQuery', 'Paths'],
+  ['StickinessQuery', 'Stickiness'],
+  ['LifecycleQuery', 'Lifecycle'],
+];
+
+// withSeries are the kinds built of series of events.
+const withSeries = ['TrendsQuery', 'FunnelsQuery', 'StickinessQuery', 'LifecycleQuery'];
 
 const node = (event) => ({ kind: 'EventsNode', event, name: event });
 
@@ -36,21 +61,72 @@ const blank = {
     dateRange: { date_from: '-30d' },
     funnelsFilter: { funnelOrderType: 'ordered', funnelVizType: 'steps', funnelWindowInterval: 14, funnelWindowIntervalUnit: 'day' },
   },
+  RetentionQuery: {
+    kind: 'RetentionQuery',
+    retentionFilter: {
+      period: 'Day',
+      totalIntervals: 8,
+      retentionType: 'retention_first_time',
+      targetEntity: { id: '$pageview', name: '$pageview', type: 'events' },
+      returningEntity: { id: '$pageview', name: '$pageview', type: 'events' },
+    },
+  },
+  PathsQuery: {
+    kind: 'PathsQuery',
+    dateRange: { date_from: '-7d' },
+    pathsFilter: { includeEventTypes: ['$pageview'], stepLimit: 5 },
+  },
+  StickinessQuery: {
+    kind: 'StickinessQuery',
+    series: [node('$pageview')],
+    interval: 'day',
+    dateRange: { date_from: '-7d' },
+    stickinessFilter: { display: 'ActionsLineGraph' },
+  },
+  LifecycleQuery: {
+    kind: 'LifecycleQuery',
+    series: [node('$pageview')],
+    interval: 'day',
+    dateRange: { date_from: '-7d' },
+  },
 };
 
-// switchKind turns a trends query into a funnel or back, keeping what both have.
+// eventsOf are the events a query is about, in order: its series', or a retention's
+// cohort and returning events.
+function eventsOf(source) {
+  if (Array.isArray(source.series)) return source.series.map((s) => s.event ?? '');
+  const f = source.retentionFilter;
+  if (f) return [(f.targetEntity && f.targetEntity.id) || '', (f.returningEntity && f.returningEntity.id) || ''];
+  return [];
+}
+
+// switchKind turns a query into another kind, keeping what both have: the events (a
+// retention's cohort and returning events are its first two), the filters, the date
+// range and interval where the other kind has them, a breakdown between trends and
+// funnels.
 function switchKind(source, kind) {
-  const next = { ...blank[kind], dateRange: source.dateRange, properties: source.properties, breakdownFilter: source.breakdownFilter };
-  const events = source.series.map((s) => s.event ?? '');
-  next.series = kind === 'TrendsQuery' ? events.map((e) => ({ ...node(e), math: 'total' })) : (events.length > 1 ? events : [...events, '']).map(node);
+  const next = { ...blank[kind], properties: source.properties };
+  if (source.dateRange && blank[kind].dateRange) next.dateRange = source.dateRange;
+  if (source.interval && blank[kind].interval) next.interval = source.interval;
+  if (kind === 'TrendsQuery' || kind === 'FunnelsQuery') next.breakdownFilter = source.breakdownFilter;
+  const events = eventsOf(source);
+  if (!events.length) return next;
+  if (kind === 'TrendsQuery') next.series = events.map((e) => ({ ...node(e), math: 'total' }));
+  else if (kind === 'FunnelsQuery') next.series = (events.length > 1 ? events : [...events, '']).map(node);
+  else if (kind === 'StickinessQuery') next.series = events.map(node);
+  else if (kind === 'LifecycleQuery') next.series = [node(events[0])];
+  else if (kind === 'RetentionQuery') {
+    const entity = (e) => (e ? { id: e, name: e, type: 'events' } : { id: null, name: 'All events', type: 'events' });
+    next.retentionFilter = { ...next.retentionFilter, targetEntity: entity(events[0]), returningEntity: entity(events[1] ?? events[0]) };
+  }
   return next;
 }
 
-// parseQ reads the query of the URL; anything but a trends or funnel query is ignored.
+// parseQ reads the query of the URL; anything but an insight kind's query is ignored.
 function parseQ(s) {
   try {
     const q = JSON.parse(s);
-    return q && blank[q.kind] && Array.isArray(q.series) ? q : null;
+    return q && blank[q.kind] && (Array.isArray(q.series) || !withSeries.includes(q.kind)) ? q : null;
   } catch {
     return null;
   }
@@ -59,7 +135,8 @@ function parseQ(s) {
 // sent is the query as hedge runs it: an empty event is any event; filters not yet
 // filled in and an empty breakdown are left out; a comparison's value is a number.
 function sent(source) {
-  const q = { ...source, series: source.series.map((s) => ({ ...s, event: s.event || null, name: s.event || 'All events' })) };
+  const q = { ...source };
+  if (Array.isArray(source.series)) q.series = source.series.map((s) => ({ ...s, event: s.event || null, name: s.event || 'All events' }));
   const props = (source.properties || [])
     .filter((p) => p.key && (p.operator === 'is_set' || p.operator === 'is_not_set' || p.value !== ''))
     .map((p) => (/^(gt|gte|lt|lte)$/.test(p.operator) && p.value !== '' && !isNaN(p.value) ? { ...p, value: Number(p.value) } : p));
@@ -68,6 +145,11 @@ function sent(source) {
   if (!source.breakdownFilter || !source.breakdownFilter.breakdown) delete q.breakdownFilter;
   // A formula combines series: with one left, the series is shown as it is.
   if (q.trendsFilter && q.trendsFilter.formula && source.series.length < 2) q.trendsFilter = { ...q.trendsFilter, formula: undefined };
+  if (q.pathsFilter) {
+    const f = { ...q.pathsFilter };
+    for (const k of ['startPoint', 'endPoint']) if (!f[k]) delete f[k];
+    q.pathsFilter = f;
+  }
   return q;
 }
 
@@ -120,7 +202,9 @@ function Builder({ project, params, initial }) {
   const fresh = run.data && run.data.kind === source.kind && run.data.totals === totals ? run.data : null;
   const title = (record && record.name) || 'Untitled insight';
   const dirty = record && JSON.stringify(sent(source)) !== JSON.stringify(sent(savedSource));
-  const drawsChart = isTrends && ['ActionsLineGraph', 'ActionsBar', 'ActionsStackedBar'].includes(display);
+  // Charts of their own have a CSV button of their own.
+  const drawsChart = (isTrends && ['ActionsLineGraph', 'ActionsBar', 'ActionsStackedBar'].includes(display)) || ['StickinessQuery', 'LifecycleQuery'].includes(source.kind);
+  const isPaths = source.kind === 'PathsQuery';
 
   if (deleted) {
     return (
@@ -152,30 +236,19 @@ function Builder({ project, params, initial }) {
           <h2 id="query-title">Query</h2>
           <fieldset class="kind-switch">
             <legend>Insight type</legend>
-            {[
-              ['TrendsQuery', 'Trends'],
-              ['FunnelsQuery', 'Funnel'],
-            ].map(([kind, label]) => (
+            {kinds.map(([kind, label]) => (
               <label>
-                <input type="radio" name="kind" checked={source.kind === kind} onChange={() => set(switchKind(source, kind))} /> {label}
+                <input type="radio" name="kind" value={kind} checked={source.kind === kind} onChange={() => set(switchKind(source, kind))} /> {label}
               </label>
             ))}
           </fieldset>
-          <SeriesFields source={source} set={set} error={error} />
-          {isTrends ? (
-            <Field label="Interval" name="interval" error={error}>
-              <select value={source.interval || 'day'} onChange={(e) => set({ ...source, interval: e.target.value })}>
-                <option value="hour">Hour</option>
-                <option value="day">Day</option>
-                <option value="week">Week</option>
-                <option value="month">Month</option>
-              </select>
-            </Field>
-          ) : (
-            <FunnelFields source={source} set={set} error={error} />
-          )}
-          <DateRangeFields source={source} set={set} error={error} />
-          <BreakdownField source={source} set={set} error={error} />
+          {withSeries.includes(source.kind) && <SeriesFields source={source} set={set} error={error} />}
+          {['TrendsQuery', 'StickinessQuery', 'LifecycleQuery'].includes(source.kind) && <IntervalField source={source} set={set} error={error} />}
+          {source.kind === 'FunnelsQuery' && <FunnelFields source={source} set={set} error={error} />}
+          {source.kind === 'RetentionQuery' && <RetentionFields source={source} set={set} error={error} />}
+          {isPaths && <PathsFields source={source} set={set} error={error} />}
+          {source.kind !== 'RetentionQuery' && <DateRangeFields source={source} set={set} error={error} />}
+          {(isTrends || source.kind === 'FunnelsQuery') && <BreakdownField source={source} set={set} error={error} />}
           <Filters source={source} set={set} error={error} />
           {isTrends && source.series.length > 1 && (
             <Field label="Formula" name="formula" error={error} hint="Series by letter: A/B*100; empty shows each series">
@@ -206,12 +279,23 @@ function Builder({ project, params, initial }) {
               </select>
             </Field>
           )}
+          {source.kind === 'StickinessQuery' && (
+            <Field label="Display" name="display">
+              <select
+                value={(source.stickinessFilter && source.stickinessFilter.display) || 'ActionsLineGraph'}
+                onChange={(e) => set({ ...source, stickinessFilter: { ...source.stickinessFilter, display: e.target.value } })}
+              >
+                <option value="ActionsLineGraph">Line</option>
+                <option value="ActionsBar">Bars</option>
+              </select>
+            </Field>
+          )}
           <datalist id="event-names">{suggest.data && suggest.data.events.map((e) => <option value={e} />)}</datalist>
           <datalist id="property-keys">{suggest.data && suggest.data.keys.map((k) => <option value={k} />)}</datalist>
         </form>
         <section class="card insight-result" aria-labelledby="result-title">
           <div class="result-head">
-            <h2 id="result-title">{isTrends ? 'Trend' : 'Funnel'}</h2>
+            <h2 id="result-title">{resultTitles[source.kind]}</h2>
             {fresh && !drawsChart && (
               <button type="button" class="secondary" onClick={() => downloadResult(title, source, fresh.results)}>
                 CSV
@@ -230,9 +314,22 @@ function Builder({ project, params, initial }) {
   );
 }
 
-// downloadResult saves what the chart's own CSV button does not: funnels, and the
-// displays of totals (each line's total over the range).
+// resultTitles head each kind's result.
+const resultTitles = { TrendsQuery: 'Trend', FunnelsQuery: 'Funnel', RetentionQuery: 'Retention', PathsQuery: 'Paths', StickinessQuery: 'Stickiness', LifecycleQuery: 'Lifecycle' };
+
+// downloadResult saves what the chart's own CSV button does not: funnels, retention
+// cohorts, paths' edges, and the displays of totals (each line's total over the range).
 function downloadResult(title, source, results) {
+  if (source.kind === 'PathsQuery') {
+    downloadCSV(`${title}.csv`, ['source', 'target', 'paths', 'average_conversion_time_ms'], results.map((e) => [e.source, e.target, e.value, e.average_conversion_time]));
+    return;
+  }
+  if (source.kind === 'RetentionQuery') {
+    const periods = results.reduce((a, c) => Math.max(a, c.values.length), 0);
+    const header = ['cohort', ...Array.from({ length: periods }, (_, k) => (k ? `period ${k}` : 'persons'))];
+    downloadCSV(`${title}.csv`, header, results.map((c) => [c.date, ...c.values.map((v) => v.count)]));
+    return;
+  }
   if (source.kind === 'FunnelsQuery') {
     const funnels = Array.isArray(results[0]) ? results : [results];
     const rows = funnels.flatMap((steps) => steps.map((s, i) => [s.breakdown_value ?? '', i + 1, s.custom_name || s.name, s.count]));

@@ -10,7 +10,16 @@ import { ListDeleted, deleteColumn, useListDelete } from './manage.jsx';
 
 const named = (r) => r.name || 'Untitled insight';
 
-const kinds = { TrendsQuery: 'Trends', FunnelsQuery: 'Funnel', EventsQuery: 'Events', HogQLQuery: 'SQL' };
+const kinds = {
+  TrendsQuery: 'Trends',
+  FunnelsQuery: 'Funnel',
+  RetentionQuery: 'Retention',
+  PathsQuery: 'Paths',
+  StickinessQuery: 'Stickiness',
+  LifecycleQuery: 'Lifecycle',
+  EventsQuery: 'Events',
+  HogQLQuery: 'SQL',
+};
 
 export function Insights({ project, params }) {
   const search = params.get('search') || '';
