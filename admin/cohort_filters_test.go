@@ -55,17 +55,17 @@ func cohortFixture(t *testing.T, env *testEnv) {
 		{"u3", `{"plan":"free","country":"FR"}`, 1, 1}, {"u4", `{"plan":"free","country":"DE"}`, 4, 1}, {"u5", "", 5, 1}}
 	for i, p := range people {
 		for v := range p.views {
-			events = append(events, warehouse.Event{Name: "$pageview", DistinctID: p.id, Set: p.set,
+			events = append(events, warehouse.Event{Name: "$pageview", DistinctID: p.id, Set: p.set, Properties: `{"$session_id":"s-` + p.id + `"}`,
 				Timestamp: day.Add(time.Duration(i*10+v) * time.Minute)})
 		}
 		for range p.signs {
 			events = append(events, warehouse.Event{Name: "signup", DistinctID: p.id, Timestamp: day.Add(24*time.Hour + time.Duration(i)*time.Minute)})
 		}
 	}
-	events = append(events, warehouse.Event{Name: "$pageview", DistinctID: "anon-7", Timestamp: day.Add(time.Hour)})
+	events = append(events, warehouse.Event{Name: "$pageview", DistinctID: "anon-7", Properties: `{"$session_id":"s-7"}`, Timestamp: day.Add(time.Hour)})
 	env.ingest(t, events...)
 	env.ingest(t, warehouse.Event{Name: "$identify", DistinctID: "u7", AnonDistinctID: "anon-7", Timestamp: day.Add(2 * time.Hour)},
-		warehouse.Event{Name: "$pageview", DistinctID: "u7", Timestamp: day.Add(3 * time.Hour)})
+		warehouse.Event{Name: "$pageview", DistinctID: "u7", Properties: `{"$session_id":"s-7"}`, Timestamp: day.Add(3 * time.Hour)})
 
 	for i, body := range []string{
 		`{"name":"Pro","filters":{"properties":{"type":"AND","values":[{"key":"plan","type":"person","value":["pro"],"operator":"exact"}]}}}`,
@@ -129,6 +129,19 @@ func TestQueryAPICohortFilters(t *testing.T) {
 		`"dateRange":{"date_from":"-7d"},"properties":[`+cohort(1, "in")+`]}}`)
 	if got := sticky["results"].([]any)[0].(map[string]any)["count"]; got != 2.0 {
 		t.Errorf("StickinessQuery in Pro: %v persons, want 2", got)
+	}
+
+	for filter, want := range map[string]float64{"": 17, cohort(3, "in"): 8} {
+		web := env.must(t, 200, "POST", env.project+"/query/", env.owner, `{"query":{"kind":"WebOverviewQuery","dateRange":{"date_from":"-7d"},"properties":[`+filter+`]}}`)
+		views := -1.0
+		for _, item := range web["results"].([]any) {
+			if it := item.(map[string]any); it["key"] == "views" && it["value"] != nil {
+				views = it["value"].(float64)
+			}
+		}
+		if views != want {
+			t.Errorf("WebOverviewQuery filtered by %q: %v views, want %v", filter, views, want)
+		}
 	}
 
 	funnel := func(filters string) string {
