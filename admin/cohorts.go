@@ -3,16 +3,19 @@ package admin
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/hedge-analytics/hedge/flags"
+	"github.com/hedge-analytics/hedge/warehouse"
 )
 
-// The management API of cohorts, as far as feature flags use them: defined by person
-// properties (and by other cohorts), or static with no members. The flags package
-// keeps them; this file binds and renders.
+// The management API of cohorts: defined by person properties (and by other cohorts),
+// or static, listing the distinct ids of CSV uploads. The flags package keeps their
+// definitions, the warehouse the members of static ones (cohort_people); this file
+// binds and renders, and counts each cohort's persons through the warehouse.
 
 func (a *API) bindCohorts() {
 	const base = "/projects/:project_id/cohorts/"
@@ -20,12 +23,14 @@ func (a *API) bindCohorts() {
 	a.handle(fiber.MethodPost, base, "cohort:write", a.cohortCreate)
 	a.handle(fiber.MethodGet, base+":id/", "cohort:read", a.cohortRetrieve)
 	a.handle(fiber.MethodPatch, base+":id/", "cohort:write", a.cohortUpdate)
+	a.handle(fiber.MethodGet, base+":id/persons/", "cohort:read", a.cohortPersons)
 	// Not allowed, as in PostHog: cohorts are deleted with PATCH {"deleted": true}.
 	a.handle(fiber.MethodDelete, base+":id/", "cohort:write", a.deletedWithPatch)
 }
 
-// cohortRecord is a cohort in PostHog's shape. hedge computes no memberships: a
-// cohort is never calculating and has no count.
+// cohortRecord is a cohort in PostHog's shape. hedge computes memberships when it
+// reads them: a cohort is never calculating, and count is its persons now (null for a
+// deleted cohort, or one whose definition no query can read).
 type cohortRecord struct {
 	ID                int64           `json:"id"`
 	Name              string          `json:"name"`
@@ -46,6 +51,14 @@ type cohortRecord struct {
 }
 
 func (a *API) cohortRecords(ctx context.Context, list []*flags.Cohort) ([]cohortRecord, error) {
+	var counts []*int
+	for _, c := range list {
+		n, err := a.cohortCount(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		counts = append(counts, n)
+	}
 	var ids []int64
 	for _, c := range list {
 		ids = append(ids, c.CreatedBy)
@@ -58,7 +71,7 @@ func (a *API) cohortRecords(ctx context.Context, list []*flags.Cohort) ([]cohort
 	for i, c := range list {
 		records[i] = cohortRecord{ID: c.ID, Name: c.Name, Description: c.Description, Groups: []any{}, Deleted: c.Deleted,
 			Filters: json.RawMessage(mustJSON(c.Filters)), Version: c.Version, CreatedBy: userOf(users, &c.CreatedBy),
-			CreatedAt: c.CreatedAt, IsStatic: c.IsStatic, ExperimentSet: []int64{}}
+			CreatedAt: c.CreatedAt, IsStatic: c.IsStatic, ExperimentSet: []int64{}, Count: counts[i]}
 	}
 	return records, nil
 }
@@ -132,15 +145,53 @@ func (a *API) cohortCreate(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ch, err := bindChange[flags.CohortChange](c, new(cohortInput))
+	ch, ids, hasCSV, err := a.cohortBody(c)
 	if err != nil {
 		return err
 	}
-	cohort, err := a.flags.CreateCohort(c.UserContext(), pr.id, p.userID, ch)
+	if hasCSV {
+		switch {
+		case ch.IsStatic == nil:
+			ch.IsStatic = new(bool)
+			*ch.IsStatic = true
+		case !*ch.IsStatic:
+			return errValidation("is_static", "invalid_input", "A cohort from a CSV file is static.")
+		}
+	}
+	ctx := c.UserContext()
+	cohort, err := a.flags.CreateCohort(ctx, pr.id, p.userID, ch)
 	if err != nil {
-		return a.flagsError(c.UserContext(), err)
+		return a.flagsError(ctx, err)
+	}
+	if hasCSV {
+		if _, err := a.warehouse.AddCohortPeople(ctx, pr.id, cohort.ID, ids); err != nil {
+			// The cohort without its list is no use: it goes, as if never made.
+			deleted := true
+			a.flags.UpdateCohort(context.WithoutCancel(ctx), pr.id, cohort.ID, flags.CohortChange{Deleted: &deleted})
+			return a.membersError(err)
+		}
 	}
 	return a.sendCohort(c, fiber.StatusCreated, cohort)
+}
+
+// cohortBody reads the body of a create or update: JSON, or a multipart form with
+// the distinct ids of a csv file (hasCSV).
+func (a *API) cohortBody(c *fiber.Ctx) (ch flags.CohortChange, ids []string, hasCSV bool, err error) {
+	if isMultipart(c) {
+		return cohortForm(c)
+	}
+	ch, err = bindChange[flags.CohortChange](c, new(cohortInput))
+	return ch, nil, false, err
+}
+
+// membersError is the answer to a failed addition to a static cohort's list: a 400
+// when the list would be too long.
+func (a *API) membersError(err error) error {
+	var queryErr *warehouse.QueryError
+	if errors.As(err, &queryErr) {
+		return errValidation("csv", "invalid_input", queryErr.Detail)
+	}
+	return err
 }
 
 // cohortOfPath is the project and its cohort (deleted or not) that the path names.
@@ -166,16 +217,79 @@ func (a *API) cohortUpdate(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ch, err := bindChange[flags.CohortChange](c, new(cohortInput))
+	ch, ids, hasCSV, err := a.cohortBody(c)
 	if err != nil {
 		return err
 	}
-	cohort, ok, err := a.flags.UpdateCohort(c.UserContext(), pr.id, current.ID, ch)
+	if hasCSV && !current.IsStatic && (ch.IsStatic == nil || !*ch.IsStatic) {
+		return errValidation("csv", "invalid_input", "Only a static cohort takes a CSV file.")
+	}
+	ctx := c.UserContext()
+	cohort, ok, err := a.flags.UpdateCohort(ctx, pr.id, current.ID, ch)
 	switch {
 	case err != nil:
-		return a.flagsError(c.UserContext(), err)
+		return a.flagsError(ctx, err)
 	case !ok:
 		return errRecordNotFound()
 	}
+	if hasCSV && cohort.IsStatic {
+		if _, err := a.warehouse.AddCohortPeople(ctx, pr.id, cohort.ID, ids); err != nil {
+			return a.membersError(err)
+		}
+	}
 	return a.sendCohort(c, fiber.StatusOK, cohort)
+}
+
+// cohortCount is how many persons are in the cohort now; nil when it is deleted, or
+// its definition is one a query refuses (an operator hedge's queries lack), which
+// does not fail the listing that shows it.
+func (a *API) cohortCount(ctx context.Context, c *flags.Cohort) (*int, error) {
+	if c.Deleted {
+		return nil, nil
+	}
+	resolved, err := a.cohortResolver(ctx, c.TeamID, "").cohort(c.ID, nil)
+	if isRefusal(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	n, err := a.warehouse.CohortCount(ctx, resolved)
+	var queryErr *warehouse.QueryError
+	if errors.As(err, &queryErr) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &n, nil
+}
+
+// GET /api/projects/{project_id}/cohorts/{id}/persons/ (cohort:read)
+// The persons in the cohort now, in the persons API's shape, newest first, paged.
+// A cohort whose definition a query refuses is a 400 saying why.
+func (a *API) cohortPersons(c *fiber.Ctx) error {
+	pr, cohort, err := a.cohortOfPath(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	resolved, err := a.cohortResolver(ctx, pr.id, "").cohort(cohort.ID, nil)
+	if err != nil {
+		return err
+	}
+	pg := pageOf(c)
+	persons, count, err := a.warehouse.Persons(ctx, pr.id, warehouse.PersonFilter{Cohort: resolved}, pg.limit, pg.offset)
+	var queryErr *warehouse.QueryError
+	if errors.As(err, &queryErr) {
+		return errValidation("", "invalid_input", queryErr.Detail)
+	}
+	if err != nil {
+		return err
+	}
+	results := make([]personRecord, len(persons))
+	for i, p := range persons {
+		results[i] = newPersonRecord(p)
+	}
+	return a.sendPage(c, pg, count, results)
 }

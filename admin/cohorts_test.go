@@ -10,7 +10,7 @@ func TestCohorts(t *testing.T) {
 	status, body, _ := env.do(t, "POST", cohorts, env.owner, nil, `{"name":"People","description":"With an x.com address","filters":`+people+`,"groups":[]}`)
 	want := `{"id":1,"name":"People","description":"With an x.com address","groups":[],"deleted":false,"filters":` + people +
 		`,"query":null,"version":1,"is_calculating":false,"created_by":"<owner@example.com>","created_at":"<time>","last_calculation":null,` +
-		`"errors_calculating":0,"count":null,"is_static":false,"experiment_set":[]}`
+		`"errors_calculating":0,"count":0,"is_static":false,"experiment_set":[]}`
 	if status != 201 || stable(body) != want {
 		t.Fatalf("create: %d\n%s\nwant\n%s", status, stable(body), want)
 	}

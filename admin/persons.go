@@ -2,6 +2,8 @@ package admin
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -53,7 +55,8 @@ func displayName(props json.RawMessage, distinctIDs []string) string {
 
 // GET /api/projects/{project_id}/persons/ (person:read)
 // The project's persons, newest first. ?distinct_id= finds the person of one distinct
-// id; ?search= matches the email property or any distinct id, ignoring case.
+// id; ?search= matches the email property or any distinct id, ignoring case; ?cohort=
+// keeps the persons in the project's cohort of that id now.
 func (a *API) personList(c *fiber.Ctx) error {
 	pr, err := a.projectOf(c, principalOf(c))
 	if err != nil {
@@ -61,7 +64,20 @@ func (a *API) personList(c *fiber.Ctx) error {
 	}
 	pg := pageOf(c)
 	filter := warehouse.PersonFilter{DistinctID: c.Query("distinct_id"), Search: c.Query("search")}
+	if text := c.Query("cohort"); text != "" {
+		id, ok := cohortIDOf(text)
+		if !ok {
+			return errValidation("cohort", "invalid_input", fmt.Sprintf("%q is not a cohort id.", text))
+		}
+		if filter.Cohort, err = a.cohortResolver(c.UserContext(), pr.id, "cohort").cohort(id, nil); err != nil {
+			return err
+		}
+	}
 	persons, count, err := a.warehouse.Persons(c.UserContext(), pr.id, filter, pg.limit, pg.offset)
+	var queryErr *warehouse.QueryError
+	if errors.As(err, &queryErr) {
+		return errValidation("cohort", "invalid_input", queryErr.Detail)
+	}
 	if err != nil {
 		return err
 	}

@@ -100,13 +100,13 @@ func (a *API) runQuery(ctx context.Context, scope warehouse.Scope, raw json.RawM
 		result, err = a.queries.HogQLValues(ctx, scope, q.Query, q.Values)
 	case "EventsQuery":
 		var q warehouse.EventsQuery
-		if err := decodeQuery(raw, &q); err != nil {
+		if err := a.decodeQueryOf(ctx, scope.Team, raw, &q); err != nil {
 			return nil, err
 		}
 		result, err = a.queries.Events(ctx, scope, q, now)
 	case "TrendsQuery":
 		var q warehouse.TrendsQuery
-		if err := decodeQuery(raw, &q); err != nil {
+		if err := a.decodeQueryOf(ctx, scope.Team, raw, &q); err != nil {
 			return nil, err
 		}
 		var trends *warehouse.TrendsResult
@@ -115,7 +115,7 @@ func (a *API) runQuery(ctx context.Context, scope warehouse.Scope, raw json.RawM
 		}
 	case "FunnelsQuery":
 		var q warehouse.FunnelsQuery
-		if err := decodeQuery(raw, &q); err != nil {
+		if err := a.decodeQueryOf(ctx, scope.Team, raw, &q); err != nil {
 			return nil, err
 		}
 		var funnels *warehouse.FunnelsResult
@@ -124,7 +124,7 @@ func (a *API) runQuery(ctx context.Context, scope warehouse.Scope, raw json.RawM
 		}
 	case "StickinessQuery":
 		var q warehouse.StickinessQuery
-		if err := decodeQuery(raw, &q); err != nil {
+		if err := a.decodeQueryOf(ctx, scope.Team, raw, &q); err != nil {
 			return nil, err
 		}
 		var stickiness *warehouse.StickinessResult
@@ -133,7 +133,7 @@ func (a *API) runQuery(ctx context.Context, scope warehouse.Scope, raw json.RawM
 		}
 	case "RetentionQuery":
 		var q warehouse.RetentionQuery
-		if err := decodeQuery(raw, &q); err != nil {
+		if err := a.decodeQueryOf(ctx, scope.Team, raw, &q); err != nil {
 			return nil, err
 		}
 		var retention *warehouse.RetentionResult
@@ -142,7 +142,7 @@ func (a *API) runQuery(ctx context.Context, scope warehouse.Scope, raw json.RawM
 		}
 	case "LifecycleQuery":
 		var q warehouse.LifecycleQuery
-		if err := decodeQuery(raw, &q); err != nil {
+		if err := a.decodeQueryOf(ctx, scope.Team, raw, &q); err != nil {
 			return nil, err
 		}
 		var lifecycle *warehouse.LifecycleResult
@@ -151,7 +151,7 @@ func (a *API) runQuery(ctx context.Context, scope warehouse.Scope, raw json.RawM
 		}
 	case "PathsQuery":
 		var q warehouse.PathsQuery
-		if err := decodeQuery(raw, &q); err != nil {
+		if err := a.decodeQueryOf(ctx, scope.Team, raw, &q); err != nil {
 			return nil, err
 		}
 		var paths *warehouse.PathsResult
@@ -160,7 +160,7 @@ func (a *API) runQuery(ctx context.Context, scope warehouse.Scope, raw json.RawM
 		}
 	case "WebOverviewQuery":
 		var q warehouse.WebOverviewQuery
-		if err := decodeQuery(raw, &q); err != nil {
+		if err := a.decodeQueryOf(ctx, scope.Team, raw, &q); err != nil {
 			return nil, err
 		}
 		var overview *warehouse.WebOverviewResult
@@ -169,7 +169,7 @@ func (a *API) runQuery(ctx context.Context, scope warehouse.Scope, raw json.RawM
 		}
 	case "WebStatsTableQuery":
 		var q warehouse.WebStatsTableQuery
-		if err := decodeQuery(raw, &q); err != nil {
+		if err := a.decodeQueryOf(ctx, scope.Team, raw, &q); err != nil {
 			return nil, err
 		}
 		var table *warehouse.WebStatsTableResult

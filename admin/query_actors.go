@@ -114,7 +114,7 @@ func (a *API) runActors(ctx context.Context, scope warehouse.Scope, kind string,
 	switch insightKind {
 	case "FunnelsQuery":
 		var funnel warehouse.FunnelsQuery
-		if err := decodeQuery(insight, &funnel); err != nil {
+		if err := a.decodeQueryOf(ctx, scope.Team, insight, &funnel); err != nil {
 			return nil, err
 		}
 		target := warehouse.FunnelsActors{Step: point.FunnelStep, Limit: q.Limit, Offset: q.Offset}
@@ -126,7 +126,7 @@ func (a *API) runActors(ctx context.Context, scope warehouse.Scope, kind string,
 		}
 	case "RetentionQuery":
 		var retention warehouse.RetentionQuery
-		if err := decodeQuery(insight, &retention); err != nil {
+		if err := a.decodeQueryOf(ctx, scope.Team, insight, &retention); err != nil {
 			return nil, err
 		}
 		if actors, err = a.queries.RetentionActors(ctx, scope, retention, point.Interval, q.Limit, q.Offset, now); err != nil {
@@ -134,7 +134,7 @@ func (a *API) runActors(ctx context.Context, scope warehouse.Scope, kind string,
 		}
 	default:
 		var trends warehouse.TrendsQuery
-		if err := decodeQuery(insight, &trends); err != nil {
+		if err := a.decodeQueryOf(ctx, scope.Team, insight, &trends); err != nil {
 			return nil, err
 		}
 		target := warehouse.TrendsActors{Day: point.Day, Series: point.Series, Compare: point.Compare, Limit: q.Limit, Offset: q.Offset}

@@ -335,6 +335,12 @@ func (s *Server) evaluate(team int64, r *flags.Request) (results []flags.Result,
 	} else if found {
 		r.PersonProperties = props
 	}
+	if static := defs.StaticCohorts(); len(static) > 0 {
+		if r.StaticCohorts, err = s.people.StaticCohortsOf(c, team, r.DistinctID, static); err != nil {
+			s.log.Warn("cannot read a person's static cohorts for flags", "team", team, "err", err)
+			failed = true
+		}
+	}
 	for typ, key := range r.Groups {
 		index := -1
 		for i, name := range r.GroupTypes {

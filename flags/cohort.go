@@ -1,5 +1,7 @@
 package flags
 
+import "slices"
+
 // maxCohortDepth bounds the nesting of a cohort's groups: a filter or group deeper than
 // this makes the cohort invalid (and bounds the recursion over it).
 const maxCohortDepth = 64
@@ -185,8 +187,9 @@ func (p *plan) cohortOrder(i int) []int {
 	return order
 }
 
-// cohortMember reports whether the person is a member of cohort id: never of a static
-// cohort (hedge keeps no lists), by the definition of a dynamic one. A cohort that is
+// cohortMember reports whether the person is a member of cohort id: of a static
+// cohort when the request says so (Request.StaticCohorts), by the definition of a
+// dynamic one. A cohort that is
 // missing, deleted or cannot be evaluated is an error, which fails the flag. The
 // cohorts it depends on are all evaluated first, as PostHog does, so an error in any
 // of them fails it too.
@@ -197,7 +200,7 @@ func (e *evaluator) cohortMember(id int64) (bool, *evalError) {
 	}
 	c := &e.plan.cohorts[i]
 	if c.static {
-		return false, nil
+		return slices.Contains(e.req.StaticCohorts, id), nil
 	}
 	if c.err != nil {
 		return false, c.err
@@ -255,7 +258,12 @@ func (e *evaluator) evalCohortNode(n *cohortNode) (bool, *evalError) {
 	if f := n.filter; f != nil {
 		var m bool
 		if f.typ == filterCohort {
-			m = e.cohortFilterMatch(f, e.cohortMemo[e.plan.cohortByID[f.cohort]] == cohortIn)
+			j := e.plan.cohortByID[f.cohort]
+			member := e.cohortMemo[j] == cohortIn
+			if e.plan.cohorts[j].static {
+				member = slices.Contains(e.req.StaticCohorts, f.cohort)
+			}
+			m = e.cohortFilterMatch(f, member)
 		} else {
 			m = matchValue(f.op, &f.val, &e.personBag()[f.key], &e.mc)
 			if e.mc.meter.expired {

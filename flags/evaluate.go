@@ -25,6 +25,11 @@ type Request struct {
 	// with the text of the shortest form that reads back.
 	PersonProperties        string
 	PersonPropertyOverrides map[string]any
+	// StaticCohorts are the ids of the static cohorts (of Definitions.StaticCohorts)
+	// whose lists hold the caller's distinct id or another of its person's: the
+	// caller reads them (the warehouse keeps the lists); a static cohort not here has
+	// the caller out.
+	StaticCohorts []int64
 	// GroupProperties holds, by group type, the JSON object of the stored properties
 	// of the caller's group; GroupPropertyOverrides, from the request and decoded as
 	// the person's, win over them.

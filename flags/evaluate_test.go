@@ -2,12 +2,14 @@ package flags
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"runtime"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -338,4 +340,39 @@ func TestEvaluateConcurrently(t *testing.T) {
 	for e := range errs {
 		t.Fatal(e)
 	}
+}
+
+// A static cohort's members are those the request says (Request.StaticCohorts), in a
+// flag's condition and through a dynamic cohort that names it; Definitions lists the
+// static cohorts the flags use.
+func TestStaticCohortMembers(t *testing.T) {
+	cohort := func(id int64, op string) PropertyFilter {
+		return PropertyFilter{Key: "id", Type: FilterCohort, Operator: op, Value: json.RawMessage(fmt.Sprint(id))}
+	}
+	d := &Definitions{
+		Flags: []*Flag{
+			{ID: 1, Key: "in-static", Active: true, Filters: Filters{Groups: []Condition{{Properties: []PropertyFilter{cohort(3, "in")}}}}},
+			{ID: 2, Key: "not-in-static", Active: true, Filters: Filters{Groups: []Condition{{Properties: []PropertyFilter{cohort(3, "not_in")}}}}},
+			{ID: 3, Key: "in-nested", Active: true, Filters: Filters{Groups: []Condition{{Properties: []PropertyFilter{cohort(4, "")}}}}},
+		},
+		Cohorts: map[int64]*Cohort{3: {ID: 3, IsStatic: true}, 4: {ID: 4, Filters: CohortFilters{Properties: PropertyGroup{Type: "AND",
+			Values: []PropertyNode{{Filter: &PropertyFilter{Key: "id", Type: FilterCohort, Value: json.RawMessage(`"3"`)}}}}}}},
+	}
+	if got := d.StaticCohorts(); fmt.Sprint(got) != "[3]" {
+		t.Errorf("StaticCohorts: %v, want [3]", got)
+	}
+	f := func(static []int64, want string) {
+		t.Helper()
+		results, _ := Evaluate(d, &Request{DistinctID: "x", StaticCohorts: static})
+		var got []string
+		for _, r := range results {
+			got = append(got, fmt.Sprintf("%s=%v", r.Key, r.Enabled))
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("static cohorts %v: %s, want %s", static, strings.Join(got, " "), want)
+		}
+	}
+	f(nil, "in-static=false not-in-static=true in-nested=false")
+	f([]int64{3}, "in-static=true not-in-static=false in-nested=true")
+	f([]int64{7}, "in-static=false not-in-static=true in-nested=false")
 }

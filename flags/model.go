@@ -208,3 +208,15 @@ type Definitions struct {
 	// Built is when these definitions were read from the database.
 	Built time.Time
 }
+
+// StaticCohorts are the ids of the static cohorts the flags use, directly or through
+// other cohorts, whose members a Request's StaticCohorts tells; nil when none.
+func (d *Definitions) StaticCohorts() []int64 {
+	var ids []int64
+	for id, c := range d.Cohorts {
+		if c.IsStatic && !c.Deleted {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}

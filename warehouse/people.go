@@ -37,6 +37,8 @@ type PersonFilter struct {
 	// Search matches the email property, or any distinct id, containing it, ignoring
 	// case.
 	Search string
+	// Cohort keeps the persons in the cohort now.
+	Cohort *Cohort
 }
 
 // personColumns selects what a Person needs; its distinct ids come as a JSON list.
@@ -73,6 +75,15 @@ func (w *Warehouse) Persons(ctx context.Context, team int64, f PersonFilter, lim
 		where += ` AND (contains(lower(coalesce(json_extract_string(p.properties, '$.email'), '')), ?)
 			OR p.id IN (SELECT person_id FROM person_distinct_ids WHERE team_id = ? AND contains(lower(distinct_id), ?)))`
 		args = append(args, search, team, search)
+	}
+	if f.Cohort != nil {
+		condition, bound, err := cohortCondition(f.Cohort)
+		if err != nil {
+			return nil, 0, err
+		}
+		where += ` AND p.id IN (SELECT person_id FROM (SELECT id AS person_id, properties AS person_properties FROM persons
+			WHERE team_id = ?) WHERE ` + condition + `)`
+		args = append(append(args, team), bound...)
 	}
 	what := fmt.Sprintf("persons of project %d", team)
 	return records.Page(ctx, w.db, what, scanPerson, `SELECT count(*) FROM persons p`+where,

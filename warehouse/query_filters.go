@@ -19,8 +19,12 @@ type PropertyFilter struct {
 	// Operator is exact (the default), is_not, icontains, not_icontains, regex,
 	// not_regex, gt, gte, lt, lte, is_set or is_not_set.
 	Operator string `json:"operator"`
-	// Type is event (the default) or person.
+	// Type is event (the default), person, or cohort: the event's person (as now) is
+	// in the cohort whose id Value is (operator in, the default) or is not (not_in).
 	Type string `json:"type"`
+	// Cohort is a cohort filter's cohort, resolved by the caller (cohorts.go); a cohort
+	// filter without it is refused.
+	Cohort *Cohort `json:"-"`
 }
 
 // propertyFilters turns PostHog property filters into SQL conditions over the events
@@ -33,8 +37,15 @@ func propertyFilters(filters []PropertyFilter) (conditions []string, args []any,
 		case "", "event":
 		case "person":
 			column, withPersons = "person_properties", true
+		case "cohort":
+			condition, bound, err := cohortFilter(&f)
+			if err != nil {
+				return nil, nil, false, err
+			}
+			conditions, args, withPersons = append(conditions, condition), append(args, bound...), true
+			continue
 		default:
-			return nil, nil, false, queryErrorf("property filters of type %q are not supported: use event or person", f.Type)
+			return nil, nil, false, queryErrorf("property filters of type %q are not supported: use event, person or cohort", f.Type)
 		}
 		if f.Key == "" {
 			return nil, nil, false, queryErrorf("a property filter needs a key")

@@ -65,18 +65,19 @@ function saveDrafts() {
   }
 }
 
-// api sends method path with body (JSON) and answers the parsed JSON, or throws an
-// ApiError. signal aborts it.
+// api sends method path with body (JSON, or a FormData sent as multipart/form-data)
+// and answers the parsed JSON, or throws an ApiError. signal aborts it.
 export async function api(path, { method = 'GET', body, signal, quiet401 = false } = {}) {
   const headers = { Accept: 'application/json' };
-  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  const form = body instanceof FormData;
+  if (body !== undefined && !form) headers['Content-Type'] = 'application/json';
   if (method !== 'GET' && method !== 'HEAD') headers['X-CSRFToken'] = cookie('hedge_csrftoken');
   let res;
   try {
     res = await fetch(path, {
       method,
       headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
+      body: body === undefined || form ? body : JSON.stringify(body),
       credentials: 'same-origin',
       signal,
     });

@@ -49,9 +49,10 @@ export function Layout({ children }) {
           <ul>
             {screens.map(([slug, label]) => {
               const href = projectPath(project.id, slug);
-              // A dashboard's own path is dashboard/{id}, as in PostHog; groups sit beside persons.
+              // A dashboard's own path is dashboard/{id}, as in PostHog; cohorts and groups sit
+              // beside persons (People's tabs).
               const current = path === href || path.startsWith(href + '/') || (slug === 'dashboards' && path.startsWith(projectPath(project.id, 'dashboard/'))) ||
-                (slug === 'persons' && path.startsWith(projectPath(project.id, 'groups/')));
+                (slug === 'persons' && (path.startsWith(projectPath(project.id, 'groups/')) || path.startsWith(projectPath(project.id, 'cohorts'))));
               return (
                 <li>
                   <Link href={href} aria-current={current ? 'page' : undefined}>

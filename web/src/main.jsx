@@ -25,6 +25,8 @@ import { ErrorNote, Loading, Page } from './ui.jsx';
 // forms; the lists and the shell come with the first load.
 const BatchExport = lazy(() => import('./screens/batch-exports.jsx'), 'BatchExport');
 const BatchExports = lazy(() => import('./screens/batch-exports.jsx'), 'BatchExports');
+const Cohort = lazy(() => import('./screens/cohorts.jsx'), 'Cohort');
+const Cohorts = lazy(() => import('./screens/cohorts.jsx'), 'Cohorts');
 const Dashboard = lazy(() => import('./screens/dashboard.jsx'), 'Dashboard');
 const FeatureFlag = lazy(() => import('./screens/flag.jsx'), 'FeatureFlag');
 const FeatureFlags = lazy(() => import('./screens/flags.jsx'), 'FeatureFlags');
@@ -48,6 +50,9 @@ const routes = [
   ['/project/:project/activity', ({ project, params }) => <Activity project={project} params={params} />],
   ['/project/:project/persons', ({ project, params }) => <Persons project={project} params={params} />],
   ['/project/:project/persons/:uuid', ({ project, uuid }) => <Person project={project} uuid={uuid} />],
+  ['/project/:project/cohorts', ({ project }) => <Cohorts project={project} />],
+  ['/project/:project/cohorts/new', ({ project }) => <Cohort project={project} />],
+  ['/project/:project/cohorts/:id', ({ project, id }) => <Cohort key={id} project={project} id={id} />],
   ['/project/:project/groups/:type', ({ project, type, params }) => <Groups project={project} type={type} params={params} />],
   // The key is groupKey: a prop named key would be Preact's own.
   ['/project/:project/groups/:type/:groupKey', ({ project, type, groupKey }) => <Group project={project} type={type} groupKey={groupKey} />],

@@ -85,6 +85,7 @@ function PaletteBody({ project, close }) {
   const needle = text.trim().toLowerCase();
   const items = [
     ...screens.map(([slug, label]) => ({ kind: 'Screen', label, href: projectPath(project, slug) })),
+    { kind: 'Screen', label: 'Cohorts', href: projectPath(project, 'cohorts') },
     { kind: 'Screen', label: 'Your account', href: '/account' },
     ...named,
   ]

@@ -10,6 +10,7 @@ import { seriesLabel } from '../insight-result.jsx';
 import { navigate, setQuery } from '../router.jsx';
 import { projectPath, useSession } from '../session.jsx';
 import { ErrorNote, Field, Loading, Page, format, useAsync } from '../ui.jsx';
+import { cohortName, useCohortNames } from './cohorts.jsx';
 import { isMultivariate } from './flags.jsx';
 
 // operators are the person property operators the form offers (flags §8.9).
@@ -233,6 +234,7 @@ function filtersPart(error, multivariate) {
 function FlagForm({ project, flag, onSaved }) {
   const { me } = useSession();
   const draftKey = `flag:${me.id}:${project}:${flag.id || 'new'}`;
+  const cohorts = useCohortNames(project);
   const [restored] = useState(() => takeDraft(draftKey));
   const [draft, setDraft] = useState(() => (restored ? restored.draft : draftOf(flag)));
   // The restored draft's version until it is saved, then the flag's own.
@@ -310,6 +312,7 @@ function FlagForm({ project, flag, onSaved }) {
             index={i}
             group={g}
             variants={draft.multivariate ? draft.variants : null}
+            cohorts={cohorts}
             onChange={(changes) => setGroup(i, changes)}
             onRemove={draft.groups.length > 1 ? () => update({ groups: draft.groups.filter((_, j) => j !== i) }) : null}
           />
@@ -354,7 +357,7 @@ function InlineError({ id, message }) {
 
 // ConditionSet edits one condition set: its property filters, rollout percentage and,
 // for a multivariate flag, the variant it forces.
-function ConditionSet({ index, group, variants, onChange, onRemove }) {
+function ConditionSet({ index, group, variants, cohorts, onChange, onRemove }) {
   const n = index + 1;
   const setProp = (j, changes) => onChange({ properties: group.properties.map((p, k) => (k === j ? { ...p, ...changes } : p)) });
   return (
@@ -397,6 +400,28 @@ function ConditionSet({ index, group, variants, onChange, onRemove }) {
               Remove
             </button>
           </div>
+        ) : p.base.type === 'cohort' ? (
+          <div class="row prop-row">
+            <div class="field">
+              <label for={`${id}-op`}>Persons</label>
+              <select id={`${id}-op`} value={p.base.operator === 'not_in' ? 'not_in' : 'in'} onChange={(e) => setProp(j, { base: { ...p.base, operator: e.target.value } })}>
+                <option value="in">in cohort</option>
+                <option value="not_in">not in cohort</option>
+              </select>
+            </div>
+            <div class="field">
+              <label for={`${id}-value`}>Cohort</label>
+              <select id={`${id}-value`} value={String(p.base.value ?? '')} onChange={(e) => setProp(j, { base: { ...p.base, value: Number(e.target.value) } })}>
+                {!cohorts[String(p.base.value)] && <option value={String(p.base.value ?? '')}>{p.base.value ? `Cohort ${cohortName(cohorts, p.base.value)}` : 'Choose…'}</option>}
+                {Object.entries(cohorts).map(([cid, name]) => (
+                  <option value={cid}>{name}</option>
+                ))}
+              </select>
+            </div>
+            <button type="button" class="secondary" aria-label={`Remove filter ${j + 1} of condition set ${n}`} onClick={() => onChange({ properties: group.properties.filter((_, k) => k !== j) })}>
+              Remove
+            </button>
+          </div>
         ) : (
           <p class="row prop-row">
             <span>
@@ -411,6 +436,13 @@ function ConditionSet({ index, group, variants, onChange, onRemove }) {
       <div class="row">
         <button type="button" class="secondary" onClick={() => onChange({ properties: [...group.properties, { base: { type: 'person' }, key: '', operator: 'exact', text: '' }] })}>
           Add property filter
+        </button>
+        <button
+          type="button"
+          class="secondary"
+          onClick={() => onChange({ properties: [...group.properties, { base: { type: 'cohort', key: 'id', operator: 'in', value: null }, key: 'id', operator: 'in', text: '' }] })}
+        >
+          Add cohort filter
         </button>
       </div>
       <div class="row">

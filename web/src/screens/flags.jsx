@@ -6,6 +6,7 @@ import { api } from '../api.js';
 import { Link, setQuery } from '../router.jsx';
 import { projectPath } from '../session.jsx';
 import { ErrorNote, Loading, Page, Table, relativeTime, useAsync } from '../ui.jsx';
+import { cohortName, useCohortNames } from './cohorts.jsx';
 
 const pageSize = 50;
 
@@ -28,6 +29,7 @@ export function FeatureFlags({ project, params }) {
     [project, search, active, type, offset],
   );
   useSlashFocus(searchBox);
+  const cohorts = useCohortNames(project);
 
   // A filter change starts again at the first page.
   const filter = (changes) => setQuery({ ...changes, offset: null, deleted: null });
@@ -103,7 +105,7 @@ export function FeatureFlags({ project, params }) {
                 },
                 { label: 'Description', render: (f) => f.name || <span class="muted">—</span> },
                 { label: 'Type', render: (f) => (isMultivariate(f.filters) ? 'Multivariate' : 'Boolean') },
-                { label: 'Release', render: (f) => releaseSummary(f.filters) },
+                { label: 'Release', render: (f) => releaseSummary(f.filters, cohorts) },
                 { label: 'Created', render: (f) => <time datetime={f.created_at}>{relativeTime(f.created_at)}</time> },
                 { label: 'Enabled', render: (f) => <ActiveSwitch flag={f} onToggle={toggle} /> },
               ]}
@@ -175,8 +177,9 @@ export function isMultivariate(filters) {
 }
 
 // releaseSummary says whom a flag is released to, as PostHog's list does: one
-// condition set as "N% of all users" or "N% of users matching ...", more as a count.
-export function releaseSummary(filters) {
+// condition set as "N% of all users" or "N% of users matching ...", more as a count;
+// cohorts by their names (cohorts, by id).
+export function releaseSummary(filters, cohorts) {
   const groups = (filters && filters.groups) || [];
   if (groups.length === 0) return 'No one';
   if (groups.length > 1) return `${groups.length} condition sets`;
@@ -185,12 +188,13 @@ export function releaseSummary(filters) {
   const who = filters.aggregation_group_type_index != null ? 'groups' : 'users';
   const props = g.properties || [];
   if (props.length === 0) return `${pct}% of all ${who}`;
-  return `${pct}% of ${who} matching ${props.map(describeFilter).join(' and ')}`;
+  return `${pct}% of ${who} matching ${props.map((p) => describeFilter(p, cohorts)).join(' and ')}`;
 }
 
-// describeFilter says a property filter in words: email icontains @example.com.
-export function describeFilter(p) {
-  if (p.type === 'cohort') return `${p.operator === 'not_in' ? 'not in' : 'in'} cohort ${p.value}`;
+// describeFilter says a property filter in words: email icontains @example.com, or
+// in cohort “Pro users” (cohorts: names by id; the id when it is not known).
+export function describeFilter(p, cohorts) {
+  if (p.type === 'cohort') return `${p.operator === 'not_in' ? 'not in' : 'in'} cohort ${cohortName(cohorts, p.value)}`;
   const op = p.operator || 'exact';
   if (op === 'is_set' || op === 'is_not_set') return `${p.key} ${op === 'is_set' ? 'is set' : 'is not set'}`;
   const value = Array.isArray(p.value) ? p.value.join(' or ') : String(p.value);

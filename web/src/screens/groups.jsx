@@ -17,13 +17,12 @@ function useGroupTypes(project) {
   return useAsync((signal) => api(`/api/projects/${project}/groups_types/`, { signal }), [project]);
 }
 
-// PeopleNav links Persons and each group type; it shows nothing without group types.
+// PeopleNav links Persons, Cohorts and each group type, as PostHog's People tabs.
 export function PeopleNav({ project, current }) {
-  const types = useGroupTypes(project).data;
-  if (!types || types.length === 0) return null;
-  const links = [['persons', 'Persons'], ...types.map((t) => [`groups/${t.group_type_index}`, typeName(t)])];
+  const types = useGroupTypes(project).data || [];
+  const links = [['persons', 'Persons'], ['cohorts', 'Cohorts'], ...types.map((t) => [`groups/${t.group_type_index}`, typeName(t)])];
   return (
-    <nav class="people-nav" aria-label="Persons and groups">
+    <nav class="people-nav" aria-label="Persons, cohorts and groups">
       {links.map(([slug, label]) => (
         <Link href={projectPath(project, slug)} aria-current={slug === current ? 'page' : undefined}>
           {label}

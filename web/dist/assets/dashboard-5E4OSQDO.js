@@ -1,1 +1,0 @@
-import{a,b,c,d,e,f,g,h,i,j,k,l}from"./chunk-HLPTGXBY.js";import"./chunk-B3WMIPMZ.js";import"./chunk-SSIIEH2V.js";import"./chunk-TXLZR6DU.js";import"./chunk-4AC2DFDM.js";export{a as COLS,l as Dashboard,j as Grid,k as canEdit,b as clampLayout,d as compact,c as firstFree,f as moveTo,e as placed,h as resultOf,g as tileName,i as tileQuery};
