@@ -280,16 +280,5 @@ func (a *API) cohortPersons(c *fiber.Ctx) error {
 	}
 	pg := pageOf(c)
 	persons, count, err := a.warehouse.Persons(ctx, pr.id, warehouse.PersonFilter{Cohort: resolved}, pg.limit, pg.offset)
-	var queryErr *warehouse.QueryError
-	if errors.As(err, &queryErr) {
-		return errValidation("", "invalid_input", queryErr.Detail)
-	}
-	if err != nil {
-		return err
-	}
-	results := make([]personRecord, len(persons))
-	for i, p := range persons {
-		results[i] = newPersonRecord(p)
-	}
-	return a.sendPage(c, pg, count, results)
+	return a.sendPersons(c, pg, "", persons, count, err)
 }

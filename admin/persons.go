@@ -74,9 +74,15 @@ func (a *API) personList(c *fiber.Ctx) error {
 		}
 	}
 	persons, count, err := a.warehouse.Persons(c.UserContext(), pr.id, filter, pg.limit, pg.offset)
+	return a.sendPersons(c, pg, "cohort", persons, count, err)
+}
+
+// sendPersons answers a page of persons (count in all), or the error err of reading
+// them: a cohort the query cannot read is a 400 on attr.
+func (a *API) sendPersons(c *fiber.Ctx, pg page, attr string, persons []warehouse.Person, count int, err error) error {
 	var queryErr *warehouse.QueryError
 	if errors.As(err, &queryErr) {
-		return errValidation("cohort", "invalid_input", queryErr.Detail)
+		return errValidation(attr, "invalid_input", queryErr.Detail)
 	}
 	if err != nil {
 		return err

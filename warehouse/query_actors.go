@@ -277,11 +277,7 @@ func (q *Queries) FunnelsActors(ctx context.Context, scope Scope, fq FunnelsQuer
 		return nil, err
 	}
 	defer done()
-	from, to, err := q.dates(ctx, scope, fq.DateRange, now)
-	if err != nil {
-		return nil, err
-	}
-	query, err := funnelsSQL(fq, spec, from, to)
+	query, from, to, err := q.funnelRead(ctx, scope, fq, spec, now)
 	if err != nil {
 		return nil, err
 	}

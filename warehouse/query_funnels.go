@@ -137,11 +137,7 @@ func (q *Queries) Funnels(ctx context.Context, scope Scope, fq FunnelsQuery, now
 		return nil, err
 	}
 	defer done()
-	from, to, err := q.dates(ctx, scope, fq.DateRange, now)
-	if err != nil {
-		return nil, err
-	}
-	query, err := funnelsSQL(fq, spec, from, to)
+	query, _, _, err := q.funnelRead(ctx, scope, fq, spec, now)
 	if err != nil {
 		return nil, err
 	}
@@ -156,6 +152,16 @@ func (q *Queries) Funnels(ctx context.Context, scope Scope, fq FunnelsQuery, now
 		return nil, cmp.Or(q.interrupted(ctx), err)
 	}
 	return &FunnelsResult{Results: results, Timezone: scope.timezone()}, nil
+}
+
+// funnelRead is the query of fq's events (funnelsSQL) over its date range, and the
+// range, [from, to).
+func (q *Queries) funnelRead(ctx context.Context, scope Scope, fq FunnelsQuery, spec funnelSpec, now time.Time) (query funnelQuery, from, to time.Time, err error) {
+	if from, to, err = q.dates(ctx, scope, fq.DateRange, now); err != nil {
+		return query, from, to, err
+	}
+	query, err = funnelsSQL(fq, spec, from, to)
+	return query, from, to, err
 }
 
 // checkFunnel refuses what hedge's funnels do not answer, naming the field, and

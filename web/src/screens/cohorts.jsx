@@ -4,6 +4,7 @@
 // CSV of distinct ids (more added by another upload), and the persons in each now.
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
+import { personOperators } from '../operators.js';
 import { Link, navigate } from '../router.jsx';
 import { projectPath } from '../session.jsx';
 import { ErrorNote, Field, Loading, Page, Table, relativeTime, useAsync } from '../ui.jsx';
@@ -75,21 +76,6 @@ export function Cohorts({ project }) {
   );
 }
 
-// The operators a cohort's person filter offers: those queries read.
-const operators = [
-  ['exact', 'equals'],
-  ['is_not', 'does not equal'],
-  ['icontains', 'contains'],
-  ['not_icontains', 'does not contain'],
-  ['regex', 'matches regex'],
-  ['not_regex', 'does not match regex'],
-  ['gt', 'greater than'],
-  ['gte', 'greater than or equal'],
-  ['lt', 'less than'],
-  ['lte', 'less than or equal'],
-  ['is_set', 'is set'],
-  ['is_not_set', 'is not set'],
-];
 const noValue = new Set(['is_set', 'is_not_set']);
 
 const emptyFilter = () => ({ type: 'person', key: '', operator: 'exact', text: '' });
@@ -354,7 +340,7 @@ function CohortGroup({ index, group, others, onChange, onRemove }) {
             <div class="field">
               <label for={`${id}-op`}>Operator</label>
               <select id={`${id}-op`} value={f.operator} onChange={(e) => setFilter(j, { operator: e.target.value })}>
-                {operators.map(([op, label]) => (
+                {personOperators.map(([op, label]) => (
                   <option value={op}>{label}</option>
                 ))}
               </select>

@@ -4,6 +4,7 @@
 // dashboard's filters for everyone by those who may edit it; and Refresh, which has
 // every tile computed afresh, with when the oldest was computed.
 import { useEffect, useState } from 'preact/hooks';
+import { eventOperators } from '../operators.js';
 import { setQuery } from '../router.jsx';
 import { relativeTime } from '../ui.jsx';
 
@@ -21,15 +22,6 @@ export const dateRanges = [
   ['custom', 'Custom dates…'],
 ];
 
-// operators are the filter operators offered, as PostHog names them.
-const operators = [
-  ['exact', 'equals'],
-  ['is_not', "doesn't equal"],
-  ['icontains', 'contains'],
-  ['not_icontains', "doesn't contain"],
-  ['is_set', 'is set'],
-  ['is_not_set', 'is not set'],
-];
 const valueless = (op) => op === 'is_set' || op === 'is_not_set';
 const isDate = (v) => /^\d{4}-\d{2}-\d{2}$/.test(v || '');
 
@@ -50,7 +42,7 @@ export function viewFilters(params) {
 
 // filterLabel says what a property filter keeps, as its chip shows it.
 export function filterLabel(p) {
-  const op = (operators.find(([v]) => v === (p.operator || 'exact')) || operators[0])[1];
+  const op = (eventOperators.find(([v]) => v === (p.operator || 'exact')) || eventOperators[0])[1];
   const value = Array.isArray(p.value) ? p.value.join(' or ') : p.value;
   return valueless(p.operator) ? `${p.key} ${op}` : `${p.key} ${op} ${value}`;
 }
@@ -153,7 +145,7 @@ export function DashboardFilters({ filters, params, editable, patch, reload, ref
             <input id="filter-key" value={adding.key} required maxLength={400} onInput={(e) => setAdding({ ...adding, key: e.target.value })} />
           </label>
           <select aria-label="Operator" id="filter-operator" value={adding.operator} onChange={(e) => setAdding({ ...adding, operator: e.target.value })}>
-            {operators.map(([v, label]) => (
+            {eventOperators.map(([v, label]) => (
               <option value={v}>{label}</option>
             ))}
           </select>

@@ -10,26 +10,13 @@ import { seriesLabel } from '../insight-result.jsx';
 import { navigate, setQuery } from '../router.jsx';
 import { projectPath, useSession } from '../session.jsx';
 import { ErrorNote, Field, Loading, Page, format, useAsync } from '../ui.jsx';
+import { personOperators } from '../operators.js';
 import { cohortName, useCohortNames } from './cohorts.jsx';
 import { isMultivariate } from './flags.jsx';
 
-// operators are the person property operators the form offers (flags §8.9).
-const operators = [
-  ['exact', 'equals'],
-  ['is_not', 'does not equal'],
-  ['icontains', 'contains'],
-  ['not_icontains', 'does not contain'],
-  ['regex', 'matches regex'],
-  ['not_regex', 'does not match regex'],
-  ['gt', 'greater than'],
-  ['gte', 'greater than or equal'],
-  ['lt', 'less than'],
-  ['lte', 'less than or equal'],
-  ['is_set', 'is set'],
-  ['is_not_set', 'is not set'],
-  ['is_date_before', 'before date'],
-  ['is_date_after', 'after date'],
-];
+// operators are the person property operators the form offers (flags §8.9): those
+// of cohorts, and dates.
+const operators = [...personOperators, ['is_date_before', 'before date'], ['is_date_after', 'after date']];
 const noValue = new Set(['is_set', 'is_not_set']);
 
 const emptyFlag = { key: '', name: '', active: true, version: 0, filters: { groups: [{ properties: [], rollout_percentage: 100 }] } };

@@ -1,6 +1,7 @@
 // The insight builder's fields. Each takes the query being built (source) and set, to
 // change it. Text fields change the query when committed (Enter or leaving the field),
 // not on every key, so a half-typed event name runs no query.
+import { eventOperators } from '../operators.js';
 import { Field } from '../ui.jsx';
 
 // fieldError places a refusal of the query API under the field it is about. hedge
@@ -300,17 +301,6 @@ export function BreakdownField({ source, set, error }) {
   );
 }
 
-const operators = [
-  ['exact', 'equals'],
-  ['is_not', 'does not equal'],
-  ['icontains', 'contains'],
-  ['not_icontains', 'does not contain'],
-  ['regex', 'matches regex'],
-  ['gt', 'greater than'],
-  ['lt', 'less than'],
-  ['is_set', 'is set'],
-  ['is_not_set', 'is not set'],
-];
 
 // Filters are event property filters on every series.
 export function Filters({ source, set, error }) {
@@ -330,7 +320,7 @@ export function Filters({ source, set, error }) {
             <div class="field">
               <label for={`filter-${i}-op`}>Filter {i + 1} operator</label>
               <select id={`filter-${i}-op`} value={p.operator || 'exact'} onChange={(e) => change(i, { operator: e.target.value })}>
-                {operators.map(([v, label]) => (
+                {eventOperators.map(([v, label]) => (
                   <option value={v}>{label}</option>
                 ))}
               </select>

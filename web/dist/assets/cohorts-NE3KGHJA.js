@@ -1,1 +1,0 @@
-import{a,b,c,d}from"./chunk-2KMEB2DU.js";import"./chunk-E7K5PXIL.js";import"./chunk-YAFC3KVF.js";import"./chunk-HUFZDNQB.js";import"./chunk-MDAPTYNH.js";export{d as Cohort,c as Cohorts,b as cohortName,a as useCohortNames};

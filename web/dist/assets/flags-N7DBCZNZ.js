@@ -1,1 +1,0 @@
-import{a,b,c,d}from"./chunk-RKLM4YGF.js";import"./chunk-2KMEB2DU.js";import"./chunk-E7K5PXIL.js";import"./chunk-YAFC3KVF.js";import"./chunk-HUFZDNQB.js";import"./chunk-MDAPTYNH.js";export{a as FeatureFlags,d as describeFilter,b as isMultivariate,c as releaseSummary};
