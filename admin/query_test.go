@@ -416,3 +416,22 @@ func TestQueryInsightKinds(t *testing.T) {
 		}
 	}
 }
+
+// A HogQL sum answers a number, as ClickHouse's does, though DuckDB sums integers
+// into a 128-bit HUGEINT: a window's running sum and a plain one.
+func TestQueryAPIHogQLSums(t *testing.T) {
+	env := newTestEnv(t, "")
+	now := time.Now().UTC()
+	for i := range 3 {
+		env.ingest(t, warehouse.Event{Name: "sum test", DistinctID: fmt.Sprint("u", i), Timestamp: now, Properties: fmt.Sprintf(`{"n": %d}`, i+1)})
+	}
+	for query, want := range map[string]float64{
+		`SELECT sum(c) OVER () FROM (SELECT count() AS c FROM events WHERE event = 'sum test')`: 3,
+		`SELECT sum(toInt(properties.n)) FROM events WHERE event = 'sum test'`:                  6,
+	} {
+		out := env.must(t, 200, "POST", env.project+"/query/", env.owner, fmt.Sprintf(`{"query": {"kind": "HogQLQuery", "query": %q}}`, query))
+		if got, ok := out["results"].([]any)[0].([]any)[0].(float64); !ok || got != want {
+			t.Errorf("%s answers %#v, want the number %g", query, out["results"].([]any)[0].([]any)[0], want)
+		}
+	}
+}

@@ -972,6 +972,12 @@ func jsonValue(v any, dbType string) any {
 		}
 		return v.UTC().Format("2006-01-02T15:04:05.999999Z07:00")
 	case *big.Int:
+		// DuckDB sums integers into HUGEINT: a number, as ClickHouse's sum answers
+		// one, while it fits 64 bits; past them its digits, which JSON numbers would
+		// round.
+		if v.IsInt64() {
+			return v.Int64()
+		}
 		return v.String()
 	case duckdb.Decimal:
 		f, _ := v.Value.Float64()
