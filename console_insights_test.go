@@ -761,3 +761,107 @@ func dayIndex(t *testing.T, c *consoleTab, day time.Time, dateFrom string) int {
 	}
 	return j
 }
+
+// The trend builder's filters beyond the event's properties: a person property
+// filter, a breakdown by a person property, a filter of one series and a cohort
+// filter, each drawn with the count hedge's query API answers for the same query.
+func TestConsoleInsightPersonFilters(t *testing.T) {
+	c := openConsole(t)
+	c.signIn()
+	project := c.boot.ProjectID
+	var cohort struct{ ID int64 }
+	c.adminAPI("POST", fmt.Sprintf("/api/projects/%d/cohorts/", project), map[string]any{"name": "Ada's", "filters": map[string]any{"properties": map[string]any{
+		"type": "AND", "values": []any{map[string]any{"type": "person", "key": "email", "operator": "icontains", "value": "ada"}}}}}, &cohort)
+	// total is the query API's count of $pageview over the last 7 days under
+	// properties (of the query) and series (of the series), by breakdown value.
+	total := func(properties, series []any, breakdown map[string]any) map[string]float64 {
+		t.Helper()
+		s := map[string]any{"event": "$pageview", "math": "total"}
+		if series != nil {
+			s["properties"] = series
+		}
+		q := map[string]any{"kind": "TrendsQuery", "series": []any{s}, "interval": "day", "dateRange": map[string]any{"date_from": "-7d"}}
+		if properties != nil {
+			q["properties"] = properties
+		}
+		if breakdown != nil {
+			q["breakdownFilter"] = breakdown
+		}
+		var answer trendsAnswer
+		if status := c.adminAPI("POST", fmt.Sprintf("/api/projects/%d/query/", project), map[string]any{"query": q}, &answer); status != 200 {
+			t.Fatalf("the query API answers %d", status)
+		}
+		out := map[string]float64{}
+		for _, r := range answer.Results {
+			out[fmt.Sprint(r.BreakdownValue)] = r.Count
+		}
+		return out
+	}
+	// legend is each drawn line's label and total.
+	legend := func() map[string]string {
+		return eval[map[string]string](c, `Object.fromEntries([...document.querySelectorAll('.insight-result .legend-item')].map(b => [b.firstChild.nextSibling.textContent.trim(), b.lastChild.textContent.trim()]))`)
+	}
+	waitLegend := func(want map[string]float64) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			got := legend()
+			ok := len(got) == len(want)
+			for k, v := range want {
+				label := map[string]string{"<nil>": "$pageview", "$$_posthog_breakdown_null_$$": "(none)"}[k]
+				if label == "" {
+					label = k
+				}
+				ok = ok && got[label] == fmt.Sprint(v)
+			}
+			if ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the legend reads %v, want %v (the URL's query: %s)", got, want, eval[string](c, `decodeURIComponent(location.search)`))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	c.visit(fmt.Sprintf("/project/%d/insights/new", project))
+	c.waitText(".insight-result .legend", "$pageview")
+
+	// A person property: emails with "ada".
+	person := []any{map[string]any{"type": "person", "key": "email", "operator": "icontains", "value": "ada"}}
+	ada := total(person, nil, nil)
+	if ada["<nil>"] < 1 || ada["<nil>"] >= total(nil, nil, nil)["<nil>"] {
+		t.Fatalf("the query API counts %v of Ada's pageviews", ada)
+	}
+	c.clickButton("Add filter")
+	c.fill("#filter-0-type", "person")
+	c.fill("#filter-0-key", "email")
+	c.fill("#filter-0-op", "icontains")
+	c.fill("#filter-0-value", "ada")
+	waitLegend(ada)
+
+	// The same persons as a cohort.
+	c.fill("#filter-0-type", "cohort")
+	c.run(chromedp.Poll[chromedp.Void](`[...document.querySelectorAll('#filter-0-value option')].some(o => o.textContent === "Ada's")`, chromedp.WithPollingTimeout(10*time.Second)))
+	c.fill("#filter-0-value", fmt.Sprint(cohort.ID))
+	if got := total([]any{map[string]any{"type": "cohort", "key": "id", "operator": "in", "value": cohort.ID}}, nil, nil); got["<nil>"] != ada["<nil>"] {
+		t.Fatalf("the query API counts %v in the cohort, %v by the property", got, ada)
+	}
+	waitLegend(ada)
+	c.fill("#filter-0-op", "not_in")
+	waitLegend(total([]any{map[string]any{"type": "cohort", "key": "id", "operator": "not_in", "value": cohort.ID}}, nil, nil))
+	c.checkScreen("insight-cohort-filter")
+	c.clickButton("Remove filter 1")
+
+	// A filter of the series alone: Chrome's pageviews.
+	c.clickButton("Add a filter to series 1")
+	c.fill("#series-0-filter-0-key", "$browser")
+	c.fill("#series-0-filter-0-value", "Chrome")
+	waitLegend(total(nil, []any{map[string]any{"type": "event", "key": "$browser", "operator": "exact", "value": "Chrome"}}, nil))
+	c.clickButton("Remove series 1 filter 1")
+
+	// A breakdown by the person's email.
+	c.fill("#field-breakdown-type", "person")
+	c.fill("#field-breakdown", "email")
+	waitLegend(total(nil, nil, map[string]any{"breakdown": "email", "breakdown_type": "person"}))
+	c.checkScreen("insight-person-breakdown")
+}

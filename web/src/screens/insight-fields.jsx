@@ -1,8 +1,9 @@
 // The insight builder's fields. Each takes the query being built (source) and set, to
 // change it. Text fields change the query when committed (Enter or leaving the field),
 // not on every key, so a half-typed event name runs no query.
+import { api } from '../api.js';
 import { eventOperators } from '../operators.js';
-import { Field } from '../ui.jsx';
+import { Field, useAsync } from '../ui.jsx';
 
 // fieldError places a refusal of the query API under the field it is about. hedge
 // names a field of the wrong type in attr (query__interval); a query it cannot run has
@@ -69,8 +70,8 @@ const propertyMath = (math) => !['total', 'dau', 'weekly_active', 'monthly_activ
 
 // SeriesFields are a trend's series (event and math), a funnel's steps (events), a
 // stickiness' series (events: it counts persons, whatever the math) or a lifecycle's
-// one event.
-export function SeriesFields({ source, set, error }) {
+// one event, each with filters of its own.
+export function SeriesFields({ source, set, error, project }) {
   const funnel = source.kind === 'FunnelsQuery';
   const trends = source.kind === 'TrendsQuery';
   const single = source.kind === 'LifecycleQuery';
@@ -123,6 +124,14 @@ export function SeriesFields({ source, set, error }) {
                 Remove {noun.toLowerCase()} {i + 1}
               </button>
             )}
+            <Filters
+              source={s}
+              set={(next) => change(i, { properties: next.properties })}
+              project={project}
+              prefix={`series-${i}-filter`}
+              legend={`${noun} ${i + 1} filters`}
+              empty={null}
+            />
           </li>
         ))}
       </ol>
@@ -284,63 +293,139 @@ export function DateRangeFields({ source, set, error }) {
   );
 }
 
-// BreakdownField splits the result by an event property.
+// BreakdownField splits the result by an event property or a person's.
 export function BreakdownField({ source, set, error }) {
   const b = source.breakdownFilter || {};
+  const type = b.breakdown_type || 'event';
   return (
-    <Field label="Breakdown by event property" name="breakdown" error={error} hint="Empty for no breakdown">
-      <input
-        list="property-keys"
-        value={b.breakdown || ''}
-        onChange={(e) => {
-          const key = e.target.value.trim();
-          set({ ...source, breakdownFilter: key ? { breakdown: key, breakdown_type: 'event' } : undefined });
-        }}
-      />
-    </Field>
+    <div class="row">
+      <div class="field">
+        <label for="field-breakdown-type">Breakdown of</label>
+        <select
+          id="field-breakdown-type"
+          value={type}
+          onChange={(e) => set({ ...source, breakdownFilter: b.breakdown ? { ...b, breakdown_type: e.target.value } : { breakdown: '', breakdown_type: e.target.value } })}
+        >
+          <option value="event">the event</option>
+          <option value="person">the person</option>
+        </select>
+      </div>
+      <Field label={type === 'person' ? 'Breakdown by person property' : 'Breakdown by event property'} name="breakdown" error={error} hint="Empty for no breakdown">
+        <input
+          list={type === 'person' ? undefined : 'property-keys'}
+          value={b.breakdown || ''}
+          onChange={(e) => {
+            const key = e.target.value.trim();
+            set({ ...source, breakdownFilter: key ? { breakdown: key, breakdown_type: type } : type === 'event' ? undefined : { breakdown: '', breakdown_type: type } });
+          }}
+        />
+      </Field>
+    </div>
   );
 }
 
+// filterTypes are what a filter reads: the event's properties, its person's, or
+// whether its person is in a cohort (PostHog's property filter types).
+const filterTypes = [
+  ['event', 'Event property'],
+  ['person', 'Person property'],
+  ['cohort', 'Cohort'],
+];
 
-// Filters are event property filters on every series.
-export function Filters({ source, set, error }) {
+// useCohortList answers the project's cohorts once a filter needs them.
+function useCohortList(project, needed) {
+  const list = useAsync((signal) => (needed && project ? api(`/api/projects/${project}/cohorts/?limit=1000`, { signal }) : Promise.resolve(null)), [project, needed]);
+  return (list.data && list.data.results) || [];
+}
+
+// Filters are property filters: of every series (source is the query), or of one
+// series (source is the series, prefix names its fields apart). Each is on an event
+// property, a person property, or the person's being in a cohort.
+export function Filters({ source, set, error, project, prefix = 'filter', legend = 'Filters', empty = 'No filters: every event of the series counts.' }) {
   const list = source.properties || [];
   const change = (i, patch) => set({ ...source, properties: list.map((p, j) => (j === i ? { ...p, ...patch } : p)) });
+  const cohorts = useCohortList(project, list.some((p) => p.type === 'cohort'));
+  const retype = (i, type) =>
+    change(i, type === 'cohort' ? { type, key: 'id', operator: 'in', value: '' } : { type, key: '', operator: 'exact', value: '' });
+  const top = prefix === 'filter';
   return (
-    <fieldset class="filters" aria-describedby={error && error.attr === 'properties' ? 'properties-error' : undefined}>
-      <legend>Filters</legend>
-      {list.length === 0 && <p class="hint">No filters: every event of the series counts.</p>}
+    <fieldset class={top ? 'filters' : 'filters series-filters'} aria-describedby={top && error && error.attr === 'properties' ? 'properties-error' : undefined}>
+      <legend>{legend}</legend>
+      {list.length === 0 && empty && <p class="hint">{empty}</p>}
       <ol>
-        {list.map((p, i) => (
-          <li class="row">
-            <div class="field">
-              <label for={`filter-${i}-key`}>Filter {i + 1} property</label>
-              <input id={`filter-${i}-key`} list="property-keys" value={p.key} onChange={(e) => change(i, { key: e.target.value.trim() })} />
-            </div>
-            <div class="field">
-              <label for={`filter-${i}-op`}>Filter {i + 1} operator</label>
-              <select id={`filter-${i}-op`} value={p.operator || 'exact'} onChange={(e) => change(i, { operator: e.target.value })}>
-                {eventOperators.map(([v, label]) => (
-                  <option value={v}>{label}</option>
-                ))}
-              </select>
-            </div>
-            {p.operator !== 'is_set' && p.operator !== 'is_not_set' && (
+        {list.map((p, i) => {
+          const id = `${prefix}-${i}`;
+          const n = top ? `Filter ${i + 1}` : `${legend.replace(/ filters$/, '')} filter ${i + 1}`;
+          return (
+            <li class="row">
               <div class="field">
-                <label for={`filter-${i}-value`}>Filter {i + 1} value</label>
-                <input id={`filter-${i}-value`} value={p.value ?? ''} onChange={(e) => change(i, { value: e.target.value })} />
+                <label for={`${id}-type`}>{n} of</label>
+                <select id={`${id}-type`} value={p.type || 'event'} onChange={(e) => retype(i, e.target.value)}>
+                  {filterTypes.map(([v, label]) => (
+                    <option value={v}>{label}</option>
+                  ))}
+                </select>
               </div>
-            )}
-            <button type="button" class="secondary" onClick={() => set({ ...source, properties: list.filter((_, j) => j !== i) })}>
-              Remove filter {i + 1}
-            </button>
-          </li>
-        ))}
+              {p.type === 'cohort' ? (
+                <>
+                  <div class="field">
+                    <label for={`${id}-op`}>{n} operator</label>
+                    <select id={`${id}-op`} value={p.operator || 'in'} onChange={(e) => change(i, { operator: e.target.value })}>
+                      <option value="in">in</option>
+                      <option value="not_in">not in</option>
+                    </select>
+                  </div>
+                  <div class="field">
+                    <label for={`${id}-value`}>{n} cohort</label>
+                    <select id={`${id}-value`} value={String(p.value ?? '')} onChange={(e) => change(i, { value: e.target.value === '' ? '' : Number(e.target.value) })}>
+                      <option value="">{cohorts.length ? 'Choose a cohort' : 'No cohorts yet'}</option>
+                      {cohorts.map((c) => (
+                        <option value={String(c.id)}>{c.name || `Cohort ${c.id}`}</option>
+                      ))}
+                    </select>
+                  </div>
+                </>
+              ) : (
+                <>
+                  <div class="field">
+                    <label for={`${id}-key`}>{n} property</label>
+                    <input id={`${id}-key`} list={p.type === 'person' ? undefined : 'property-keys'} value={p.key} onChange={(e) => change(i, { key: e.target.value.trim() })} />
+                  </div>
+                  <div class="field">
+                    <label for={`${id}-op`}>{n} operator</label>
+                    <select id={`${id}-op`} value={p.operator || 'exact'} onChange={(e) => change(i, { operator: e.target.value })}>
+                      {eventOperators.map(([v, label]) => (
+                        <option value={v}>{label}</option>
+                      ))}
+                    </select>
+                  </div>
+                  {p.operator !== 'is_set' && p.operator !== 'is_not_set' && (
+                    <div class="field">
+                      <label for={`${id}-value`}>{n} value</label>
+                      <input id={`${id}-value`} value={p.value ?? ''} onChange={(e) => change(i, { value: e.target.value })} />
+                    </div>
+                  )}
+                </>
+              )}
+              <button type="button" class="secondary" onClick={() => set({ ...source, properties: list.filter((_, j) => j !== i) })}>
+                Remove {n.toLowerCase()}
+              </button>
+            </li>
+          );
+        })}
       </ol>
       <button type="button" class="secondary" onClick={() => set({ ...source, properties: [...list, { key: '', operator: 'exact', value: '', type: 'event' }] })}>
-        Add filter
+        {top ? 'Add filter' : `Add a filter to ${legend.replace(/ filters$/, '').toLowerCase()}`}
       </button>
-      <GroupError error={error} name="properties" />
+      {top && <GroupError error={error} name="properties" />}
     </fieldset>
   );
+}
+
+// cleanFilters are the filters of list that are filled in, as hedge takes them: a
+// comparison's value a number, a cohort's its id.
+export function cleanFilters(list) {
+  return (list || [])
+    .filter((p) => (p.type === 'cohort' ? p.value !== '' && p.value !== undefined : p.key && (p.operator === 'is_set' || p.operator === 'is_not_set' || p.value !== '')))
+    .map((p) => (/^(gt|gte|lt|lte)$/.test(p.operator) && p.value !== '' && !isNaN(p.value) ? { ...p, value: Number(p.value) } : p));
 }

@@ -18,6 +18,7 @@ import {
   PathsFields,
   RetentionFields,
   SeriesFields,
+  cleanFilters,
   fieldError,
 } from './insight-fields.jsx';
 import { Deleted, useRequest } from './manage.jsx';
@@ -132,14 +133,21 @@ function parseQ(s) {
   }
 }
 
-// sent is the query as hedge runs it: an empty event is any event; filters not yet
-// filled in and an empty breakdown are left out; a comparison's value is a number.
+// sent is the query as hedge runs it: an empty event is any event; filters (the
+// query's and each series') not yet filled in and an empty breakdown are left out; a
+// comparison's value is a number.
 function sent(source) {
   const q = { ...source };
-  if (Array.isArray(source.series)) q.series = source.series.map((s) => ({ ...s, event: s.event || null, name: s.event || 'All events' }));
-  const props = (source.properties || [])
-    .filter((p) => p.key && (p.operator === 'is_set' || p.operator === 'is_not_set' || p.value !== ''))
-    .map((p) => (/^(gt|gte|lt|lte)$/.test(p.operator) && p.value !== '' && !isNaN(p.value) ? { ...p, value: Number(p.value) } : p));
+  if (Array.isArray(source.series)) {
+    q.series = source.series.map((s) => {
+      const out = { ...s, event: s.event || null, name: s.event || 'All events' };
+      const props = cleanFilters(s.properties);
+      if (props.length) out.properties = props;
+      else delete out.properties;
+      return out;
+    });
+  }
+  const props = cleanFilters(source.properties);
   if (props.length) q.properties = props;
   else delete q.properties;
   if (!source.breakdownFilter || !source.breakdownFilter.breakdown) delete q.breakdownFilter;
@@ -242,14 +250,14 @@ function Builder({ project, params, initial }) {
               </label>
             ))}
           </fieldset>
-          {withSeries.includes(source.kind) && <SeriesFields source={source} set={set} error={error} />}
+          {withSeries.includes(source.kind) && <SeriesFields source={source} set={set} error={error} project={project} />}
           {['TrendsQuery', 'StickinessQuery', 'LifecycleQuery'].includes(source.kind) && <IntervalField source={source} set={set} error={error} />}
           {source.kind === 'FunnelsQuery' && <FunnelFields source={source} set={set} error={error} />}
           {source.kind === 'RetentionQuery' && <RetentionFields source={source} set={set} error={error} />}
           {isPaths && <PathsFields source={source} set={set} error={error} />}
           {source.kind !== 'RetentionQuery' && <DateRangeFields source={source} set={set} error={error} />}
           {(isTrends || source.kind === 'FunnelsQuery') && <BreakdownField source={source} set={set} error={error} />}
-          <Filters source={source} set={set} error={error} />
+          <Filters source={source} set={set} error={error} project={project} />
           {isTrends && source.series.length > 1 && (
             <Field label="Formula" name="formula" error={error} hint="Series by letter: A/B*100; empty shows each series">
               <input
