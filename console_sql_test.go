@@ -165,7 +165,9 @@ func TestConsoleSQLCancel(t *testing.T) {
 func TestConsoleSQLErrorLines(t *testing.T) {
 	c := openConsole(t)
 	c.signIn()
-	const wrong = "SELECT nope FROM events"
+	// A sum of text: DuckDB lists the candidate functions, a line each, and points at
+	// the call.
+	const wrong = "SELECT sum(event) FROM events"
 	var refusal struct {
 		Detail string `json:"detail"`
 	}
@@ -177,7 +179,7 @@ func TestConsoleSQLErrorLines(t *testing.T) {
 	c.visit(fmt.Sprintf("/project/%d/sql", c.boot.ProjectID))
 	c.fill("#field-query", wrong)
 	c.run(chromedp.Click(chromedp.CSS(`button.run-query`)))
-	c.waitText("#field-query-error", "nope")
+	c.waitText("#field-query-error", "Candidate functions")
 	// innerText is the text as rendered: a line break shown is a "\n" in it.
 	shown := eval[string](c, `document.querySelector('#field-query-error').innerText`)
 	if strings.Count(shown, "\n") != strings.Count(strings.TrimSpace(refusal.Detail), "\n") {
