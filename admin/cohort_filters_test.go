@@ -188,6 +188,15 @@ func TestQueryAPICohortFilters(t *testing.T) {
 		}
 	}
 
+	// The listing counts every cohort at once, each as its own record does.
+	listed := map[string]any{}
+	for _, r := range env.must(t, 200, "GET", env.project+"/cohorts/", env.owner, "")["results"].([]any) {
+		listed[fmt.Sprint(r.(map[string]any)["id"])] = r.(map[string]any)["count"]
+	}
+	if fmt.Sprint(listed["1"], listed["2"], listed["3"], listed["4"]) != "2 3 3 1" {
+		t.Errorf("the listing counts %v, want cohorts 1-4 at 2 3 3 1", listed)
+	}
+
 	// The persons API narrows to a cohort too.
 	if got := env.must(t, 200, "GET", env.project+"/persons/?cohort=2&search=u1", env.owner, "")["count"]; got != 1.0 {
 		t.Errorf("persons of cohort 2 matching u1: %v, want 1", got)

@@ -51,13 +51,9 @@ type cohortRecord struct {
 }
 
 func (a *API) cohortRecords(ctx context.Context, list []*flags.Cohort) ([]cohortRecord, error) {
-	var counts []*int
-	for _, c := range list {
-		n, err := a.cohortCount(ctx, c)
-		if err != nil {
-			return nil, err
-		}
-		counts = append(counts, n)
+	counts, err := a.cohortCounts(ctx, list)
+	if err != nil {
+		return nil, err
 	}
 	var ids []int64
 	for _, c := range list {
@@ -240,29 +236,38 @@ func (a *API) cohortUpdate(c *fiber.Ctx) error {
 	return a.sendCohort(c, fiber.StatusOK, cohort)
 }
 
-// cohortCount is how many persons are in the cohort now; nil when it is deleted, or
-// its definition is one a query refuses (an operator hedge's queries lack), which
-// does not fail the listing that shows it.
-func (a *API) cohortCount(ctx context.Context, c *flags.Cohort) (*int, error) {
-	if c.Deleted {
-		return nil, nil
+// cohortCounts are how many persons are in each cohort of list now (one project's),
+// counted together; nil for one that is deleted, or whose definition is one a query
+// refuses (an operator hedge's queries lack), which does not fail the listing that
+// shows it.
+func (a *API) cohortCounts(ctx context.Context, list []*flags.Cohort) ([]*int, error) {
+	counts := make([]*int, len(list))
+	var resolved []*warehouse.Cohort
+	var at []int // the index in list of each resolved cohort
+	for i, c := range list {
+		if c.Deleted {
+			continue
+		}
+		r, err := a.cohortResolver(ctx, c.TeamID, "").cohort(c.ID, nil)
+		if isRefusal(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		resolved, at = append(resolved, r), append(at, i)
 	}
-	resolved, err := a.cohortResolver(ctx, c.TeamID, "").cohort(c.ID, nil)
-	if isRefusal(err) {
-		return nil, nil
+	if len(resolved) == 0 {
+		return counts, nil
 	}
+	n, err := a.warehouse.CohortCounts(ctx, list[0].TeamID, resolved)
 	if err != nil {
 		return nil, err
 	}
-	n, err := a.warehouse.CohortCount(ctx, resolved)
-	var queryErr *warehouse.QueryError
-	if errors.As(err, &queryErr) {
-		return nil, nil
+	for k, i := range at {
+		counts[i] = n[k]
 	}
-	if err != nil {
-		return nil, err
-	}
-	return &n, nil
+	return counts, nil
 }
 
 // GET /api/projects/{project_id}/cohorts/{id}/persons/ (cohort:read)

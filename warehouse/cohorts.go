@@ -25,7 +25,7 @@ type Cohort struct {
 	Static bool
 	// Persons are a static cohort's persons, as CohortPersonIDs read them when the
 	// cohort was resolved for a query; nil: read through its list, which only
-	// Persons and CohortCount may (a query's SQL that does is refused).
+	// Persons and CohortCounts may (a query's SQL that does is refused).
 	Persons []string
 	// Match is a property cohort's definition; nil: it defines nothing and has no
 	// member.
@@ -58,7 +58,7 @@ func (c *Cohort) condition(budget *int) (string, []any, error) {
 	switch {
 	case c.Static && c.Persons == nil:
 		// Read through the lists, which only SQL outside the query views may (Persons,
-		// CohortCount).
+		// CohortCounts).
 		return `person_id IN (SELECT d.person_id FROM person_distinct_ids d JOIN cohort_people m
 			ON m.team_id = d.team_id AND m.distinct_id = d.distinct_id WHERE m.team_id = ? AND m.cohort_id = ?)`,
 			[]any{c.Team, c.ID}, nil
@@ -224,17 +224,40 @@ func (w *Warehouse) StaticCohortsOf(ctx context.Context, team int64, distinctID 
 	return in, rows.Err()
 }
 
-// CohortCount is how many persons are in the cohort now.
-func (w *Warehouse) CohortCount(ctx context.Context, c *Cohort) (int, error) {
-	condition, args, err := cohortCondition(c)
-	if err != nil {
-		return 0, err
+// CohortCounts are how many persons are in each of cohorts (of project team) now, in
+// one read of the project's persons: a listing of cohorts counts them all at once,
+// not a scan a cohort. A cohort whose definition a query refuses (cohortCondition's
+// QueryError) has no count (nil).
+func (w *Warehouse) CohortCounts(ctx context.Context, team int64, cohorts []*Cohort) ([]*int, error) {
+	counts := make([]*int, len(cohorts))
+	var columns []string
+	var args []any
+	var counted []int // the index in cohorts of each column
+	for i, c := range cohorts {
+		condition, bound, err := cohortCondition(c)
+		var refused *QueryError
+		if errors.As(err, &refused) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		columns, args, counted = append(columns, "count(*) FILTER (WHERE "+condition+")"), append(args, bound...), append(counted, i)
 	}
-	var n int
-	err = w.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT id AS person_id, properties AS person_properties
-		FROM persons WHERE team_id = ?) WHERE `+condition, append([]any{c.Team}, args...)...).Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("cannot count the persons of cohort %d: %w", c.ID, err)
+	if len(columns) == 0 {
+		return counts, nil
 	}
-	return n, nil
+	values := make([]any, len(columns))
+	for k := range values {
+		values[k] = new(int)
+	}
+	err := w.db.QueryRowContext(ctx, `SELECT `+strings.Join(columns, ", ")+` FROM (SELECT id AS person_id, properties AS person_properties
+		FROM persons WHERE team_id = ?)`, append(args, team)...).Scan(values...)
+	if err != nil {
+		return nil, fmt.Errorf("cannot count the persons of %d cohorts of project %d: %w", len(columns), team, err)
+	}
+	for k, i := range counted {
+		counts[i] = values[k].(*int)
+	}
+	return counts, nil
 }
