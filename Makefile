@@ -31,14 +31,15 @@ build:
 	go build -tags $(TAGS) -ldflags "$(LDFLAGS)" -o bin/hedge .
 
 ## test: gofmt and go vet, the SDKs, the S3 server and the browser the tests drive, then every test
-# The binary's tests of durability, restarts and the SDKs, run again with the event log
-# on (hedge serve reads HEDGE_LOG): every 200 stored once across kill -9, retries, drains.
-LOG_TESTS = TestBinaryCrashAndShutdown|TestBinaryShutdownSignals|TestServeBootstrapAndRestart|TestNodeSDKs|TestNodeRetryAfterKill|TestNodeRetryUnderLoadAfterKill
+# The binary's tests of durability, restarts and the SDKs, run again on the direct path
+# (hedge serve reads HEDGE_LOG; the event log is the default): every 200 stored once
+# across kill -9, retries, drains.
+DIRECT_TESTS = TestBinaryCrashAndShutdown|TestBinaryShutdownSignals|TestServeBootstrapAndRestart|TestNodeSDKs|TestNodeRetryAfterKill|TestNodeRetryUnderLoadAfterKill
 
 test: lint sdk-deps s3-server web-deps browser-deps
 	HEDGE_REQUIRE_SDK_TESTS=1 HEDGE_REQUIRE_S3_TESTS=1 HEDGE_REQUIRE_BROWSER_TESTS=1 HEDGE_VERSITYGW=$(CURDIR)/bin/versitygw go test -tags $(TAGS) -count=1 ./...
 	go test -count=1 -run Funnel ./warehouse # the funnels' reader of builds without the tag
-	HEDGE_LOG=jetstream HEDGE_REQUIRE_SDK_TESTS=1 go test -tags $(TAGS) -count=1 -run '$(LOG_TESTS)' . # the same binary under --log jetstream
+	HEDGE_LOG=direct HEDGE_REQUIRE_SDK_TESTS=1 go test -tags $(TAGS) -count=1 -run '$(DIRECT_TESTS)' . # the same binary under --log direct
 
 ## sdk-deps: install the pinned posthog-node, posthog-js and jsdom for the SDK tests
 sdk-deps:

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -83,7 +84,43 @@ var servingLine = regexp.MustCompile(`msg=serving admin_url=(\S+) capture_url=(\
 func startProcess(t *testing.T, env []string, args ...string) *process {
 	t.Helper()
 	p, serving := launchProcess(t, env, args...)
-	return waitServing(t, p, serving)
+	p = waitServing(t, p, serving)
+	if p.captureURL != "" {
+		adminURLs.Store(p.captureURL, p.adminURL)
+	}
+	return p
+}
+
+// adminURLs is the management listener's URL of each started hedge's capture URL,
+// for waitApplied.
+var adminURLs sync.Map
+
+// waitApplied waits until the hedge whose capture listener is at captureURL has
+// applied to its warehouse every message its event log acknowledged: through the log
+// (the default), a 200 means durable, and the events are queryable once applied. It
+// compares the process's counters of messages published and applied (/metrics), so it
+// holds on the direct path at once.
+func waitApplied(t *testing.T, captureURL string) {
+	t.Helper()
+	adminURL, ok := adminURLs.Load(captureURL)
+	if !ok {
+		t.Fatalf("no hedge started with the capture URL %s", captureURL)
+	}
+	counter := regexp.MustCompile(`(?m)^hedge_log_(published|applied)_messages_total (\d+)$`)
+	for deadline := time.Now().Add(time.Minute); ; {
+		_, text := request(t, "GET", adminURL.(string)+"/metrics", "", "")
+		counts := map[string]int{}
+		for _, m := range counter.FindAllStringSubmatch(text, -1) {
+			counts[m[1]], _ = strconv.Atoi(m[2])
+		}
+		if counts["applied"] >= counts["published"] {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the warehouse applied %d of the %d messages the log acknowledged within a minute", counts["applied"], counts["published"])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // waitServing waits until p serves, or returns it once it has exited.

@@ -455,8 +455,8 @@ func seedConsoleEvents(t *testing.T, captureURL, token string) {
 	postBatch(t, captureURL, token, batch)
 }
 
-// postBatch sends events to the capture listener's /batch/ and fails the test unless
-// they are stored.
+// postBatch sends events to the capture listener's /batch/, fails the test unless
+// they are stored, and waits until they are queryable.
 func postBatch(t *testing.T, captureURL, token string, batch []map[string]any) {
 	t.Helper()
 	body, _ := json.Marshal(map[string]any{"api_key": token, "batch": batch})
@@ -468,6 +468,7 @@ func postBatch(t *testing.T, captureURL, token string, batch []map[string]any) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("sending %d events: %d", len(batch), resp.StatusCode)
 	}
+	waitApplied(t, captureURL)
 }
 
 // exceptionText is an uncaught exception's message.

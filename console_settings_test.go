@@ -62,7 +62,7 @@ func TestConsoleProjectSetup(t *testing.T) {
 	}
 	resp.Body.Close()
 	c.waitText(".event-check.received", "Events received: 1")
-	c.waitText("#ingestion .ingestion-path", "Events reach the warehouse directly")
+	c.waitText("#ingestion .ingestion-path", "Events go through the event log")
 
 	// Keyboard only: Tab to the name, replace it, Enter saves; the header follows.
 	c.tabTo("field-name")

@@ -217,7 +217,7 @@ func TestStorageModes(t *testing.T) {
 		{serveConfig{}, storageTable},
 		{serveConfig{logMode: logJetStream}, storageTable},
 		{serveConfig{logMode: logJetStream, storage: storageLake}, storageLake},
-		{serveConfig{storage: storageLake}, "--storage lake needs --log jetstream"},
+		{serveConfig{storage: storageLake}, storageLake}, // the log is the default
 		{serveConfig{logMode: logDirect, storage: storageLake}, "--storage lake needs --log jetstream"},
 		{serveConfig{cluster: clusterOf("127.0.0.1:1")}, storageLake},
 		{serveConfig{cluster: clusterOf("127.0.0.1:1"), storage: storageTable}, "--log-cluster needs --storage lake"},

@@ -18,14 +18,21 @@ import (
 	"github.com/hedge-analytics/hedge/warehouse"
 )
 
+// testServeConfig is hedge serve's configuration on dataDir, with the log of the
+// default (HEDGE_LOG=direct: the direct path, as the binary reads it).
 func testServeConfig(dataDir string) serveConfig {
-	return serveConfig{
+	cfg := serveConfig{
 		dataDir:         dataDir,
 		adminAddr:       "127.0.0.1:0",
 		captureAddr:     "127.0.0.1:0",
 		adminEmail:      "admin@localhost",
 		shutdownTimeout: 10 * time.Second,
+		logMode:         logJetStream,
 	}
+	if os.Getenv("HEDGE_LOG") == logDirect {
+		cfg.logMode = logDirect
+	}
+	return cfg
 }
 
 func startTestServer(t *testing.T, dataDir string) *server {
@@ -35,6 +42,20 @@ func startTestServer(t *testing.T, dataDir string) *server {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// waitApplied waits until s's warehouse has applied what its event log holds, when
+// the log is on: then what capture acknowledged is queryable.
+func (s *server) waitApplied(t *testing.T) {
+	t.Helper()
+	if s.consumer == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.consumer.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func request(t *testing.T, method, url, key, body string) (int, string) {

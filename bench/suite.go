@@ -95,8 +95,8 @@ func runSuite(ctx context.Context, cfg suiteConfig) (*report, string, error) {
 	if data == "" {
 		data = filepath.Join(work, "data")
 	}
-	// The traffic scenarios share one hedge, those through the log another (with
-	// --log jetstream, on a data directory of its own), those on a cluster a cluster
+	// The traffic scenarios share one hedge (with --log direct), those through the log
+	// another (with --log jetstream, the default, on a data directory of its own), those on a cluster a cluster
 	// (hedge cluster up, in a directory of its own); the queries scenario starts its
 	// own hedge on its generated data, once those have stopped.
 	var direct, viaLog, viaLake, onCluster []scenario
@@ -119,7 +119,7 @@ func runSuite(ctx context.Context, cfg suiteConfig) (*report, string, error) {
 		data      string
 		cluster   bool
 		flags     []string
-	}{{direct, data, false, nil}, {viaLog, data + logSuffix, false, []string{"--log", "jetstream"}},
+	}{{direct, data, false, []string{"--log", "direct"}}, {viaLog, data + logSuffix, false, []string{"--log", "jetstream"}},
 		{viaLake, data + lakeSuffix, false, []string{"--log", "jetstream", "--storage", "lake"}}, {onCluster, data + clusterSuffix, true, nil}} {
 		if len(group.scenarios) == 0 {
 			continue

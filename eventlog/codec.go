@@ -4,8 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 	"unsafe"
+
+	"github.com/klauspost/compress/s2"
 
 	"github.com/hedge-analytics/hedge/warehouse"
 )
@@ -17,7 +20,20 @@ import (
 // the log fsyncs them at once. Integers are varints, strings a uvarint length and
 // their bytes, a time its Unix nanoseconds (the instant, not the location), a uuid its
 // 16 bytes.
-const messageVersion = 1
+//
+// A message of compressedVersion is that version byte and the frames compressed as one
+// S2 block (klauspost/compress/s2, Snappy's format extended): the Publisher sends
+// messages so, which makes the log's bytes on disk, its fsyncs and the JetStream block
+// caches that hold recently written bytes for 10 s about a quarter of the plain ones
+// (measured on make bench's events: 8.3 MB of frames into 2.1 MB). Plain messages stay
+// readable, those of an older hedge among them.
+const (
+	messageVersion    = 1
+	compressedVersion = 2
+	// maxDecodedBytes bounds what one compressed message may expand to: a message holds
+	// about MessageBytes, or one event alone, which the edge bounds far below this.
+	maxDecodedBytes = 256 << 20
+)
 
 // eventStrings and warningStrings are how many strings each holds.
 const (
@@ -78,19 +94,48 @@ func appendString(dst []byte, s string) []byte {
 
 var errTruncated = errors.New("truncated")
 
+// CompressMessage appends to dst msg, a message AppendMessage wrote, as a message of
+// compressedVersion, or msg itself when compressing does not make it smaller.
+func CompressMessage(dst, msg []byte) []byte {
+	need := s2.MaxEncodedLen(len(msg) - 1)
+	if len(msg) < 2 || msg[0] != messageVersion || need < 0 {
+		return append(dst, msg...)
+	}
+	start := len(dst)
+	dst = append(slices.Grow(dst, 1+need), compressedVersion)
+	block := s2.Encode(dst[len(dst):len(dst)+need], msg[1:])
+	if 1+len(block) >= len(msg) {
+		return append(dst[:start], msg...)
+	}
+	return dst[:len(dst)+len(block)]
+}
+
 // DecodeMessage decodes msg into b, reusing b's slices; b's Position is the caller's.
-// The strings of b alias msg: msg must stay unchanged while b is in use. A message
-// that is not one AppendMessage wrote is an error, never a panic.
-func DecodeMessage(msg []byte, b *warehouse.Batch) error {
+// A compressed message is expanded into *scratch, grown as needed. The strings of b
+// alias msg or *scratch: both must stay unchanged while b is in use. A message that is
+// not one AppendMessage or CompressMessage wrote is an error, never a panic.
+func DecodeMessage(msg []byte, b *warehouse.Batch, scratch *[]byte) error {
 	position := b.Position
 	b.Reset()
 	b.Position = position
 	d := decoder{msg: msg}
-	if version := d.byte(); version != messageVersion {
-		if d.err != nil {
-			return fmt.Errorf("cannot decode a log message: %w", d.err)
+	switch version := d.byte(); {
+	case d.err != nil:
+		return fmt.Errorf("cannot decode a log message: %w", d.err)
+	case version == compressedVersion:
+		n, err := s2.DecodedLen(d.msg)
+		if err == nil && n > maxDecodedBytes {
+			err = fmt.Errorf("expands to %d bytes, over %d", n, maxDecodedBytes)
 		}
-		return fmt.Errorf("cannot decode a log message: version %d, want %d", version, messageVersion)
+		if err == nil {
+			*scratch, err = s2.Decode((*scratch)[:cap(*scratch)], d.msg)
+		}
+		if err != nil {
+			return fmt.Errorf("cannot decode a log message: cannot expand it: %w", err)
+		}
+		d.msg = *scratch
+	case version != messageVersion:
+		return fmt.Errorf("cannot decode a log message: version %d, want %d or %d", version, messageVersion, compressedVersion)
 	}
 	for frame := 0; ; frame++ {
 		if err := d.frame(b, frame); err != nil {

@@ -173,7 +173,8 @@ type reader struct {
 	purged    uint64
 	lastPurge time.Time
 	msgs      []jetstream.Msg
-	batches   []warehouse.Batch // each message's, whose strings alias it
+	batches   []warehouse.Batch // each message's, whose strings alias it or its scratch
+	scratch   [][]byte          // each message's expanded frames, when it is compressed
 	merged    warehouse.Batch   // the messages' batches as one
 }
 
@@ -245,6 +246,7 @@ func (r *reader) apply(ctx context.Context) error {
 	n := len(r.msgs)
 	if len(r.batches) < n {
 		r.batches = make([]warehouse.Batch, gatherMessages)
+		r.scratch = make([][]byte, gatherMessages)
 	}
 	merged := &r.merged
 	merged.Lane = r.lane
@@ -263,7 +265,7 @@ func (r *reader) apply(ctx context.Context) error {
 		}
 		last = meta
 		b := &r.batches[i]
-		if err := DecodeMessage(msg.Data(), b); err != nil {
+		if err := DecodeMessage(msg.Data(), b, &r.scratch[i]); err != nil {
 			r.deadLetter(ctx, msg, meta.Sequence.Stream, err)
 			b.Reset()
 		} else if b.Lane != r.lane {

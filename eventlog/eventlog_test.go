@@ -200,7 +200,7 @@ func TestLogFullAnswersOverloaded(t *testing.T) {
 	// No consumer: nothing is applied, so the log fills.
 	e := openLog(t, t.TempDir(), Config{Partitions: 1, MaxBytes: 256 << 10}, false)
 	var err error
-	for i := 0; i < 100 && err == nil; i++ {
+	for i := 0; i < 5000 && err == nil; i++ { // messages are compressed: a few KB each
 		err = e.publisher.Submit(batch(1, 100))
 	}
 	if !errors.Is(err, ErrFull) || !errors.Is(err, warehouse.ErrOverloaded) {

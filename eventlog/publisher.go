@@ -217,6 +217,7 @@ func (p *Publisher) join(w *publishing, part int, lane warehouse.Lane, events []
 // flush sends q's messages one at a time, until Close: the first waiting leaves the
 // queue as it is sent, so frames join the next one meanwhile.
 func (p *Publisher) flush(q *subjectQueue) {
+	var compressed []byte
 	for {
 		select {
 		case <-q.wake:
@@ -233,7 +234,10 @@ func (p *Publisher) flush(q *subjectQueue) {
 			q.waiting[0] = nil
 			q.waiting = q.waiting[1:]
 			q.mu.Unlock()
-			m.err = p.publish(q.subject, m.data)
+			// The compressed bytes are reused once publish returns: nats.go has copied
+			// them into its buffer by then, re-sends included.
+			compressed = CompressMessage(compressed[:0], m.data)
+			m.err = p.publish(q.subject, compressed)
 			close(m.sent)
 		}
 	}
