@@ -647,7 +647,7 @@ func checkTiles(body []byte, want int, cold bool) error {
 }
 
 // sendEvent captures one event for the project, which makes its cached results stale.
-// Through the log (queryBench.Lake) the 200 comes before the warehouse has it: it
+// Through the log (hedge's default) the 200 comes before the warehouse has it: it
 // waits until a query sees it, so that the next load finds the results stale.
 func (m *queryMeter) sendEvent() error {
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
@@ -664,7 +664,7 @@ func (m *queryMeter) sendEvent() error {
 	if resp.StatusCode() != fasthttp.StatusOK {
 		return fmt.Errorf("cannot capture an event: capture answered %d", resp.StatusCode())
 	}
-	for deadline := time.Now().Add(logSettle); m.qb.Lake; {
+	for deadline := time.Now().Add(logSettle); ; {
 		n, err := m.api.count(`SELECT count() FROM events WHERE uuid = '` + id + `'`)
 		if err != nil {
 			return fmt.Errorf("cannot see the event captured: %w", err)
