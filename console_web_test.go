@@ -125,6 +125,14 @@ func TestConsoleWebAnalytics(t *testing.T) {
 	}
 	c.run(chromedp.Click(chromedp.CSS(`[role=tab][data-tab="Page"]`)))
 	c.waitJSText("the pages of 30 days", tableJS("Page"), "/ | 2 | 3 | 67%\n/blog | 1 | 1 | 0%\n/pricing | 1 | 1 | –", 20*time.Second)
+
+	// Without the comparison the tiles say nothing of the period before.
+	c.run(chromedp.Click(chromedp.CSS(`#web-compare`)))
+	if got := eval[string](c, `location.search`); got != "?date_from=-30d&compare=false" {
+		t.Errorf("the comparison put %q in the URL", got)
+	}
+	c.waitJSText("the tiles without a comparison", `[...document.querySelectorAll('.web-tile')].map(t => t.querySelector('.web-tile-value').innerText + '/' + t.querySelector('.web-tile-change').innerText.trim()).join(' ')`,
+		"3/ 5/ 4/ 21s/ 50%/", 20*time.Second)
 }
 
 // Filters and cards of the Web analytics screen, over captureWebSessions: the exit
@@ -191,17 +199,30 @@ func TestConsoleWebFiltersAndCards(t *testing.T) {
 	c.run(chromedp.Click(chromedp.CSS(`dialog[open] button[type="submit"]`)))
 	c.waitText("dialog[open] .web-saved", "Saved as Exit pages · Last 7 days on Marketing.")
 
-	// The dashboard's tile shows the card's table, under its filter.
+	// And the overview, under the same filter.
+	c.run(chromedp.Click(chromedp.CSS(`dialog[open] .confirm-actions button.secondary`)))
+	c.run(chromedp.Click(chromedp.CSS(`.web-overview .web-save`)))
+	waitFor(t, 20*time.Second, "the dashboards to choose from", func() bool {
+		return eval[bool](c, `!!document.querySelector('dialog[open] #field-dashboards option[value="`+fmt.Sprint(dashboard.ID)+`"]')`)
+	})
+	c.fill("dialog[open] #field-dashboards", fmt.Sprint(dashboard.ID))
+	c.run(chromedp.Click(chromedp.CSS(`dialog[open] button[type="submit"]`)))
+	c.waitText("dialog[open] .web-saved", "Saved as Web overview · Last 7 days on Marketing.")
+
+	// The dashboard's tiles show the card's table and the overview's numbers, under
+	// their filter.
 	c.run(chromedp.Click(chromedp.CSS(`dialog[open] .web-saved a[href$="/dashboard/` + fmt.Sprint(dashboard.ID) + `"]`)))
 	tile := `[...document.querySelectorAll('article.tile tbody tr')].map(r => [...r.children].map(c => c.innerText.trim()).join(' | ')).join('\n')`
-	c.waitJSText("the dashboard's tile", tile, "/pricing | 1 | 1", 20*time.Second)
-	if got := c.text("article.tile h2"); got != "Exit pages · Last 7 days" {
-		t.Errorf("the tile's name: %q", got)
+	c.waitJSText("the dashboard's table tile", tile, "/pricing | 1 | 1", 20*time.Second)
+	c.waitJSText("the dashboard's overview tile", `[...document.querySelectorAll('article.tile .web-tile-value')].map(v => v.innerText).join(' ')`,
+		"1 1 1 1m 0s 0%", 20*time.Second)
+	if got := eval[string](c, `[...document.querySelectorAll('article.tile h2')].map(h => h.innerText).sort().join(', ')`); got != "Exit pages · Last 7 days, Web overview · Last 7 days" {
+		t.Errorf("the tiles' names: %q", got)
 	}
 	c.checkScreen("web-dashboard")
 
 	// Its insight page shows the same, with where it came from.
-	c.run(chromedp.Click(chromedp.CSS(`article.tile h2 a`)))
+	c.run(chromedp.Click(chromedp.CSS(`article.tile:has(table) h2 a`)))
 	c.waitText("h1", "Exit pages · Last 7 days")
 	c.waitJSText("the insight's table", `[...document.querySelectorAll('.web-insight tbody tr')].map(r => [...r.children].map(c => c.innerText.trim()).join(' | ')).join('\n')`,
 		"/pricing | 1 | 1", 20*time.Second)

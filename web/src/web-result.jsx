@@ -24,13 +24,14 @@ export const webBreakdowns = {
 const tileLabels = { visitors: 'Visitors', views: 'Views', sessions: 'Sessions', 'session duration': 'Session duration', 'bounce rate': 'Bounce rate' };
 
 // WebOverviewTiles draws a WebOverviewQuery's items, each with its change from the
-// period before when compared.
+// period before when compared (some item has a previous: a count's is 0 at least).
 export function WebOverviewTiles({ items }) {
   if (!Array.isArray(items)) return <p class="empty">No result yet.</p>;
+  const compared = items.some((item) => item.previous !== null && item.previous !== undefined);
   return (
     <ul class="web-tiles" aria-label="Overview">
       {items.map((item) => (
-        <Tile item={item} />
+        <Tile item={item} compared={compared} />
       ))}
     </ul>
   );
@@ -38,10 +39,11 @@ export function WebOverviewTiles({ items }) {
 
 // Tile is one item of the overview: its value, and its change from the period before,
 // green when it is good news (a rise, or a fall of what isIncreaseBad).
-function Tile({ item }) {
+function Tile({ item, compared }) {
   const key = item.key.replace(' ', '-');
   const change = item.changeFromPreviousPct;
-  let note = <span class="muted">no data before</span>;
+  // Without a comparison, every previous is null: nothing to say.
+  let note = compared ? <span class="muted">no data before</span> : null;
   if (change !== null && change !== undefined) {
     const good = change === 0 ? null : change > 0 !== Boolean(item.isIncreaseBad);
     const arrow = change > 0 ? '▲' : change < 0 ? '▼' : '';

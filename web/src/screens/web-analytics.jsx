@@ -3,8 +3,8 @@
 // tables with tabs: pages, entry and exit pages; referrers and UTM sources, media and
 // campaigns; device types, browsers and systems; countries. hedge computes every
 // figure (WebOverviewQuery, WebStatsTableQuery); the screen only shows them. The range
-// and the property filters are in the URL (?date_from=, ?properties=), so a view can
-// be shared; clicking a row's value adds it as a filter, as in PostHog. Each card can
+// the comparison with the period before and the property filters are in the URL
+// (?date_from=, ?compare=false, ?properties=), so a view can be shared; clicking a row's value adds it as a filter, as in PostHog. Each card can
 // be saved as an insight, on a dashboard or not, with the range and filters it shows.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, query } from '../api.js';
@@ -64,22 +64,30 @@ export function WebAnalytics({ project, params }) {
     if (properties.some((p) => p.key === key && (p.operator || 'exact') === 'exact' && p.value === value)) return;
     setProperties([...properties, { key, value, operator: 'exact', type: 'event' }]);
   };
-  // Each card's query: the URL's range, compared with the period before, and filters.
-  const base = { dateRange: { date_from: range, date_to: null }, properties, compareFilter: { compare: true } };
-  const deps = range + JSON.stringify(properties);
+  // Each card's query: the URL's range, compared with the period before unless the
+  // URL says not (?compare=false), and filters.
+  const compare = params.get('compare') !== 'false';
+  const base = { dateRange: { date_from: range, date_to: null }, properties, compareFilter: { compare } };
+  const deps = range + compare + JSON.stringify(properties);
   const [saving, setSaving] = useState(null);
   return (
     <Page
       title="Web analytics"
       actions={
-        <label class="inline-field">
-          <span>Date range</span>
-          <select id="web-range" value={range} onChange={(e) => setQuery({ date_from: e.target.value === defaultRange ? null : e.target.value })}>
-            {webRanges.map(([v, label]) => (
-              <option value={v}>{label}</option>
-            ))}
-          </select>
-        </label>
+        <>
+          <label class="inline-field">
+            <input type="checkbox" id="web-compare" checked={compare} onChange={(e) => setQuery({ compare: e.target.checked ? null : 'false' })} />
+            <span>Compare with the period before</span>
+          </label>
+          <label class="inline-field">
+            <span>Date range</span>
+            <select id="web-range" value={range} onChange={(e) => setQuery({ date_from: e.target.value === defaultRange ? null : e.target.value })}>
+              {webRanges.map(([v, label]) => (
+                <option value={v}>{label}</option>
+              ))}
+            </select>
+          </label>
+        </>
       }
     >
       <p class="muted web-note">
@@ -89,9 +97,7 @@ export function WebAnalytics({ project, params }) {
       <Filters properties={properties} setProperties={setProperties} />
       <section class="web-overview" aria-labelledby="web-overview-title">
         <header class="web-card-head">
-          <h2 id="web-overview-title" class="sr-only">
-            Overview
-          </h2>
+          <h2 id="web-overview-title">Overview</h2>
           <button
             type="button"
             class="secondary small web-save"
