@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 )
 
 // captureWebSessions sends the sessions the Web analytics tests count: in the last 7
@@ -125,6 +126,14 @@ func TestConsoleWebAnalytics(t *testing.T) {
 	}
 	c.run(chromedp.Click(chromedp.CSS(`[role=tab][data-tab="Page"]`)))
 	c.waitJSText("the pages of 30 days", tableJS("Page"), "/ | 2 | 3 | 67%\n/blog | 1 | 1 | 0%\n/pricing | 1 | 1 | –", 20*time.Second)
+
+	// The tabs by keyboard: the arrows move along a card's tabs, and show each.
+	eval[bool](c, `(document.querySelector('[role=tab][data-tab="Page"]').focus(), true)`)
+	c.key(kb.ArrowRight)
+	if got := c.focused(); !strings.Contains(got, "Entry pages") {
+		t.Errorf("ArrowRight from Pages focused %q", got)
+	}
+	c.waitJSText("the entry pages by keyboard", `document.querySelector('[role=tab][aria-selected=true][data-tab="InitialPage"]') ? 'shown' : ''`, "shown", 10*time.Second)
 
 	// Without the comparison the tiles say nothing of the period before.
 	c.run(chromedp.Click(chromedp.CSS(`#web-compare`)))
