@@ -84,7 +84,7 @@ func (f dashboardFilters) apply(query rawJSON) (rawJSON, error) {
 			return nil, err
 		}
 		node["source"] = json.RawMessage(source)
-	case "TrendsQuery", "FunnelsQuery", "StickinessQuery", "RetentionQuery", "LifecycleQuery", "PathsQuery":
+	case "TrendsQuery", "FunnelsQuery", "StickinessQuery", "RetentionQuery", "LifecycleQuery", "PathsQuery", "WebOverviewQuery", "WebStatsTableQuery":
 		var dateRange map[string]json.RawMessage
 		if set(node["dateRange"]) {
 			if err := json.Unmarshal(node["dateRange"], &dateRange); err != nil {

@@ -43,6 +43,12 @@ func TestDashboardFiltersApply(t *testing.T) {
 		`{"kind":"DataTableNode","source":{"after":"-1d","before":"-1h","kind":"EventsQuery","select":["*"]}}`)
 	f(`{"kind":"TrendsQuery","properties":{"type":"OR","values":[]}}`, []string{`{"properties":[{"key":"b"}]}`},
 		`{"kind":"TrendsQuery","properties":{"type":"AND","values":[{"type":"OR","values":[]},{"type":"AND","values":[{"key":"b"}]}]}}`)
+	// A card of Web analytics: its range and its list of filters, as a trend's.
+	f(`{"kind":"WebStatsTableQuery","breakdownBy":"ExitPage","dateRange":{"date_from":"-7d"},"properties":[{"key":"a","value":"1"}]}`,
+		[]string{`{"date_from":"-30d","properties":[{"key":"b","value":"2"}]}`},
+		`{"breakdownBy":"ExitPage","dateRange":{"date_from":"-30d"},"kind":"WebStatsTableQuery","properties":[{"key":"a","value":"1"},{"key":"b","value":"2"}]}`)
+	f(`{"kind":"WebOverviewQuery","compareFilter":{"compare":true}}`, []string{`{"date_to":"-1d"}`},
+		`{"compareFilter":{"compare":true},"dateRange":{"date_to":"-1d"},"kind":"WebOverviewQuery"}`)
 	hogql := `{"kind":"HogQLQuery","query":"SELECT 1"}`
 	f(hogql, []string{`{"date_from":"-1d"}`}, hogql)
 	if _, err := mergeFilters("filters_override", rawJSON(`[1]`)); err == nil {

@@ -201,8 +201,10 @@ func (in *insightInput) validate() error {
 }
 
 // insightKinds are the queries insights compute, bare or in PostHog's InsightVizNode
-// or DataTableNode.
-var insightKinds = []string{"TrendsQuery", "FunnelsQuery", "StickinessQuery", "RetentionQuery", "LifecycleQuery", "PathsQuery", "EventsQuery"}
+// or DataTableNode. A web analytics card saved from the web screen is its
+// WebOverviewQuery or WebStatsTableQuery, as PostHog's "Add to dashboard" saves it.
+var insightKinds = []string{"TrendsQuery", "FunnelsQuery", "StickinessQuery", "RetentionQuery", "LifecycleQuery", "PathsQuery", "EventsQuery",
+	"WebOverviewQuery", "WebStatsTableQuery"}
 
 // checkInsightQuery refuses a query that is not one of insightKinds.
 func checkInsightQuery(q rawJSON) error {

@@ -26,8 +26,10 @@ import (
 //     than a day past the range, so what it reads stays bounded by the range;
 //   - a session bounces, as PostHog's $is_bounce counts pageviews by default, unless it
 //     has more than one view, or an $autocapture, or lasts 10 seconds or more;
-//   - its entry page is the $pathname of its first view, its exit page that of its last,
-//     its referrer the $referring_domain of its first view;
+//   - its entry page is the $pathname of its first view, its exit page that of its last
+//     (a $pageleave or other event after it does not move it), its referrer the
+//     $referring_domain of its first view, its UTM source and the others that view's
+//     utm_source, utm_medium, utm_campaign, utm_term and utm_content;
 //   - a visitor is a person (after merges, as a trend's unique users): one person's
 //     sessions on two devices are one visitor.
 //
@@ -68,7 +70,8 @@ type WebOverviewItem struct {
 // WebStatsTableQuery is PostHog's WebStatsTableQuery.
 type WebStatsTableQuery struct {
 	// BreakdownBy is Page, InitialPage (entry pages), ExitPage, InitialReferringDomain,
-	// DeviceType, Browser, OS or Country (from $geoip_country_code).
+	// InitialUTMSource, InitialUTMMedium, InitialUTMCampaign, InitialUTMTerm,
+	// InitialUTMContent, DeviceType, Browser, OS or Country (from $geoip_country_code).
 	BreakdownBy   string           `json:"breakdownBy"`
 	DateRange     DateRange        `json:"dateRange"`
 	Properties    []PropertyFilter `json:"properties"`
@@ -157,6 +160,10 @@ func webRowsSQL(span webSpan, b webBreakdown, properties []PropertyFilter, bounc
 		value, _ = propertyValue("properties", "$pathname")
 	case "entry_referrer":
 		value, _ = propertyValue("properties", "$referring_domain")
+	default:
+		if key, ok := webEntryKeys[b.session]; ok {
+			value, _ = propertyValue("properties", key)
+		}
 	}
 	// A session is grouped by the 64-bit hash of its id, which DuckDB groups and joins
 	// several times faster than the text: two sessions of one query with the same hash
@@ -170,7 +177,7 @@ func webRowsSQL(span webSpan, b webBreakdown, properties []PropertyFilter, bounc
 		// A session's value: its first view's, or its last's.
 		sessionValue := "NULL"
 		switch b.session {
-		case "entry_path", "entry_referrer":
+		case "entry_path", "entry_referrer", "entry_utm_source", "entry_utm_medium", "entry_utm_campaign", "entry_utm_term", "entry_utm_content":
 			sessionValue = "arg_min(value, ts) FILTER (WHERE is_view)"
 		case "exit_path":
 			sessionValue = "arg_max(value, ts) FILTER (WHERE is_view)"
@@ -282,6 +289,14 @@ func (q *Queries) WebOverview(ctx context.Context, scope Scope, wq WebOverviewQu
 	return result, nil
 }
 
+// webEntryKeys are the session values of the InitialUTM breakdowns: the property of
+// the session's first view, as PostHog's $entry_utm_source and the others are. posthog-js
+// puts a page's utm_* parameters on its $pageview.
+var webEntryKeys = map[string]string{
+	"entry_utm_source": "utm_source", "entry_utm_medium": "utm_medium", "entry_utm_campaign": "utm_campaign",
+	"entry_utm_term": "utm_term", "entry_utm_content": "utm_content",
+}
+
 // webBreakdown is a breakdown of a WebStatsTableQuery: view, the SQL of a view's value;
 // or session, which of a session's values (entry_path, exit_path, entry_referrer); and
 // whether rows without a value are left out (known), as PostHog leaves out the devices,
@@ -305,6 +320,10 @@ func webBreakdownOf(by string) (webBreakdown, error) {
 		return webBreakdown{session: "exit_path"}, nil
 	case "InitialReferringDomain":
 		return webBreakdown{session: "entry_referrer"}, nil
+	case "InitialUTMSource", "InitialUTMMedium", "InitialUTMCampaign", "InitialUTMTerm", "InitialUTMContent":
+		// Decision: a session that entered without the parameter is left out, not a
+		// (none) row, which would outweigh every campaign: the tables list campaigns.
+		return webBreakdown{session: "entry_utm_" + strings.ToLower(strings.TrimPrefix(by, "InitialUTM")), known: true}, nil
 	case "DeviceType":
 		return webBreakdown{view: event("$device_type"), known: true}, nil
 	case "Browser":
@@ -314,7 +333,7 @@ func webBreakdownOf(by string) (webBreakdown, error) {
 	case "Country":
 		return webBreakdown{view: event("$geoip_country_code"), known: true}, nil
 	}
-	return webBreakdown{}, queryErrorf("breakdownBy must be Page, InitialPage, ExitPage, InitialReferringDomain, DeviceType, Browser, OS or Country, not %q", by)
+	return webBreakdown{}, queryErrorf("breakdownBy must be Page, InitialPage, ExitPage, InitialReferringDomain, InitialUTMSource, InitialUTMMedium, InitialUTMCampaign, InitialUTMTerm, InitialUTMContent, DeviceType, Browser, OS or Country, not %q", by)
 }
 
 // WebStatsTable runs a WebStatsTableQuery.

@@ -265,3 +265,112 @@ func TestWebTotals(t *testing.T) {
 		t.Fatalf("pages' views %v, overview's %v", views, *o.Results[1].Value)
 	}
 }
+
+// Exit pages, the UTM tables and property filters, counted by hand over sessions of
+// several views in the range of webRange (plan is the person property each person has):
+//
+//	x1 amy (pro)  Nov 3  /a, /b, /c, then a $pageleave: exits on /c; utm newsletter/email/launch
+//	              on its first view (twitter on its second, which does not count)
+//	x2 ben (free) Nov 4  /a, /b, then an $autocapture: its last event is no view, it exits on /b;
+//	              utm twitter/social/launch
+//	x3 cat (pro)  Nov 5  /b alone (a bounce): exits on /b; no utm
+//	x4 amy        Nov 6  /c, /a: exits on /a; utm newsletter/email/spring
+//
+// and project 2's amy, whose session is also called x1 (/a then /z, utm newsletter),
+// which project 1 never counts.
+func TestWebExitPagesAndFilters(t *testing.T) {
+	w := openTestWarehouse(t, filepath.Join(t.TempDir(), "hedge.duckdb"), Config{})
+	defer w.Close()
+	var events []Event
+	add := func(team int64, who, session, name, ts, set string, props map[string]any) {
+		p := map[string]any{"$session_id": session}
+		for k, v := range props {
+			p[k] = v
+		}
+		text, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, Event{UUID: uuid.Must(uuid.NewV7()), TeamID: team, Name: name, DistinctID: who, Timestamp: at(ts), Properties: string(text), Set: set})
+	}
+	view := func(path string, utm ...string) map[string]any {
+		p := map[string]any{"$pathname": path}
+		for k, key := range []string{"utm_source", "utm_medium", "utm_campaign"} {
+			if k < len(utm) {
+				p[key] = utm[k]
+			}
+		}
+		return p
+	}
+	add(1, "amy", "x1", "$pageview", "2026-11-03T10:00:00Z", `{"plan":"pro"}`, view("/a", "newsletter", "email", "launch"))
+	add(1, "amy", "x1", "$pageview", "2026-11-03T10:00:10Z", "", view("/b", "twitter"))
+	add(1, "amy", "x1", "$pageview", "2026-11-03T10:00:20Z", "", view("/c"))
+	add(1, "amy", "x1", "$pageleave", "2026-11-03T10:02:00Z", "", view("/c"))
+	add(1, "ben", "x2", "$pageview", "2026-11-04T10:00:00Z", `{"plan":"free"}`, view("/a", "twitter", "social", "launch"))
+	add(1, "ben", "x2", "$pageview", "2026-11-04T10:00:30Z", "", view("/b"))
+	add(1, "ben", "x2", "$autocapture", "2026-11-04T10:00:40Z", "", view("/b"))
+	add(1, "cat", "x3", "$pageview", "2026-11-05T10:00:00Z", `{"plan":"pro"}`, view("/b"))
+	add(1, "amy", "x4", "$pageview", "2026-11-06T10:00:00Z", "", view("/c", "newsletter", "email", "spring"))
+	add(1, "amy", "x4", "$pageview", "2026-11-06T10:00:05Z", "", view("/a"))
+	add(2, "amy", "x1", "$pageview", "2026-11-03T11:00:00Z", `{"plan":"pro"}`, view("/a", "newsletter", "email", "launch"))
+	add(2, "amy", "x1", "$pageview", "2026-11-03T11:00:10Z", "", view("/z"))
+	if err := w.Writer().Submit(&Batch{Events: events}); err != nil {
+		t.Fatal(err)
+	}
+	other := Scope{Team: 2, Timezone: "UTC", WeekStartDay: 1}
+	f := func(scope Scope, wq WebStatsTableQuery, want string) {
+		t.Helper()
+		wq.DateRange = webRange
+		r, err := w.Queries().WebStatsTable(context.Background(), scope, wq, webNow)
+		if err != nil {
+			t.Fatalf("%s: %v", wq.BreakdownBy, err)
+		}
+		if got, _ := json.Marshal(r.Results); string(got) != want {
+			t.Errorf("%s %+v (project %d):\n got %s\nwant %s", wq.BreakdownBy, wq.Properties, scope.Team, got, want)
+		}
+	}
+	overview := func(scope Scope, properties []PropertyFilter, want string) {
+		t.Helper()
+		r, err := w.Queries().WebOverview(context.Background(), scope, WebOverviewQuery{DateRange: webRange, Properties: properties}, webNow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, item := range r.Results[:3] {
+			got = append(got, fmt.Sprintf("%s %v", item.Key, *item.Value))
+		}
+		if fmt.Sprint(got) != want {
+			t.Errorf("overview %+v (project %d): %v, want %s", properties, scope.Team, got, want)
+		}
+	}
+
+	// Exit pages: /b by x2 and x3 (2 and 1 views), /c by x1 (3 views), /a by x4 (2);
+	// of those only x3 bounces.
+	f(utc, WebStatsTableQuery{BreakdownBy: "ExitPage", IncludeBounceRate: true},
+		`[["/b",[2,null],[3,null],[0.5,null]],["/c",[1,null],[3,null],[0,null]],["/a",[1,null],[2,null],[0,null]]]`)
+	// The UTM tables, by each session's first view; x3 has none and is left out.
+	f(utc, WebStatsTableQuery{BreakdownBy: "InitialUTMSource"}, `[["newsletter",[1,null],[5,null]],["twitter",[1,null],[2,null]]]`)
+	f(utc, WebStatsTableQuery{BreakdownBy: "InitialUTMMedium"}, `[["email",[1,null],[5,null]],["social",[1,null],[2,null]]]`)
+	f(utc, WebStatsTableQuery{BreakdownBy: "InitialUTMCampaign"}, `[["launch",[2,null],[5,null]],["spring",[1,null],[2,null]]]`)
+	f(utc, WebStatsTableQuery{BreakdownBy: "InitialUTMTerm"}, `[]`)
+	overview(utc, nil, "[visitors 3 views 8 sessions 4]")
+
+	// A person property: the pro persons' sessions x1, x3 and x4 (amy's and cat's).
+	pro := []PropertyFilter{{Key: "plan", Value: "pro", Type: "person"}}
+	f(utc, WebStatsTableQuery{BreakdownBy: "ExitPage", Properties: pro}, `[["/c",[1,null],[3,null]],["/a",[1,null],[2,null]],["/b",[1,null],[1,null]]]`)
+	f(utc, WebStatsTableQuery{BreakdownBy: "InitialUTMCampaign", Properties: pro}, `[["launch",[1,null],[3,null]],["spring",[1,null],[2,null]]]`)
+	overview(utc, pro, "[visitors 2 views 6 sessions 3]")
+	// An event property, as a click on the page /b filters: its views alone count, in
+	// the sessions that have one; their exit pages stay the sessions' own.
+	page := []PropertyFilter{{Key: "$pathname", Value: "/b", Operator: "exact", Type: "event"}}
+	f(utc, WebStatsTableQuery{BreakdownBy: "ExitPage", Properties: page}, `[["/b",[2,null],[2,null]],["/c",[1,null],[1,null]]]`)
+	f(utc, WebStatsTableQuery{BreakdownBy: "Page", Properties: page}, `[["/b",[3,null],[3,null]]]`)
+	overview(utc, page, "[visitors 3 views 3 sessions 3]")
+	// Both: x1's and x3's views of /b.
+	overview(utc, append(pro, page...), "[visitors 2 views 2 sessions 2]")
+
+	// Project 2 sees its own x1 alone, which exits on /z.
+	f(other, WebStatsTableQuery{BreakdownBy: "ExitPage"}, `[["/z",[1,null],[2,null]]]`)
+	f(other, WebStatsTableQuery{BreakdownBy: "InitialUTMSource", Properties: pro}, `[["newsletter",[1,null],[2,null]]]`)
+	overview(other, nil, "[visitors 1 views 2 sessions 1]")
+}

@@ -1,7 +1,9 @@
 // An insight's result drawn as its query says: trends as a chart (line, bars, stacked,
 // a number, a table or a bar list of totals, by trendsFilter.display), funnels as
 // steps with conversion, retention, stickiness and lifecycle as insight-kinds.jsx
-// draws them, paths as a Sankey diagram, events and SQL as tables. The insight screen, dashboard
+// draws them, paths as a Sankey diagram, a web analytics card as the Web analytics
+// screen draws it (web-result.jsx: the overview's numbers, a table's rows), events and
+// SQL as tables. The insight screen, dashboard
 // tiles and public dashboards all draw results through this one component.
 import { useState } from 'preact/hooks';
 import { BarList, TimeChart, inProgressFrom, longDate } from './chart.jsx';
@@ -9,6 +11,7 @@ import { LifecycleResult, RetentionResult, StickinessResult } from './insight-ki
 import { PersonsDialog } from './persons-dialog.jsx';
 import { Sankey } from './sankey.jsx';
 import { Table, format, relativeTime } from './ui.jsx';
+import { WebOverviewTiles, WebStatsTable } from './web-result.jsx';
 
 // sourceOf unwraps the query an insight stores (InsightVizNode, DataTableNode,
 // DataVisualizationNode) to the query that ran.
@@ -68,6 +71,10 @@ export function InsightResult({ query, result, title, height, timezone, project,
       return <LifecycleResult query={q} lines={result} title={title} height={height} timezone={timezone} />;
     case 'PathsQuery':
       return Array.isArray(result) ? <Sankey title={title} edges={result} height={height} /> : <p class="empty">No result yet.</p>;
+    case 'WebOverviewQuery':
+      return <WebOverviewTiles items={result.results} />;
+    case 'WebStatsTableQuery':
+      return <WebStatsTable by={q.breakdownBy} result={result} />;
     default:
       return <RowsResult result={result} />;
   }

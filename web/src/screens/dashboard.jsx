@@ -193,7 +193,10 @@ export function Grid({ tiles, layouts, project, edit, announce, filters }) {
 function Tile({ tile, layout, project, edit, announce, filters }) {
   const name = tileName(tile);
   const headId = `tile-${tile.id}-title`;
-  const rows = tile.insight && !drawn.includes((sourceOf(tile.insight.query) || {}).kind);
+  const kind = tile.insight && (sourceOf(tile.insight.query) || {}).kind;
+  const rows = tile.insight && !drawn.includes(kind);
+  // A web analytics table's cells are [current, previous] pairs: no CSV of them.
+  const web = kind === 'WebOverviewQuery' || kind === 'WebStatsTableQuery';
   const height = Math.max(80, layout.h * ROW + (layout.h - 1) * GAP - 105);
   return (
     <article
@@ -213,7 +216,7 @@ function Tile({ tile, layout, project, edit, announce, filters }) {
               {relativeTime(tile.last_refresh)}
             </span>
           )}
-          {rows && tile.insight.result && tile.insight.result.columns && (
+          {rows && !web && tile.insight.result && tile.insight.result.columns && (
             <button
               type="button"
               class="secondary"

@@ -8,7 +8,9 @@ import { api, hogql, query } from '../api.js';
 import { InsightResult, displays, seriesLabel, sourceOf, totalDisplays, totalOf } from '../insight-result.jsx';
 import { Link, navigate, setQuery } from '../router.jsx';
 import { projectPath } from '../session.jsx';
-import { ErrorNote, Field, Loading, Page, downloadCSV, useAsync } from '../ui.jsx';
+import { ErrorNote, Field, Loading, Page, downloadCSV, relativeTime, useAsync } from '../ui.jsx';
+import { webBreakdowns } from '../web-result.jsx';
+import { filterLabel } from './dashboard-filters.jsx';
 import {
   BreakdownField,
   DateRangeFields,
@@ -178,6 +180,8 @@ export function Insight({ project, params, shortId }) {
       </Page>
     );
   }
+  const kind = saved.data && (sourceOf(saved.data.query) || {}).kind;
+  if (kind === 'WebOverviewQuery' || kind === 'WebStatsTableQuery') return <WebInsight key={saved.data.id} project={project} initial={saved.data} />;
   // Keyed by the insight, so opening another (a duplicate just made) starts afresh.
   return <Builder key={saved.data ? saved.data.id : 'new'} project={project} params={params} initial={saved.data} />;
 }
@@ -434,6 +438,77 @@ function SaveBar({ project, record, setRecord, source, dirty, forDashboard, onDe
       <ErrorNote error={manage.error} />
       {record && !viewOnly && <AddToDashboard project={project} record={record} setRecord={setRecord} />}
     </div>
+  );
+}
+
+// WebInsight is an insight saved from a card of Web analytics: not built from fields
+// but shown as the card showed it (its overview or table), with its range and filters,
+// refreshed on demand (?refresh=true), put on dashboards or deleted; "Open in Web
+// analytics" shows the screen at its range and filters, where it can be changed and
+// saved again.
+function WebInsight({ project, initial }) {
+  const [record, setRecord] = useState(initial);
+  const [deleted, setDeleted] = useState(false);
+  const manage = useRequest();
+  // The list answers no results: the insight's own retrieve computes (or takes from
+  // the cache) its result.
+  const computed = useAsync((signal) => api(`/api/projects/${project}/insights/${initial.id}/`, { signal }).then(setRecord), [project, initial.id]);
+  const q = sourceOf(record.query);
+  const name = record.name || 'Untitled insight';
+  const viewOnly = record.effective_privilege_level < 37;
+  const props = Array.isArray(q.properties) ? q.properties : [];
+  const from = (q.dateRange && q.dateRange.date_from) || '-7d';
+  const open = `${projectPath(project, 'web')}?${new URLSearchParams({ date_from: from, ...(props.length ? { properties: JSON.stringify(props) } : {}) })}`;
+  const refresh = () => manage.run(async () => setRecord(await api(`/api/projects/${project}/insights/${record.id}/?refresh=true`)));
+  const remove = () =>
+    manage.run(async () => {
+      await api(`/api/projects/${project}/insights/${record.id}/`, { method: 'PATCH', body: { deleted: true } });
+      setDeleted(true);
+    });
+  if (deleted) {
+    const undo = async () => {
+      setRecord(await api(`/api/projects/${project}/insights/${record.id}/`, { method: 'PATCH', body: { deleted: false } }));
+      setDeleted(false);
+    };
+    return <Deleted title="Insight deleted" name={name} undo={undo} listHref={projectPath(project, 'insights')} listLabel="All insights" />;
+  }
+  return (
+    <Page
+      title={name}
+      actions={
+        <>
+          <Link class="button secondary" href={open}>
+            Open in Web analytics
+          </Link>
+          <button type="button" class="secondary" disabled={manage.busy} onClick={refresh}>
+            Refresh
+          </button>
+          <button type="button" class="secondary" disabled={manage.busy || viewOnly} onClick={remove}>
+            Delete
+          </button>
+        </>
+      }
+    >
+      <p class="muted web-insight-about">
+        Web analytics: {q.kind === 'WebOverviewQuery' ? 'overview' : ((webBreakdowns[q.breakdownBy] || {}).title || q.breakdownBy || '').toLowerCase()}, from{' '}
+        <code>{from}</code>
+        {props.length > 0 && <> where {props.map(filterLabel).join(' and ')}</>}.
+        {record.last_refresh && <> Computed {relativeTime(record.last_refresh)}.</>}
+      </p>
+      <ErrorNote error={manage.error} />
+      <div class="card web-insight" data-kind={q.kind}>
+        {record.query_error ? (
+          <p class="error-note">{record.query_error}</p>
+        ) : record.last_refresh ? (
+          <InsightResult query={record.query} result={record.result} title={name} />
+        ) : computed.error ? (
+          <ErrorNote error={computed.error} />
+        ) : (
+          <Loading label="Computing…" />
+        )}
+      </div>
+      {!viewOnly && <AddToDashboard project={project} record={record} setRecord={setRecord} />}
+    </Page>
   );
 }
 

@@ -19,6 +19,8 @@ const kinds = {
   LifecycleQuery: 'Lifecycle',
   EventsQuery: 'Events',
   HogQLQuery: 'SQL',
+  WebOverviewQuery: 'Web analytics',
+  WebStatsTableQuery: 'Web analytics',
 };
 
 export function Insights({ project, params }) {

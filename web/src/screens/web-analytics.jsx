@@ -1,11 +1,19 @@
 // Web analytics, as PostHog's: the overview tiles (visitors, views, sessions, session
-// duration, bounce rate, each with its change from the period before) and the tables
-// of top pages, entry pages, referrers, devices, browsers, systems and countries for a
-// date range. hedge computes every figure (WebOverviewQuery, WebStatsTableQuery); the
-// screen only shows them. The range is in the URL (?date_from=), so it can be shared.
-import { query } from '../api.js';
-import { setQuery } from '../router.jsx';
-import { ErrorNote, Loading, Page, useAsync } from '../ui.jsx';
+// duration, bounce rate, each with its change from the period before) and cards of
+// tables with tabs: pages, entry and exit pages; referrers and UTM sources, media and
+// campaigns; device types, browsers and systems; countries. hedge computes every
+// figure (WebOverviewQuery, WebStatsTableQuery); the screen only shows them. The range
+// the comparison with the period before and the property filters are in the URL
+// (?date_from=, ?compare=false, ?properties=), so a view can be shared; clicking a row's value adds it as a filter, as in PostHog. Each card can
+// be saved as an insight, on a dashboard or not, with the range and filters it shows.
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api, query } from '../api.js';
+import { eventOperators } from '../operators.js';
+import { Link, setQuery } from '../router.jsx';
+import { projectPath } from '../session.jsx';
+import { ErrorNote, Field, Loading, Page, useAsync } from '../ui.jsx';
+import { WebOverviewTiles, WebStatsTable, webBreakdowns } from '../web-result.jsx';
+import { filterLabel } from './dashboard-filters.jsx';
 
 // webRanges are the ranges offered, as PostHog's date_from values; each is compared
 // with the period as long just before it.
@@ -20,194 +28,302 @@ const webRanges = [
 ];
 const defaultRange = '-7d';
 
-// webTables are the tables, each a WebStatsTableQuery's breakdownBy: [breakdownBy,
-// heading, column heading, with the bounce rate].
-const webTables = [
-  ['Page', 'Top pages', 'Page', true],
-  ['InitialPage', 'Entry pages', 'Entry page', true],
-  ['InitialReferringDomain', 'Referrers', 'Referring domain', false],
-  ['DeviceType', 'Devices', 'Device type', false],
-  ['Browser', 'Browsers', 'Browser', false],
-  ['OS', 'Operating systems', 'Operating system', false],
-  ['Country', 'Countries', 'Country', false],
+// webCards are the cards of tables, as PostHog groups them: [id, heading, the
+// breakdowns of its tabs].
+const webCards = [
+  ['paths', 'Paths', ['Page', 'InitialPage', 'ExitPage']],
+  ['sources', 'Sources', ['InitialReferringDomain', 'InitialUTMSource', 'InitialUTMMedium', 'InitialUTMCampaign']],
+  ['devices', 'Devices', ['DeviceType', 'Browser', 'OS']],
+  ['geography', 'Geography', ['Country']],
 ];
 
 // The rows a table shows.
 const tableRows = 10;
 
+const valueless = (op) => op === 'is_set' || op === 'is_not_set';
+
+// webFilters are the property filters of the URL (?properties=, a JSON list).
+function webFilters(params) {
+  try {
+    const p = JSON.parse(params.get('properties') || '[]');
+    return Array.isArray(p) ? p.filter((f) => f && typeof f === 'object' && f.key) : [];
+  } catch {
+    return []; // a hand-edited URL: no filters
+  }
+}
+
 export function WebAnalytics({ project, params }) {
   const chosen = params.get('date_from');
   const range = webRanges.some(([v]) => v === chosen) ? chosen : defaultRange;
-  const dateRange = { date_from: range, date_to: null };
+  const rangeName = webRanges.find(([v]) => v === range)[1];
+  const properties = webFilters(params);
+  const setProperties = (list) => setQuery({ properties: list.length ? JSON.stringify(list) : null });
+  // pick adds a row's value as a filter on the property it is of, once.
+  const pick = (by) => (value) => {
+    const key = webBreakdowns[by].key;
+    if (properties.some((p) => p.key === key && (p.operator || 'exact') === 'exact' && p.value === value)) return;
+    setProperties([...properties, { key, value, operator: 'exact', type: 'event' }]);
+  };
+  // Each card's query: the URL's range, compared with the period before unless the
+  // URL says not (?compare=false), and filters.
+  const compare = params.get('compare') !== 'false';
+  const base = { dateRange: { date_from: range, date_to: null }, properties, compareFilter: { compare } };
+  const deps = range + compare + JSON.stringify(properties);
+  const [saving, setSaving] = useState(null);
   return (
     <Page
       title="Web analytics"
       actions={
-        <label class="inline-field">
-          <span>Date range</span>
-          <select id="web-range" value={range} onChange={(e) => setQuery({ date_from: e.target.value === defaultRange ? null : e.target.value })}>
-            {webRanges.map(([v, label]) => (
-              <option value={v}>{label}</option>
-            ))}
-          </select>
-        </label>
+        <>
+          <label class="inline-field">
+            <input type="checkbox" id="web-compare" checked={compare} onChange={(e) => setQuery({ compare: e.target.checked ? null : 'false' })} />
+            <span>Compare with the period before</span>
+          </label>
+          <label class="inline-field">
+            <span>Date range</span>
+            <select id="web-range" value={range} onChange={(e) => setQuery({ date_from: e.target.value === defaultRange ? null : e.target.value })}>
+              {webRanges.map(([v, label]) => (
+                <option value={v}>{label}</option>
+              ))}
+            </select>
+          </label>
+        </>
       }
     >
       <p class="muted web-note">
         Sessions are the events of one <code>$session_id</code>; a view is a <code>$pageview</code> or <code>$screen</code>. A session bounces
-        when it has one view, no autocaptured click and lasts under 10 seconds.
+        when it has one view, no autocaptured click and lasts under 10 seconds. Click a value in a table to filter by it.
       </p>
-      <Overview project={project} dateRange={dateRange} />
+      <Filters properties={properties} setProperties={setProperties} />
+      <section class="web-overview" aria-labelledby="web-overview-title">
+        <header class="web-card-head">
+          <h2 id="web-overview-title">Overview</h2>
+          <button
+            type="button"
+            class="secondary small web-save"
+            onClick={() => setSaving({ name: `Web overview · ${rangeName}`, query: { kind: 'WebOverviewQuery', ...base } })}
+          >
+            Save as insight…<span class="sr-only"> (overview)</span>
+          </button>
+        </header>
+        <Overview key={deps} project={project} q={{ kind: 'WebOverviewQuery', ...base }} />
+      </section>
       <div class="web-tables">
-        {webTables.map(([by, title, column, bounce]) => (
-          <WebTable key={by + range} project={project} dateRange={dateRange} by={by} title={title} column={column} bounce={bounce} />
+        {webCards.map(([id, title, tabs]) => (
+          <WebCard
+            key={id}
+            id={id}
+            project={project}
+            title={title}
+            tabs={tabs}
+            base={base}
+            deps={deps}
+            pick={pick}
+            save={(by, q) => setSaving({ name: `${webBreakdowns[by].title} · ${rangeName}`, query: q })}
+          />
         ))}
       </div>
+      {saving && <SaveCard project={project} name={saving.name} q={saving.query} close={() => setSaving(null)} />}
     </Page>
   );
 }
 
-// Overview is the tiles of WebOverviewQuery, compared with the period before.
-function Overview({ project, dateRange }) {
-  const overview = useAsync(
-    (signal) => query(project, { kind: 'WebOverviewQuery', dateRange, properties: [], compareFilter: { compare: true } }, signal),
-    [project, dateRange.date_from],
+// Filters shows the view's property filters as removable chips, and a form to add
+// one on an event's or its person's property.
+function Filters({ properties, setProperties }) {
+  const [adding, setAdding] = useState(null);
+  const add = (e) => {
+    e.preventDefault();
+    const f = { key: adding.key.trim(), operator: adding.operator, type: adding.type };
+    if (!f.key) return;
+    if (!valueless(f.operator)) f.value = adding.value;
+    setProperties([...properties, f]);
+    setAdding(null);
+  };
+  const chip = (p) => (p.type === 'person' ? `Person ${filterLabel(p)}` : filterLabel(p));
+  return (
+    <section class="dash-filters web-filters" aria-label="Filters">
+      <ul class="chips" aria-label="Property filters">
+        {properties.map((p, i) => (
+          <li class="chip">
+            <span class="clip" title={chip(p)}>
+              {chip(p)}
+            </span>
+            <button type="button" class="link" aria-label={`Remove filter ${chip(p)}`} onClick={() => setProperties(properties.filter((_, j) => j !== i))}>
+              ×
+            </button>
+          </li>
+        ))}
+      </ul>
+      {adding ? (
+        <form class="inline-field dash-filter-form" onSubmit={add}>
+          <select aria-label="Of" id="web-filter-type" value={adding.type} onChange={(e) => setAdding({ ...adding, type: e.target.value })}>
+            <option value="event">Event property</option>
+            <option value="person">Person property</option>
+          </select>
+          <input aria-label="Property" id="web-filter-key" value={adding.key} required maxLength={400} onInput={(e) => setAdding({ ...adding, key: e.target.value })} />
+          <select aria-label="Operator" id="web-filter-operator" value={adding.operator} onChange={(e) => setAdding({ ...adding, operator: e.target.value })}>
+            {eventOperators.map(([v, label]) => (
+              <option value={v}>{label}</option>
+            ))}
+          </select>
+          {!valueless(adding.operator) && (
+            <input aria-label="Value" id="web-filter-value" value={adding.value} required onInput={(e) => setAdding({ ...adding, value: e.target.value })} />
+          )}
+          <button type="submit" class="secondary">
+            Add
+          </button>
+          <button type="button" class="link" onClick={() => setAdding(null)}>
+            Cancel
+          </button>
+        </form>
+      ) : (
+        <button type="button" class="secondary" onClick={() => setAdding({ type: 'event', key: '', operator: 'exact', value: '' })}>
+          Add filter
+        </button>
+      )}
+      {properties.length > 0 && (
+        <button type="button" class="link" onClick={() => setProperties([])}>
+          Clear filters
+        </button>
+      )}
+    </section>
   );
+}
+
+// Overview is the tiles of a WebOverviewQuery, compared with the period before.
+function Overview({ project, q }) {
+  const overview = useAsync((signal) => query(project, q, signal), [project]);
   if (overview.error) return <ErrorNote error={overview.error} />;
   if (!overview.data) return <Loading label="Loading the overview…" />;
+  return <WebOverviewTiles items={overview.data.results} />;
+}
+
+// WebCard is a card of tables, one tab shown at a time (its WebStatsTableQuery).
+function WebCard({ id, project, title, tabs, base, deps, pick, save }) {
+  const [by, setBy] = useState(tabs[0]);
+  const meta = webBreakdowns[by];
+  const q = { kind: 'WebStatsTableQuery', breakdownBy: by, ...base, includeBounceRate: meta.bounce, limit: tableRows };
+  const headId = `web-${id}`;
+  const select = (i) => {
+    setBy(tabs[i]);
+    document.getElementById(`web-tab-${tabs[i]}`).focus();
+  };
   return (
-    <ul class="web-tiles" aria-label="Overview">
-      {overview.data.results.map((item) => (
-        <Tile item={item} />
-      ))}
-    </ul>
-  );
-}
-
-const tileLabels = { visitors: 'Visitors', views: 'Views', sessions: 'Sessions', 'session duration': 'Session duration', 'bounce rate': 'Bounce rate' };
-
-// Tile is one item of the overview: its value, and its change from the period before,
-// green when it is good news (a rise, or a fall of what isIncreaseBad).
-function Tile({ item }) {
-  const key = item.key.replace(' ', '-');
-  const change = item.changeFromPreviousPct;
-  let note = <span class="muted">no data before</span>;
-  if (change !== null && change !== undefined) {
-    const good = change === 0 ? null : change > 0 !== Boolean(item.isIncreaseBad);
-    const arrow = change > 0 ? '▲' : change < 0 ? '▼' : '';
-    note = (
-      <span class={good === null ? 'muted' : good ? 'web-good' : 'web-bad'}>
-        <span aria-hidden="true">{arrow} </span>
-        {change > 0 ? 'up' : change < 0 ? 'down' : 'unchanged'} {change !== 0 && `${Math.abs(change).toLocaleString('en-US')}%`}
-      </span>
-    );
-  } else if (item.previous !== null && item.previous !== undefined) {
-    note = <span class="muted">{formatValue(item.kind, item.previous)} before</span>;
-  }
-  return (
-    <li class="card web-tile" data-key={key}>
-      <span class="web-tile-label">{tileLabels[item.key] || item.key}</span>
-      <strong class="web-tile-value">{formatValue(item.kind, item.value)}</strong>
-      <span class="web-tile-change">{note}</span>
-    </li>
-  );
-}
-
-// formatValue shows an overview value of its kind: a count, seconds, a percentage.
-export function formatValue(kind, value) {
-  if (value === null || value === undefined) return '–';
-  if (kind === 'duration_s') return duration(value);
-  if (kind === 'percentage') return `${Math.round(value)}%`;
-  return Math.round(value).toLocaleString('en-US');
-}
-
-// duration is seconds as "1h 2m", "3m 5s" or "17s".
-export function duration(seconds) {
-  const s = Math.round(seconds);
-  if (s < 60) return `${s}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
-  return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
-}
-
-const regions = typeof Intl.DisplayNames === 'function' ? new Intl.DisplayNames(['en'], { type: 'region' }) : null;
-
-// label is a breakdown value as the table shows it.
-function label(by, value) {
-  if (value === null || value === undefined || value === '') return <span class="muted">(none)</span>;
-  if (by === 'InitialReferringDomain' && value === '$direct') return 'Direct';
-  if (by === 'Country' && regions && /^[A-Z]{2}$/.test(value)) {
-    let name = value;
-    try {
-      name = regions.of(value);
-    } catch {
-      // not a region Intl knows: the code alone
-    }
-    return (
-      <>
-        {name} <span class="muted">{value}</span>
-      </>
-    );
-  }
-  return String(value);
-}
-
-// WebTable is one WebStatsTableQuery: the range's top values with their visitors and
-// views (and bounce rate), each row's bar its share of the visitors.
-function WebTable({ project, dateRange, by, title, column, bounce }) {
-  const table = useAsync(
-    (signal) =>
-      query(project, { kind: 'WebStatsTableQuery', breakdownBy: by, dateRange, properties: [], includeBounceRate: bounce, limit: tableRows }, signal),
-    [project, dateRange.date_from, by],
-  );
-  const id = `web-${by}`;
-  let body;
-  if (table.error) body = <ErrorNote error={table.error} />;
-  else if (!table.data) body = <Loading label={`Loading ${title.toLowerCase()}…`} />;
-  else if (table.data.results.length === 0) body = <p class="empty">No views in this range.</p>;
-  else {
-    const rows = table.data.results;
-    const total = rows.reduce((sum, r) => sum + (r[1][0] || 0), 0);
-    body = (
-      <div class="table-wrap">
-        <table aria-labelledby={id}>
-          <thead>
-            <tr>
-              <th scope="col">{column}</th>
-              <th scope="col" class="num">
-                Visitors
-              </th>
-              <th scope="col" class="num">
-                Views
-              </th>
-              {bounce && (
-                <th scope="col" class="num">
-                  Bounce rate
-                </th>
-              )}
-            </tr>
-          </thead>
-          <tbody>
-            {rows.map((r) => (
-              <tr>
-                <th scope="row" class="web-value">
-                  <span class="web-bar" style={{ width: `${total ? (100 * (r[1][0] || 0)) / total : 0}%` }} />
-                  <span class="web-label">{label(by, r[0])}</span>
-                </th>
-                <td class="num">{(r[1][0] || 0).toLocaleString('en-US')}</td>
-                <td class="num">{(r[2][0] || 0).toLocaleString('en-US')}</td>
-                {bounce && <td class="num">{r[3][0] === null ? '–' : `${Math.round(100 * r[3][0])}%`}</td>}
-              </tr>
-            ))}
-          </tbody>
-        </table>
+    <section class="card web-table" data-breakdown={by} aria-labelledby={headId}>
+      <header class="web-card-head">
+        <h2 id={headId}>{tabs.length > 1 ? title : meta.title}</h2>
+        <button type="button" class="secondary small web-save" onClick={() => save(by, q)}>
+          Save as insight…<span class="sr-only"> ({meta.title.toLowerCase()})</span>
+        </button>
+      </header>
+      {tabs.length > 1 && (
+        <div class="web-tabs" role="tablist" aria-label={title}>
+          {tabs.map((t, i) => (
+            <button
+              type="button"
+              role="tab"
+              id={`web-tab-${t}`}
+              data-tab={t}
+              aria-selected={t === by ? 'true' : 'false'}
+              aria-controls={`web-panel-${id}`}
+              tabindex={t === by ? 0 : -1}
+              onClick={() => setBy(t)}
+              onKeyDown={(e) => {
+                if (e.key === 'ArrowRight') select((i + 1) % tabs.length);
+                if (e.key === 'ArrowLeft') select((i + tabs.length - 1) % tabs.length);
+              }}
+            >
+              {webBreakdowns[t].tab}
+            </button>
+          ))}
+        </div>
+      )}
+      <div id={`web-panel-${id}`} role={tabs.length > 1 ? 'tabpanel' : undefined} aria-labelledby={tabs.length > 1 ? `web-tab-${by}` : undefined}>
+        <Table key={by + deps} project={project} q={q} by={by} labelledBy={tabs.length > 1 ? `web-tab-${by}` : headId} pick={pick(by)} />
       </div>
-    );
-  }
-  return (
-    <section class="card web-table" data-breakdown={by}>
-      <h2 id={id}>{title}</h2>
-      {body}
-      {table.data && table.data.hasMore && <p class="muted web-more">The top {tableRows} of more.</p>}
     </section>
+  );
+}
+
+// Table is one WebStatsTableQuery's answer, its rows' values filters to add.
+function Table({ project, q, by, labelledBy, pick }) {
+  const table = useAsync((signal) => query(project, q, signal), [project]);
+  if (table.error) return <ErrorNote error={table.error} />;
+  if (!table.data) return <Loading label={`Loading ${webBreakdowns[by].title.toLowerCase()}…`} />;
+  return (
+    <>
+      <WebStatsTable by={by} result={table.data} labelledBy={labelledBy} onPick={pick} />
+      {table.data.hasMore && <p class="muted web-more">The top {tableRows} of more.</p>}
+    </>
+  );
+}
+
+// SaveCard saves a card's query as an insight (POST insights/), on the dashboard the
+// user picks among those they may edit, or on none: a native modal <dialog>.
+function SaveCard({ project, name: initial, q, close }) {
+  const ref = useRef();
+  const list = useAsync((signal) => api(`/api/projects/${project}/dashboards/?limit=200`, { signal }), [project]);
+  const [name, setName] = useState(initial);
+  const [dashboard, setDashboard] = useState('');
+  const [state, setState] = useState({ busy: false, error: null, saved: null });
+  useEffect(() => ref.current.showModal(), []);
+  const dashboards = ((list.data && list.data.results) || []).filter((d) => d.effective_privilege_level >= 37);
+  const named = (d) => d.name || 'Untitled dashboard';
+  const submit = async (e) => {
+    e.preventDefault();
+    setState({ busy: true, error: null, saved: null });
+    try {
+      const body = { name: name.trim(), query: q };
+      if (dashboard) body.dashboards = [Number(dashboard)];
+      const insight = await api(`/api/projects/${project}/insights/`, { method: 'POST', body });
+      setState({ busy: false, error: null, saved: { insight, on: dashboards.find((d) => d.id === Number(dashboard)) } });
+    } catch (error) {
+      setState({ busy: false, error, saved: null });
+    }
+  };
+  const saved = state.saved;
+  return (
+    <dialog ref={ref} class="modal" aria-labelledby="web-save-title" onClose={close}>
+      <h2 id="web-save-title">Save as insight</h2>
+      {saved ? (
+        <p role="status" class="web-saved">
+          Saved as <Link href={projectPath(project, `insights/${saved.insight.short_id}`)}>{saved.insight.name || 'Untitled insight'}</Link>
+          {saved.on && (
+            <>
+              {' '}
+              on <Link href={projectPath(project, `dashboard/${saved.on.id}`)}>{named(saved.on)}</Link>
+            </>
+          )}
+          .
+        </p>
+      ) : (
+        <form id="web-save-form" onSubmit={submit}>
+          <Field label="Name" name="name" error={state.error}>
+            <input value={name} required maxLength={400} onInput={(e) => setName(e.target.value)} />
+          </Field>
+          <Field label="Add to dashboard" name="dashboards" error={state.error}>
+            <select value={dashboard} onChange={(e) => setDashboard(e.target.value)}>
+              <option value="">No dashboard: the insight alone</option>
+              {dashboards.map((d) => (
+                <option value={String(d.id)}>{named(d)}</option>
+              ))}
+            </select>
+          </Field>
+          <ErrorNote error={state.error} fields={['name', 'dashboards']} />
+          <ErrorNote error={list.error} />
+        </form>
+      )}
+      <div class="confirm-actions">
+        {!saved && (
+          <button type="submit" form="web-save-form" disabled={state.busy}>
+            {state.busy ? 'Saving…' : 'Save'}
+          </button>
+        )}
+        <button type="button" class="secondary" onClick={() => ref.current.close()}>
+          {saved ? 'Close' : 'Cancel'}
+        </button>
+      </div>
+    </dialog>
   );
 }
