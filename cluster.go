@@ -37,6 +37,31 @@ type clusterFile struct {
 	// Secret authenticates the nodes' routes (--log-cluster-secret), given to each in
 	// its environment.
 	Secret string `json:"secret"`
+	// Lake is the bucket the warehouse node keeps the lake's parts in, chosen at the
+	// first up and kept; nil: its data directory's lake.
+	Lake *clusterLake `json:"lake,omitempty"`
+}
+
+// clusterLake is the warehouse node's --lake-s3 flags; the keys come from the
+// environment of up (HEDGE_LAKE_S3_ACCESS_KEY_ID and ..._SECRET_ACCESS_KEY), which the
+// nodes inherit, and are not written to cluster.json.
+type clusterLake struct {
+	S3       string `json:"s3"`
+	Endpoint string `json:"endpoint"`
+	Insecure bool   `json:"insecure,omitempty"`
+	Region   string `json:"region,omitempty"`
+}
+
+// flags are the lake's hedge serve flags.
+func (l *clusterLake) flags() []string {
+	if l == nil {
+		return nil
+	}
+	flags := []string{"--lake-s3", l.S3, "--lake-s3-endpoint", l.Endpoint, "--lake-s3-insecure=" + strconv.FormatBool(l.Insecure)}
+	if l.Region != "" {
+		flags = append(flags, "--lake-s3-region", l.Region)
+	}
+	return flags
 }
 
 // clusterNode is one node of clusterFile. Its addresses are chosen at the first up
@@ -76,6 +101,13 @@ func clusterCommand(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("cluster "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("dir", "./hedge-cluster", "directory of the cluster: cluster.json and a data directory per node")
+	var lake clusterLake
+	if args[0] == "up" {
+		fs.StringVar(&lake.S3, "lake-s3", "", "s3://bucket/prefix that the warehouse node keeps the lake's parts in (hedge serve --lake-s3), chosen at the first up; the keys come from HEDGE_LAKE_S3_ACCESS_KEY_ID and HEDGE_LAKE_S3_SECRET_ACCESS_KEY")
+		fs.StringVar(&lake.Endpoint, "lake-s3-endpoint", "", "host[:port] of the S3-compatible server of --lake-s3")
+		fs.BoolVar(&lake.Insecure, "lake-s3-insecure", false, "speak HTTP, not HTTPS, to --lake-s3-endpoint")
+		fs.StringVar(&lake.Region, "lake-s3-region", "", "the region of the --lake-s3 bucket (hedge serve's default when empty)")
+	}
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -92,7 +124,11 @@ func clusterCommand(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if args[0] == "up" {
-		err = clusterUp(abs, stdout)
+		var l *clusterLake
+		if lake != (clusterLake{}) {
+			l = &lake
+		}
+		err = clusterUp(abs, l, stdout)
 	} else {
 		err = clusterDown(abs, stdout)
 	}
@@ -104,11 +140,19 @@ func clusterCommand(args []string, stdout, stderr io.Writer) int {
 }
 
 // clusterUp starts whichever of the cluster's nodes are not running (all of them the
-// first time), waits until every node answers, and writes cluster.json.
-func clusterUp(dir string, stdout io.Writer) error {
+// first time), waits until every node answers, and writes cluster.json. lake, given at
+// the first up, is the bucket of the lake's parts; a later up keeps the first's.
+func clusterUp(dir string, lake *clusterLake, stdout io.Writer) error {
 	c, err := readCluster(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		c, err = planCluster(dir)
+		if err == nil {
+			c.Lake = lake
+		}
+	} else if err == nil && lake != nil && (c.Lake == nil || *lake != *c.Lake) {
+		// The catalog names the parts where the first up put them: another bucket
+		// would hold none of them.
+		return fmt.Errorf("the cluster of %s keeps its lake where its first up put it (%s): --lake-s3 cannot change it", dir, c.lakeName())
 	}
 	if err != nil {
 		return err
@@ -155,6 +199,7 @@ func clusterUp(dir string, stdout io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "%s: capture %s (%s)\n", n.Name, n.CaptureURL, role)
 	}
+	fmt.Fprintf(stdout, "lake: %s\n", c.lakeName())
 	fmt.Fprintf(stdout, "cluster up: %s\n", filepath.Join(dir, clusterFileName))
 	return nil
 }
@@ -190,6 +235,14 @@ func clusterDown(dir string, stdout io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// lakeName says where the cluster keeps its lake.
+func (c *clusterFile) lakeName() string {
+	if c.Lake == nil {
+		return "the warehouse node's data directory"
+	}
+	return c.Lake.S3
 }
 
 // planCluster chooses the nodes' names, directories and free loopback ports.
@@ -254,6 +307,7 @@ func startNode(self string, c *clusterFile, n *clusterNode) (<-chan error, error
 		"--warehouse=" + strconv.FormatBool(n.Warehouse)}
 	if n.Warehouse {
 		args = append(args, "--admin-addr", n.AdminAddr)
+		args = append(args, c.Lake.flags()...)
 	}
 	cmd := exec.Command(self, args...)
 	cmd.Stdout, cmd.Stderr = out, out

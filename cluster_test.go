@@ -18,7 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
+
 	"github.com/hedge-analytics/hedge/admin"
+	"github.com/hedge-analytics/hedge/internal/s3test"
 )
 
 // testCluster is a cluster that `hedge cluster up` started for a test, as its
@@ -28,7 +31,7 @@ type testCluster struct {
 	boot     admin.Bootstrap
 }
 
-func startCluster(t *testing.T) *testCluster {
+func startCluster(t *testing.T, args ...string) *testCluster {
 	t.Helper()
 	c := &testCluster{bin: hedgeBinary(t), dir: t.TempDir()}
 	t.Cleanup(func() {
@@ -36,17 +39,17 @@ func startCluster(t *testing.T) *testCluster {
 			t.Errorf("hedge cluster down: %v\n%s", err, out)
 		}
 	})
-	c.up(t)
+	c.up(t, args...)
 	if err := json.Unmarshal(c.file(t).Bootstrap, &c.boot); err != nil {
 		t.Fatalf("cluster.json's bootstrap: %v", err)
 	}
 	return c
 }
 
-// up runs hedge cluster up, which starts the nodes that are not running.
-func (c *testCluster) up(t *testing.T) {
+// up runs hedge cluster up (with args), which starts the nodes that are not running.
+func (c *testCluster) up(t *testing.T, args ...string) {
 	t.Helper()
-	if out, err := exec.Command(c.bin, "cluster", "up", "--dir", c.dir).CombinedOutput(); err != nil {
+	if out, err := exec.Command(c.bin, append([]string{"cluster", "up", "--dir", c.dir}, args...)...).CombinedOutput(); err != nil {
 		t.Fatalf("hedge cluster up: %v\n%s\n%s", err, out, c.logs(t))
 	}
 }
@@ -346,5 +349,69 @@ func TestCluster(t *testing.T) {
 		slices.Sort(lost)
 		t.Fatalf("of %d acknowledged events, %d lost (%v); %d uuids stored more than once\n%s",
 			want, len(lost), lost[:min(len(lost), 20)], duplicated, c.problems(t))
+	}
+}
+
+// TestClusterLakeS3: hedge cluster up --lake-s3 starts the warehouse node with its lake
+// in the bucket, which the events captured through another node's edge reach; the
+// bucket is kept in cluster.json (without the keys) for the next up, which refuses
+// another.
+func TestClusterLakeS3(t *testing.T) {
+	s3 := s3test.New(t)
+	ctx := context.Background()
+	client := s3.Client(t)
+	if err := client.MakeBucket(ctx, "lake", minio.MakeBucketOptions{Region: s3test.Region}); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HEDGE_LAKE_S3_ACCESS_KEY_ID", s3test.AccessKey)
+	t.Setenv("HEDGE_LAKE_S3_SECRET_ACCESS_KEY", s3test.SecretKey)
+	c := startCluster(t, "--lake-s3", "s3://lake/cluster", "--lake-s3-endpoint", s3.Addr, "--lake-s3-insecure")
+	f := c.file(t)
+	if f.Lake == nil || f.Lake.S3 != "s3://lake/cluster" || f.Lake.Endpoint != s3.Addr || !f.Lake.Insecure {
+		t.Fatalf("cluster.json's lake: %+v", f.Lake)
+	}
+	if text, err := os.ReadFile(filepath.Join(c.dir, clusterFileName)); err != nil || strings.Contains(string(text), s3test.SecretKey) {
+		t.Fatalf("cluster.json holds the bucket's secret key (or cannot be read: %v)", err)
+	}
+	var batch []string
+	for i := range 100 {
+		batch = append(batch, fmt.Sprintf(`{"event":"cluster lake","distinct_id":"user-%d"}`, i%7))
+	}
+	resp, err := http.Post(f.Nodes[2].CaptureURL+"/batch/", "application/json", strings.NewReader(fmt.Sprintf(`{"api_key":%q,"batch":[%s]}`, c.boot.ProjectAPIKey, strings.Join(batch, ","))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("capture through node3: %d", resp.StatusCode)
+	}
+	objects := func() (n int) {
+		for o := range client.ListObjects(ctx, "lake", minio.ListObjectsOptions{Prefix: "cluster/team_id=", Recursive: true}) {
+			if o.Err != nil {
+				t.Fatal(o.Err)
+			}
+			if strings.HasSuffix(o.Key, ".parquet") {
+				n++
+			}
+		}
+		return n
+	}
+	project := fmt.Sprintf("%s/api/projects/%d/query/", f.Nodes[0].AdminURL, c.boot.ProjectID)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		_, body := request(t, http.MethodPost, project, c.boot.PersonalAPIKey, `{"query":{"kind":"HogQLQuery","query":"SELECT count() FROM events WHERE event = 'cluster lake'"}}`)
+		if strings.Contains(body, `"results":[[100]]`) && objects() > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a minute after the capture: %s, %d parts in the bucket\n%s", body, objects(), c.logs(t))
+		}
+	}
+	out, err := exec.Command(c.bin, "cluster", "up", "--dir", c.dir, "--lake-s3", "s3://other/cluster", "--lake-s3-endpoint", s3.Addr).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "cannot change it") {
+		t.Fatalf("cluster up with another bucket: %v\n%s", err, out)
+	}
+	c.up(t) // the nodes run: nothing to start, and the lake stays
+	if f := c.file(t); f.Lake == nil || f.Lake.S3 != "s3://lake/cluster" {
+		t.Fatalf("cluster.json's lake after another up: %+v", f.Lake)
 	}
 }
