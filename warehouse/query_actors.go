@@ -512,6 +512,8 @@ func (q *Queries) PathsActors(ctx context.Context, scope Scope, pq PathsQuery, n
 		if err != nil {
 			return nil, err
 		}
+		// PostHog's paths answer no persons for keys of steps that are not one after
+		// the other; hedge says so instead, for no edge joins them.
 		if to != from+1 {
 			return nil, queryErrorf("an edge goes from a step to the next: pathEndKey's step must be %d, not %d", from+1, to)
 		}
