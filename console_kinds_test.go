@@ -436,6 +436,7 @@ func TestConsoleKindsPersons(t *testing.T) {
 	if got, want := listed(), [][]string{{"ret-1", "3"}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("the persons of 3 days are %q, want %q", got, want)
 	}
+	c.waitText(".persons-dialog [role=status]", "1 person shown, all there are")
 	c.checkScreen("stickiness-persons")
 	closeDialog()
 	click(bar("document", 0, 1))

@@ -72,7 +72,7 @@ export function PersonsDialog({ project, source, title, close, count = events })
           empty="No persons here."
         />
       )}
-      <PagesStatus pages={pages} label="persons" />
+      <PagesStatus pages={pages} label="persons" one="person" />
       <div class="confirm-actions">
         <button type="button" class="secondary" onClick={() => ref.current.close()}>
           Close

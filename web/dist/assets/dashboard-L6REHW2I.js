@@ -1,1 +1,0 @@
-import{a,b,c,d,e,f,g,h,i,j,k,l}from"./chunk-ZK4TR3RD.js";import"./chunk-BVAURLVX.js";import"./chunk-PPK5DOE6.js";import"./chunk-YAFC3KVF.js";import"./chunk-HUFZDNQB.js";import"./chunk-MDAPTYNH.js";export{a as COLS,l as Dashboard,j as Grid,k as canEdit,b as clampLayout,d as compact,c as firstFree,f as moveTo,e as placed,h as resultOf,g as tileName,i as tileQuery};

@@ -1,0 +1,1 @@
+import{a,b,c,d,e,f,g,h,i,j,k,l}from"./chunk-UHCYTCYS.js";import"./chunk-C45GT344.js";import"./chunk-PPK5DOE6.js";import"./chunk-6FBNUGEV.js";import"./chunk-FKHTNCXU.js";import"./chunk-QNVKSP7W.js";export{a as COLS,l as Dashboard,j as Grid,k as canEdit,b as clampLayout,d as compact,c as firstFree,f as moveTo,e as placed,h as resultOf,g as tileName,i as tileQuery};
