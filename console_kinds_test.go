@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -338,5 +340,211 @@ func TestConsoleInsightKinds(t *testing.T) {
 		if types[name] != want {
 			t.Errorf("the list says %s is a %q, want %s", name, types[name], want)
 		}
+	}
+}
+
+// The persons behind a lifecycle's bar, a stickiness' bar and a paths' band, node and
+// drop-off, from the events of sendKindsEvents: clicked (or Enter) on the insight screen and on
+// dashboard tiles, each dialog's persons read off it against the hand counts.
+func TestConsoleKindsPersons(t *testing.T) {
+	c := openConsole(t)
+	now := time.Now().UTC()
+	sendKindsEvents(t, c.hedge.captureURL, c.boot.ProjectAPIKey, now)
+	c.signIn()
+	project := c.boot.ProjectID
+	day := func(d int) string { return kindsDay(now, d).Format("02-Jan-2006") }
+	lifecycle := map[string]any{"kind": "LifecycleQuery", "series": []any{map[string]any{"kind": "EventsNode", "event": "opened_app", "name": "opened_app"}},
+		"interval": "day", "dateRange": map[string]any{"date_from": "-7d"}}
+	stickiness := map[string]any{"kind": "StickinessQuery", "series": []any{map[string]any{"kind": "EventsNode", "event": "opened_app", "name": "opened_app"}},
+		"interval": "day", "dateRange": map[string]any{"date_from": "-7d"}, "stickinessFilter": map[string]any{"display": "ActionsBar"}}
+	paths := map[string]any{"kind": "PathsQuery", "dateRange": map[string]any{"date_from": "-7d"}, "pathsFilter": map[string]any{"includeEventTypes": []string{"custom_event"}}}
+	build := func(q map[string]any) string {
+		b, _ := json.Marshal(q)
+		return fmt.Sprintf("/project/%d/insights/new?q=%s", project, url.QueryEscape(string(b)))
+	}
+	// listed are the dialog's rows once loaded: a person's name and their count,
+	// sorted (ties of counts come in the order of person ids).
+	listed := func() [][]string {
+		t.Helper()
+		c.run(chromedp.Poll[chromedp.Void](`document.querySelector('.persons-dialog[open] tbody tr') !== null && !document.querySelector('.persons-dialog .loading')`, chromedp.WithPollingTimeout(10*time.Second)))
+		rows := eval[[][]string](c, `[...document.querySelectorAll('.persons-dialog tbody tr')].map(r => [...r.children].map(x => x.innerText.trim()))`)
+		slices.SortFunc(rows, func(a, b []string) int { return strings.Compare(strings.Join(a, " "), strings.Join(b, " ")) })
+		return rows
+	}
+	closeDialog := func() {
+		t.Helper()
+		c.run(chromedp.Click(chromedp.CSS(`.persons-dialog .confirm-actions button`)))
+		c.run(chromedp.Poll[chromedp.Void](`document.querySelector('.persons-dialog') === null`, chromedp.WithPollingTimeout(5*time.Second)))
+	}
+	// click clicks the element js finds, in the middle of it.
+	click := func(js string) {
+		t.Helper()
+		c.run(chromedp.Poll[chromedp.Void](js+` != null`, chromedp.WithPollingTimeout(10*time.Second)))
+		xy := eval[[]float64](c, `(() => { const r = (`+js+`).getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()`)
+		c.run(chromedp.MouseClickXY(xy[0], xy[1]))
+	}
+	// dayIndex is the index of the interval d days ago among q's days.
+	dayIndex := func(q map[string]any, d int) int {
+		var answer trendsAnswer
+		c.adminAPI("POST", fmt.Sprintf("/api/projects/%d/query/", project), map[string]any{"query": q}, &answer)
+		j := slices.Index(answer.Results[0].Days, kindsDay(now, d).Format(time.DateOnly))
+		if j < 0 {
+			t.Fatalf("%d days ago is not among the lifecycle's days %q", d, answer.Results[0].Days)
+		}
+		return j
+	}
+	two := dayIndex(lifecycle, 2)
+	// bar is the JS of the bar of series i at interval j, within root.
+	bar := func(root string, i, j int) string {
+		return fmt.Sprintf(`%s.querySelector('svg.plot rect.bar[data-series="%d"][data-j="%d"]')`, root, i, j)
+	}
+
+	// Lifecycle: two days ago ret-4 was new, ret-1 returning, and ret-2 and ret-3
+	// dormant (the day before, not back).
+	c.visit(build(lifecycle))
+	c.waitText(".insight-result .legend", "Dormant -6")
+	click(bar("document", 3, two))
+	c.waitText(".persons-dialog h2", "Dormant on "+day(2))
+	if got, want := listed(), [][]string{{"ret-2", "0"}, {"ret-3", "0"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("the dormant of %s are %q, want %q", day(2), got, want)
+	}
+	c.waitText(".persons-dialog [role=status]", "2 persons shown, all there are")
+	c.checkScreen("lifecycle-persons")
+	c.key(kb.Escape)
+	c.run(chromedp.Poll[chromedp.Void](`document.querySelector('.persons-dialog') === null`, chromedp.WithPollingTimeout(5*time.Second)))
+	if f := c.focused(); !strings.Contains(f, "Dormant on") || !strings.Contains(f, "show persons") {
+		t.Errorf("after Escape the focus is on %q, not the bar", f)
+	}
+	// The keyboard: up to the returning bar of the same day, Enter lists it.
+	c.key(kb.ArrowUp)
+	c.key(kb.ArrowUp)
+	if f := c.focused(); !strings.Contains(f, "Returning on") {
+		t.Fatalf("ArrowUp twice focused %q", f)
+	}
+	c.key("\r")
+	c.waitText(".persons-dialog h2", "Returning on "+day(2))
+	if got, want := listed(), [][]string{{"ret-1", "1"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("the returning of %s are %q, want %q", day(2), got, want)
+	}
+	closeDialog()
+
+	// Stickiness: ret-1 alone was active on 3 days, ret-2 and ret-4 on 2.
+	c.visit(build(stickiness))
+	c.waitText(".insight-result .legend", "opened_app 5")
+	click(bar("document", 0, 2))
+	c.waitText(".persons-dialog h2", "opened_app: active 3 days")
+	if got, want := listed(), [][]string{{"ret-1", "3"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("the persons of 3 days are %q, want %q", got, want)
+	}
+	c.waitText(".persons-dialog [role=status]", "1 person shown, all there are")
+	c.checkScreen("stickiness-persons")
+	closeDialog()
+	click(bar("document", 0, 1))
+	c.waitText(".persons-dialog h2", "opened_app: active 2 days")
+	if got, want := listed(), [][]string{{"ret-2", "2"}, {"ret-4", "2"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("the persons of 2 days are %q, want %q", got, want)
+	}
+	closeDialog()
+
+	// Paths: the band tour_start → tour_step, taken by walkers 1 to 3; the node
+	// 3. tour_done, reached by walkers 1 and 2.
+	c.visit(build(paths))
+	c.run(chromedp.Poll[chromedp.Void](`document.querySelector('.sankey-link[data-target="2_tour_step"]') !== null`, chromedp.WithPollingTimeout(10*time.Second)))
+	click(`document.querySelector('.sankey-link[data-source="1_tour_start"][data-target="2_tour_step"]')`)
+	c.waitText(".persons-dialog h2", "1. tour_start → 2. tour_step")
+	if got, want := listed(), [][]string{{"walker-1", "1"}, {"walker-2", "1"}, {"walker-3", "1"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("the band's persons are %q, want %q", got, want)
+	}
+	if got := c.text(".persons-dialog thead"); !strings.Contains(got, "Paths") {
+		t.Errorf("the dialog's heading is %q, want a column of paths", got)
+	}
+	c.checkScreen("paths-band-persons")
+	closeDialog()
+	click(`document.querySelector('.sankey-node[data-node="3_tour_done"] rect')`)
+	c.waitText(".persons-dialog h2", "Reached 3. tour_done")
+	if got, want := listed(), [][]string{{"walker-1", "1"}, {"walker-2", "1"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("the node's persons are %q, want %q", got, want)
+	}
+	c.checkScreen("paths-node-persons")
+	closeDialog()
+	// The node's darker lower part: walker-3's path ended at 2. tour_step.
+	if got := eval[string](c, `document.querySelector('.sankey-end[data-end="2_tour_step"]').getAttribute('aria-label')`); got != "2. tour_step: 1 path ends here, show persons" {
+		t.Errorf("the drop-off of 2. tour_step is labelled %q", got)
+	}
+	click(`document.querySelector('.sankey-end[data-end="2_tour_step"]')`)
+	c.waitText(".persons-dialog h2", "Ended at 2. tour_step")
+	if got, want := listed(), [][]string{{"walker-3", "1"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("the persons who ended at 2. tour_step are %q, want %q", got, want)
+	}
+	c.checkScreen("paths-end-persons")
+	closeDialog()
+	click(`document.querySelector('.sankey-node[data-node="3_tour_done"] rect')`)
+	c.waitText(".persons-dialog h2", "Reached 3. tour_done")
+	closeDialog()
+	// The keyboard: focus is back on the node, whose Enter lists it again; the arrow
+	// keys go on to the bands (after the nodes, round to the first), each read out,
+	// and Enter on one lists its persons.
+	if f := c.focused(); !strings.HasPrefix(f, "rect||3. tour_done: 2 paths") || !strings.Contains(f, "show persons") {
+		t.Errorf("after Close the focus is on %q, not the node", f)
+	}
+	c.key("\r")
+	c.waitText(".persons-dialog h2", "Reached 3. tour_done")
+	if got := listed(); len(got) != 2 {
+		t.Errorf("Enter on the node lists %q", got)
+	}
+	c.key(kb.Escape)
+	c.run(chromedp.Poll[chromedp.Void](`document.querySelector('.persons-dialog') === null`, chromedp.WithPollingTimeout(5*time.Second)))
+	for range 12 {
+		if strings.HasPrefix(c.focused(), "path||") {
+			break
+		}
+		c.key(kb.ArrowRight)
+	}
+	band := c.focused()
+	if !strings.HasPrefix(band, "path||") {
+		t.Fatalf("the arrow keys never reached a band: %q", band)
+	}
+	if got := c.text(".sankey-hot"); got == "" || !strings.HasPrefix(strings.TrimPrefix(band, "path||"), got[:min(len(got), 20)]) {
+		t.Errorf("the focused band %q is read out as %q", band, got)
+	}
+	c.key("\r")
+	c.waitText(".persons-dialog h2", " → ")
+	if n := len(listed()); n < 1 {
+		t.Errorf("Enter on %q lists no persons", band)
+	}
+	closeDialog()
+
+	// On a dashboard, each tile's bar, band or node lists the same persons.
+	var board struct{ ID int }
+	c.adminAPI("POST", fmt.Sprintf("/api/projects/%d/dashboards/", project), map[string]any{"name": "Kinds persons"}, &board)
+	for name, q := range map[string]map[string]any{"App lifecycle": lifecycle, "App stickiness": stickiness, "Tour paths": paths} {
+		if status := c.adminAPI("POST", fmt.Sprintf("/api/projects/%d/insights/", project), map[string]any{
+			"name": name, "dashboards": []int{board.ID}, "query": map[string]any{"kind": "InsightVizNode", "source": q}}, nil); status != 201 {
+			t.Fatalf("creating %s answers %d", name, status)
+		}
+	}
+	c.visit(fmt.Sprintf("/project/%d/dashboard/%d", project, board.ID))
+	c.waitTiles(3)
+	c.waitTileText("App lifecycle", "Dormant -6")
+	for _, tile := range []struct {
+		name, element, title string
+		want                 [][]string
+	}{
+		{"App lifecycle", bar(tileJS("App lifecycle"), 3, two), "Dormant on " + day(2), [][]string{{"ret-2", "0"}, {"ret-3", "0"}}},
+		{"App stickiness", bar(tileJS("App stickiness"), 0, 2), "opened_app: active 3 days", [][]string{{"ret-1", "3"}}},
+		{"Tour paths", tileJS("Tour paths") + `.querySelector('.sankey-link[data-source="2_tour_step"][data-target="3_tour_done"]')`, "2. tour_step → 3. tour_done",
+			[][]string{{"walker-1", "1"}, {"walker-2", "1"}}},
+	} {
+		c.run(chromedp.Poll[chromedp.Void](tile.element+`?.getAttribute('role') === 'button'`, chromedp.WithPollingTimeout(20*time.Second)))
+		eval[bool](c, `(`+tile.element+`).scrollIntoView({block: 'center'}), true`)
+		click(tile.element)
+		c.waitText(".persons-dialog h2", tile.title)
+		if got := listed(); !reflect.DeepEqual(got, tile.want) {
+			t.Errorf("the %s tile lists %q, want %q", tile.name, got, tile.want)
+		}
+		if tile.name == "Tour paths" {
+			c.checkScreen("tile-paths-persons")
+		}
+		closeDialog()
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"mime/multipart"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -129,6 +130,30 @@ func TestQueryAPICohortFilters(t *testing.T) {
 		`"dateRange":{"date_from":"-7d"},"properties":[`+cohort(1, "in")+`]}}`)
 	if got := sticky["results"].([]any)[0].(map[string]any)["count"]; got != 2.0 {
 		t.Errorf("StickinessQuery in Pro: %v persons, want 2", got)
+	}
+	// And their persons: the stickiness' in Pro, and the new of the static list's
+	// lifecycle on the day of the views (anon-7 as u7), as many as the figures count.
+	persons := func(source string) []string {
+		t.Helper()
+		out := env.must(t, 200, "POST", env.project+"/query/", env.owner, `{"query":{"kind":"ActorsQuery","source":`+source+`}}`)
+		var names []string
+		for _, row := range out["results"].([]any) {
+			ids := row.([]any)[0].(map[string]any)["distinct_ids"].([]any)
+			names = append(names, fmt.Sprint(ids[len(ids)-1]))
+		}
+		slices.Sort(names)
+		return names
+	}
+	stickyQuery := `{"kind":"StickinessQuery","series":[{"kind":"EventsNode","event":"$pageview"}],"dateRange":{"date_from":"-7d"},"properties":[` + cohort(1, "in") + `]}`
+	if got := persons(`{"kind":"InsightActorsQuery","source":` + stickyQuery + `,"day":1}`); !slices.Equal(got, []string{"u1", "u2"}) {
+		t.Errorf("the stickiness' persons of 1 day in Pro: %v, want u1 u2", got)
+	}
+	lifecycleQuery := `{"kind":"LifecycleQuery","series":[{"kind":"EventsNode","event":"$pageview"}],"dateRange":{"date_from":"-7d"},"properties":[` + cohort(3, "in") + `]}`
+	viewed := time.Now().UTC().Truncate(24 * time.Hour).Add(-3 * 24 * time.Hour).Format(time.DateOnly)
+	lifecycle := env.must(t, 200, "POST", env.project+"/query/", env.owner, `{"query":`+lifecycleQuery+`}`)["results"].([]any)[0].(map[string]any)
+	newOn := lifecycle["data"].([]any)[slices.Index(lifecycle["days"].([]any), any(viewed))]
+	if got := persons(`{"kind":"InsightActorsQuery","source":` + lifecycleQuery + `,"day":"` + viewed + `","status":"new"}`); !slices.Equal(got, []string{"u3", "u5", "u7"}) || newOn != 3.0 {
+		t.Errorf("the lifecycle's new on %s in the static list: %v, want u3 u5 u7 (the figure: %v)", viewed, got, newOn)
 	}
 
 	for filter, want := range map[string]float64{"": 17, cohort(3, "in"): 8} {

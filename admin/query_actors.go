@@ -23,8 +23,10 @@ type actorsQuery struct {
 	Kind   string          `json:"kind"`
 	Source json.RawMessage `json:"source"`
 	// Select are the columns: actor (the person), created_at (the person's), and
-	// event_count (their events in a trend's point) or appearances (the periods they
-	// came back in, of a retention's cohort); default actor and the third.
+	// event_count (their events in a trend's point, a lifecycle's interval or a
+	// stickiness' range; of a paths' edge or node, their paths through it) or
+	// appearances (the periods they came back in, of a retention's cohort); default
+	// actor and the second.
 	Select []string `json:"select"`
 	Limit  int      `json:"limit"`
 	Offset int      `json:"offset"`
@@ -34,8 +36,11 @@ type actorsQuery struct {
 type insightActorsQuery struct {
 	Kind   string          `json:"kind"`
 	Source json.RawMessage `json:"source"`
-	// Day is the point's interval, as the trend's days name it.
-	Day string `json:"day"`
+	// Day is the point's interval, as a trend's or a lifecycle's days name it, or of a
+	// stickiness the bar's number of intervals (PostHog sends a number).
+	Day any `json:"day"`
+	// Status is a lifecycle bar's: new, returning, resurrecting or dormant.
+	Status string `json:"status"`
 	// Series is the index of the point's series.
 	Series int `json:"series"`
 	// Breakdown is the line's breakdown_value: PostHog sends a string or a number.
@@ -49,14 +54,23 @@ type insightActorsQuery struct {
 	// breakdown value: PostHog sends a string, a number, or a list of one.
 	FunnelStep          int `json:"funnelStep"`
 	FunnelStepBreakdown any `json:"funnelStepBreakdown"`
+	// PathStartKey, PathEndKey and PathDropoffKey are a paths' edge or node
+	// ("2_/pricing"). PostHog sends them in the PathsQuery's pathsFilter; here they
+	// are taken too, and win over the pathsFilter's.
+	PathStartKey   string `json:"pathStartKey"`
+	PathEndKey     string `json:"pathEndKey"`
+	PathDropoffKey string `json:"pathDropoffKey"`
 }
 
 // actorColumns are the columns an actors query may select, by the kind of its insight;
 // the first two are the default (a funnel's: the first).
 var actorColumns = map[string][]string{
-	"TrendsQuery":    {"actor", "event_count", "created_at"},
-	"RetentionQuery": {"actor", "appearances", "created_at"},
-	"FunnelsQuery":   {"actor", "created_at"},
+	"TrendsQuery":     {"actor", "event_count", "created_at"},
+	"LifecycleQuery":  {"actor", "event_count", "created_at"},
+	"StickinessQuery": {"actor", "event_count", "created_at"},
+	"PathsQuery":      {"actor", "event_count", "created_at"},
+	"RetentionQuery":  {"actor", "appearances", "created_at"},
+	"FunnelsQuery":    {"actor", "created_at"},
 }
 
 // actorsResponse is the answer of an ActorsQuery, in PostHog's shape: a row per person,
@@ -100,7 +114,7 @@ func (a *API) runActors(ctx context.Context, scope warehouse.Scope, kind string,
 	columns, ok := actorColumns[insightKind]
 	if !ok {
 		return nil, errValidation("query__source__source__kind", "invalid_choice",
-			fmt.Sprintf("The persons of a %s are not listed yet: hedge lists those of a TrendsQuery's points, a FunnelsQuery's steps and a RetentionQuery's cohorts.", insightKind))
+			fmt.Sprintf("The persons of a %s are not listed yet: hedge lists those of a TrendsQuery's points, a FunnelsQuery's steps, a RetentionQuery's cohorts, a LifecycleQuery's and a StickinessQuery's bars and a PathsQuery's edges and nodes.", insightKind))
 	}
 	if len(q.Select) == 0 {
 		q.Select = columns[:min(2, len(columns)-1)]
@@ -132,12 +146,55 @@ func (a *API) runActors(ctx context.Context, scope warehouse.Scope, kind string,
 		if actors, err = a.queries.RetentionActors(ctx, scope, retention, point.Interval, q.Limit, q.Offset, now); err != nil {
 			return nil, err
 		}
+	case "LifecycleQuery":
+		var lifecycle warehouse.LifecycleQuery
+		if err := a.decodeQueryOf(ctx, scope.Team, insight, &lifecycle); err != nil {
+			return nil, err
+		}
+		day, err := dayText(point.Day)
+		if err != nil {
+			return nil, err
+		}
+		bar := warehouse.LifecycleActors{Day: day, Status: point.Status, Limit: q.Limit, Offset: q.Offset}
+		if actors, err = a.queries.LifecycleActors(ctx, scope, lifecycle, bar, now); err != nil {
+			return nil, err
+		}
+	case "StickinessQuery":
+		var stickiness warehouse.StickinessQuery
+		if err := a.decodeQueryOf(ctx, scope.Team, insight, &stickiness); err != nil {
+			return nil, err
+		}
+		intervals, ok := point.Day.(float64)
+		if !ok || intervals != float64(int(intervals)) {
+			return nil, errValidation("query__source__day", "invalid_input", "A stickiness' day is the bar's number of intervals, a whole number.")
+		}
+		bar := warehouse.StickinessActors{Intervals: int(intervals), Series: point.Series, Limit: q.Limit, Offset: q.Offset}
+		if actors, err = a.queries.StickinessActors(ctx, scope, stickiness, bar, now); err != nil {
+			return nil, err
+		}
+	case "PathsQuery":
+		var paths warehouse.PathsQuery
+		if err := a.decodeQueryOf(ctx, scope.Team, insight, &paths); err != nil {
+			return nil, err
+		}
+		f := paths.PathsFilter
+		node := warehouse.PathsActors{StartKey: f.PathStartKey, EndKey: f.PathEndKey, DropoffKey: f.PathDropoffKey, Limit: q.Limit, Offset: q.Offset}
+		if point.PathStartKey != "" || point.PathEndKey != "" || point.PathDropoffKey != "" {
+			node.StartKey, node.EndKey, node.DropoffKey = point.PathStartKey, point.PathEndKey, point.PathDropoffKey
+		}
+		if actors, err = a.queries.PathsActors(ctx, scope, paths, node, now); err != nil {
+			return nil, err
+		}
 	default:
 		var trends warehouse.TrendsQuery
 		if err := a.decodeQueryOf(ctx, scope.Team, insight, &trends); err != nil {
 			return nil, err
 		}
-		target := warehouse.TrendsActors{Day: point.Day, Series: point.Series, Compare: point.Compare, Limit: q.Limit, Offset: q.Offset}
+		day, err := dayText(point.Day)
+		if err != nil {
+			return nil, err
+		}
+		target := warehouse.TrendsActors{Day: day, Series: point.Series, Compare: point.Compare, Limit: q.Limit, Offset: q.Offset}
 		if target.Breakdown, err = breakdownValue("query__source__breakdown", point.Breakdown, false); err != nil {
 			return nil, err
 		}
@@ -202,4 +259,16 @@ func breakdownValue(attr string, v any, listOfOne bool) (*string, error) {
 		return &s, nil
 	}
 	return nil, errValidation(attr, "invalid_input", "The breakdown must be a string or a number.")
+}
+
+// dayText reads a point's day of a trend or a lifecycle: a date or a time, as their
+// days name them ("" for none).
+func dayText(v any) (string, error) {
+	switch d := v.(type) {
+	case nil:
+		return "", nil
+	case string:
+		return d, nil
+	}
+	return "", errValidation("query__source__day", "invalid_input", "Not a valid string.")
 }

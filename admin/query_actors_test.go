@@ -3,6 +3,7 @@ package admin
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -259,6 +260,225 @@ func TestQueryAPIFunnelsActors(t *testing.T) {
 	} {
 		status, _, text := actors(c.source, c.point, "")
 		if status != 400 || !strings.Contains(text, c.says) {
+			t.Errorf("%s: %d %s, want 400 saying %q", c.name, status, text, c.says)
+		}
+	}
+}
+
+// kindsFixture ingests the persons of the lifecycle, stickiness and paths actors'
+// tests, counted by hand in each: pat, who browsed as anon-p on Oct 6 and as pat on
+// Oct 7 before the two were merged by an $identify (one person since, first seen Oct
+// 6), then again on Oct 9; quinn, first seen Oct 4, on Oct 5 and 6 (and a signup on
+// Oct 5); rae on Oct 8 only; on Oct 10, paths: pat /home (as anon-p, before the
+// merge) → /pricing → /signup, quinn /home → /pricing, rae /home → /docs. Another
+// project has a quinn and a pat of its own on every day, who never appear.
+func kindsFixture(t *testing.T, env *testEnv) {
+	t.Helper()
+	at := func(day, minute int) time.Time { return time.Date(2026, 10, day, 12, minute, 0, 0, time.UTC) }
+	view := func(id string, day, minute int, url string) warehouse.Event {
+		return warehouse.Event{Name: "$pageview", DistinctID: id, Timestamp: at(day, minute), Properties: `{"$current_url":"` + url + `"}`}
+	}
+	env.ingest(t,
+		view("anon-p", 6, 0, "/home"), view("pat", 7, 0, "/home"),
+		view("quinn", 4, 0, "/home"), view("quinn", 5, 0, "/home"), view("quinn", 6, 0, "/home"),
+		warehouse.Event{Name: "signup", DistinctID: "quinn", Timestamp: at(5, 1)},
+		view("rae", 8, 0, "/home"),
+		view("anon-p", 10, 0, "/home"), view("pat", 10, 1, "/pricing"),
+	)
+	env.ingest(t,
+		warehouse.Event{Name: "$identify", DistinctID: "pat", Timestamp: at(7, 5), Properties: `{"$anon_distinct_id":"anon-p"}`, AnonDistinctID: "anon-p"},
+		view("anon-p", 7, 6, "/home"), view("pat", 9, 0, "/home"),
+		view("pat", 10, 2, "/signup"),
+		view("quinn", 10, 0, "/home"), view("quinn", 10, 1, "/pricing"),
+		view("rae", 10, 0, "/home"), view("rae", 10, 1, "/docs"),
+	)
+	other := env.otherProject(t)
+	id, err := strconv.ParseInt(strings.TrimPrefix(other, "/api/projects/"), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var theirs []warehouse.Event
+	for day := 4; day <= 10; day++ {
+		theirs = append(theirs, view("quinn", day, 0, "/home"), view("quinn", day, 1, "/pricing"), view("pat", day, 0, "/home"))
+	}
+	env.ingestTo(t, id, theirs...)
+}
+
+// actorsOf posts an ActorsQuery of source and answers its persons as "last distinct
+// id:event_count", in the page's order, and the answer.
+func actorsOf(t *testing.T, env *testEnv, source string) (int, []string, map[string]any, string) {
+	t.Helper()
+	status, out, text := env.call(t, "POST", env.project+"/query/", env.owner, `{"query": {"kind": "ActorsQuery", "source": `+source+`}}`)
+	var got []string
+	if status == 200 {
+		for _, row := range out["results"].([]any) {
+			r := row.([]any)
+			ids := r[0].(map[string]any)["distinct_ids"].([]any)
+			got = append(got, fmt.Sprintf("%v:%v", ids[len(ids)-1], r[1]))
+		}
+	}
+	return status, got, out, text
+}
+
+// An ActorsQuery over a lifecycle's bar lists the persons of its status in its
+// interval: each bar's persons are as many as the lifecycle counts (its dormant ones
+// negative), a merged person once.
+func TestQueryAPILifecycleActors(t *testing.T) {
+	env := newTestEnv(t, "")
+	kindsFixture(t, env)
+	lifecycle := `{"kind": "LifecycleQuery", "series": [{"kind": "EventsNode", "event": "$pageview"}], "dateRange": {"date_from": "2026-10-06", "date_to": "2026-10-09"}}`
+	bar := func(day, status string) string {
+		return `{"kind": "InsightActorsQuery", "source": ` + lifecycle + `, "day": "` + day + `", "status": "` + status + `"}`
+	}
+	want := map[string][]string{ // day status → persons:events of the day
+		"2026-10-06 new": {"pat:1"}, "2026-10-06 returning": {"quinn:1"},
+		"2026-10-07 returning": {"pat:2"}, "2026-10-07 dormant": {"quinn:0"},
+		"2026-10-08 new": {"rae:1"}, "2026-10-08 dormant": {"pat:0"},
+		"2026-10-09 resurrecting": {"pat:1"}, "2026-10-09 dormant": {"rae:0"},
+	}
+	figure := env.must(t, 200, "POST", env.project+"/query/", env.owner, `{"query": `+lifecycle+`}`)["results"].([]any)
+	for _, l := range figure {
+		line := l.(map[string]any)
+		for i, day := range line["days"].([]any) {
+			key := fmt.Sprintf("%s %s", day, line["status"])
+			status, got, _, text := actorsOf(t, env, bar(day.(string), line["status"].(string)))
+			if status != 200 || !slices.Equal(got, want[key]) {
+				t.Errorf("%s: %d %s, want %v", key, status, text, want[key])
+			}
+			if n := line["data"].([]any)[i].(float64); float64(len(got)) != max(n, -n) {
+				t.Errorf("%s: %d persons, the lifecycle counts %v", key, len(got), n)
+			}
+		}
+	}
+	for _, c := range []struct{ name, source, says string }{
+		{"an unknown status", bar("2026-10-07", "lapsed"), "status must be one of new, returning, resurrecting, dormant"},
+		{"no status", `{"kind": "InsightActorsQuery", "source": ` + lifecycle + `, "day": "2026-10-07"}`, "status must be"},
+		{"a day outside the range", bar("2026-10-05", "new"), "outside the query's date range"},
+		{"a day after it", bar("2026-10-10", "dormant"), "outside the query's date range"},
+		{"no day", `{"kind": "InsightActorsQuery", "source": ` + lifecycle + `, "status": "new"}`, "day is required"},
+		{"a day that is a number", `{"kind": "InsightActorsQuery", "source": ` + lifecycle + `, "day": 3, "status": "new"}`, "Not a valid string"},
+	} {
+		if status, _, _, text := actorsOf(t, env, c.source); status != 400 || !strings.Contains(text, c.says) {
+			t.Errorf("%s: %d %s, want 400 saying %q", c.name, status, text, c.says)
+		}
+	}
+}
+
+// An ActorsQuery over a stickiness' bar lists the persons active on exactly its number
+// of intervals (PostHog's day), the most events first: as many as the bar counts, a
+// merged person's days counted together.
+func TestQueryAPIStickinessActors(t *testing.T) {
+	env := newTestEnv(t, "")
+	kindsFixture(t, env)
+	stickiness := `{"kind": "StickinessQuery", "series": [{"kind": "EventsNode", "event": "$pageview"}, {"kind": "EventsNode", "event": "signup"}],
+		"dateRange": {"date_from": "2026-10-05", "date_to": "2026-10-09"}}`
+	bar := func(day, series string) string {
+		return `{"kind": "InsightActorsQuery", "source": ` + stickiness + `, "day": ` + day + `, "series": ` + series + `}`
+	}
+	want := [][][]string{
+		{{"rae:1"}, {"quinn:2"}, {"pat:4"}, nil, nil}, // pat: anon-p on Oct 6, pat and anon-p on 7, pat on 9
+		{{"quinn:1"}, nil, nil, nil, nil},
+	}
+	figure := env.must(t, 200, "POST", env.project+"/query/", env.owner, `{"query": `+stickiness+`}`)["results"].([]any)
+	for s, l := range figure {
+		data := l.(map[string]any)["data"].([]any)
+		if len(data) != 5 {
+			t.Fatalf("series %d: %v", s, data)
+		}
+		for k := range data {
+			status, got, _, text := actorsOf(t, env, bar(strconv.Itoa(k+1), strconv.Itoa(s)))
+			if status != 200 || !slices.Equal(got, want[s][k]) {
+				t.Errorf("series %d, %d days: %d %s, want %v", s, k+1, status, text, want[s][k])
+			}
+			if float64(len(got)) != data[k].(float64) {
+				t.Errorf("series %d, %d days: %d persons, the stickiness counts %v", s, k+1, len(got), data[k])
+			}
+		}
+	}
+	for _, c := range []struct{ name, source, says string }{
+		{"no days", bar("0", "0"), "day must be a number of intervals from 1 to the range's 5"},
+		{"more days than the range", bar("6", "0"), "day must be a number of intervals"},
+		{"a day that is a date", bar(`"2026-10-06"`, "0"), "whole number"},
+		{"no day", `{"kind": "InsightActorsQuery", "source": ` + stickiness + `}`, "whole number"},
+		{"no such series", bar("1", "2"), "series must be the index"},
+	} {
+		if status, _, _, text := actorsOf(t, env, c.source); status != 400 || !strings.Contains(text, c.says) {
+			t.Errorf("%s: %d %s, want 400 saying %q", c.name, status, text, c.says)
+		}
+	}
+}
+
+// An ActorsQuery over a paths' edge or node, by PostHog's keys in the pathsFilter (or
+// beside it on the InsightActorsQuery), lists the persons whose paths took the edge,
+// reached or left the node, or ended there: an edge's persons as many as its paths
+// here, a path begun before a merge one person's.
+func TestQueryAPIPathsActors(t *testing.T) {
+	env := newTestEnv(t, "")
+	kindsFixture(t, env)
+	paths := func(keys string) string {
+		return `{"kind": "PathsQuery", "dateRange": {"date_from": "2026-10-10", "date_to": "2026-10-10"}, "pathsFilter": {"includeEventTypes": ["$pageview"]` + keys + `}}`
+	}
+	node := func(keys string) string { return `{"kind": "InsightActorsQuery", "source": ` + paths(keys) + `}` }
+	sorted := func(s []string) []string { slices.Sort(s); return s }
+	edges := env.must(t, 200, "POST", env.project+"/query/", env.owner, `{"query": `+paths("")+`}`)["results"].([]any)
+	if len(edges) != 3 {
+		t.Fatalf("edges %v", edges)
+	}
+	wantEdges := map[string][]string{
+		"1_/home→2_/pricing":   {"pat:1", "quinn:1"},
+		"2_/pricing→3_/signup": {"pat:1"},
+		"1_/home→2_/docs":      {"rae:1"},
+	}
+	for _, e := range edges {
+		edge := e.(map[string]any)
+		key := fmt.Sprintf("%s→%s", edge["source"], edge["target"])
+		status, got, _, text := actorsOf(t, env, node(fmt.Sprintf(`, "pathStartKey": %q, "pathEndKey": %q`, edge["source"], edge["target"])))
+		if status != 200 || !slices.Equal(sorted(got), wantEdges[key]) {
+			t.Errorf("edge %s: %d %s, want %v", key, status, text, wantEdges[key])
+		}
+		if float64(len(got)) != edge["value"].(float64) {
+			t.Errorf("edge %s: %d persons, the paths count %v", key, len(got), edge["value"])
+		}
+	}
+	for _, c := range []struct {
+		name, source string
+		want         []string
+	}{
+		{"who reached a node", node(`, "pathEndKey": "2_/pricing"`), []string{"pat:1", "quinn:1"}},
+		{"who went on from a node", node(`, "pathStartKey": "1_/home"`), []string{"pat:1", "quinn:1", "rae:1"}},
+		{"who dropped off at a node", node(`, "pathDropoffKey": "2_/pricing"`), []string{"quinn:1"}},
+		{"who dropped off at the last step", node(`, "pathDropoffKey": "3_/signup"`), []string{"pat:1"}},
+		{"nobody drops off at the first", node(`, "pathDropoffKey": "1_/home"`), nil},
+		{"the keys beside the pathsFilter", `{"kind": "InsightActorsQuery", "source": ` + paths("") + `, "pathDropoffKey": "2_/docs"}`, []string{"rae:1"}},
+	} {
+		status, got, _, text := actorsOf(t, env, c.source)
+		if status != 200 || !slices.Equal(sorted(got), c.want) {
+			t.Errorf("%s: %d %s, want %v", c.name, status, text, c.want)
+		}
+	}
+	// Pages of one, each person once across them; created_at as a column.
+	var paged []string
+	for offset, more := 0, true; more; offset++ {
+		out := env.must(t, 200, "POST", env.project+"/query/", env.owner, fmt.Sprintf(
+			`{"query": {"kind": "ActorsQuery", "select": ["actor", "created_at"], "limit": 1, "offset": %d, "source": %s}}`, offset, node(`, "pathStartKey": "1_/home"`)))
+		rows := out["results"].([]any)
+		if len(rows) != 1 || rows[0].([]any)[1] == nil || fmt.Sprint(out["columns"]) != "[actor created_at]" {
+			t.Fatalf("page at %d: %v", offset, out)
+		}
+		ids := rows[0].([]any)[0].(map[string]any)["distinct_ids"].([]any)
+		paged, more = append(paged, fmt.Sprint(ids[len(ids)-1])), out["hasMore"] == true
+	}
+	if !slices.Equal(sorted(paged), []string{"pat", "quinn", "rae"}) {
+		t.Errorf("the pages' persons: %v", paged)
+	}
+	for _, c := range []struct{ name, source, says string }{
+		{"no key", node(""), "say which edge or node"},
+		{"a key without its step", node(`, "pathEndKey": "/pricing"`), "pathEndKey must be a node of the paths"},
+		{"a step 0", node(`, "pathDropoffKey": "0_/home"`), "pathDropoffKey must be a node"},
+		{"a step that is no number", node(`, "pathStartKey": "x_/home"`), "pathStartKey must be a node"},
+		{"an edge over two steps", node(`, "pathStartKey": "1_/home", "pathEndKey": "3_/signup"`), "an edge goes from a step to the next"},
+	} {
+		if status, _, _, text := actorsOf(t, env, c.source); status != 400 || !strings.Contains(text, c.says) {
 			t.Errorf("%s: %d %s, want 400 saying %q", c.name, status, text, c.says)
 		}
 	}

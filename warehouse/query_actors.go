@@ -142,15 +142,23 @@ func (q *Queries) TrendsActors(ctx context.Context, scope Scope, tq TrendsQuery,
 		where = append(where, "coalesce("+value+", '"+breakdownNull+"') = ?")
 		args = append(append(args, valueArgs...), *point.Breakdown)
 	}
-	// The persons as their distinct ids belong now, the most events first, ties by id
-	// so that pages do not overlap; one more than the page says whether there are more.
-	query := `SELECT person_id::VARCHAR, count(*) AS event_count FROM events WHERE ` + strings.Join(where, " AND ") + `
-		GROUP BY person_id ORDER BY event_count DESC, person_id LIMIT ` + strconv.Itoa(limit+1) + ` OFFSET ` + strconv.Itoa(point.Offset)
-	result, err := q.run(ctx, scope, query, max(persons, currentPersons), limit+1, args...)
+	query := `SELECT person_id, count(*) AS event_count FROM events WHERE ` + strings.Join(where, " AND ") + ` GROUP BY person_id`
+	return q.actorsByCount(ctx, scope, query, max(persons, currentPersons), limit, point.Offset, args...)
+}
+
+// actorsByCount reads a page of the persons of query, whose rows are a person_id and
+// its event_count, once each: the most events first, ties by id so that pages do not
+// overlap; one more than the page says whether there are more. The persons are as
+// their distinct ids belong now (persons at least currentPersons). ctx is a
+// request's, from begin.
+func (q *Queries) actorsByCount(ctx context.Context, scope Scope, query string, persons personJoin, limit, offset int, args ...any) (*ActorsResult, error) {
+	query = `SELECT person_id::VARCHAR, event_count FROM (` + query + `)
+		ORDER BY event_count DESC, person_id LIMIT ` + strconv.Itoa(limit+1) + ` OFFSET ` + strconv.Itoa(offset)
+	result, err := q.run(ctx, scope, query, persons, limit+1, args...)
 	if err != nil {
-		return nil, err
+		return nil, cmp.Or(q.interrupted(ctx), err)
 	}
-	return actorsPage(result, limit, point.Offset, func(a *Actor, row []any) { a.EventCount = int64(toFloat(row[1])) }), nil
+	return actorsPage(result, limit, offset, func(a *Actor, row []any) { a.EventCount = int64(toFloat(row[1])) }), nil
 }
 
 // actorsPage reads a page of persons from result, whose rows are a person id (text)
@@ -360,4 +368,190 @@ func (q *Queries) funnelPersons(ctx context.Context, scope Scope, query funnelQu
 	}
 	conn.Close()
 	return persons, nil
+}
+
+// LifecycleActors says which bar of a LifecycleQuery to list the persons of.
+type LifecycleActors struct {
+	// Day is the interval's start as the lifecycle's days name it ("2026-11-02"), in
+	// the project's time zone.
+	Day string
+	// Status is new, returning, resurrecting or dormant (of the interval before, not
+	// back in this one).
+	Status string
+	// Limit (default DefaultActorsLimit, at most MaxActorsLimit) and Offset page the
+	// persons.
+	Limit, Offset int
+}
+
+// LifecycleActors lists the persons of one bar of lq: the rows of the lifecycle's own
+// statuses (lifecyclePlan) of the bar's interval and status, the most events in the
+// interval first (a dormant person has none in it).
+func (q *Queries) LifecycleActors(ctx context.Context, scope Scope, lq LifecycleQuery, bar LifecycleActors, now time.Time) (*ActorsResult, error) {
+	if !slices.Contains(lifecycleStatuses, bar.Status) {
+		return nil, queryErrorf("status must be one of %s, not %q", strings.Join(lifecycleStatuses, ", "), bar.Status)
+	}
+	limit, err := actorsLimit(bar.Limit, bar.Offset)
+	if err != nil {
+		return nil, err
+	}
+	ctx, done, err := q.begin(ctx, scope)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	plan, err := q.lifecyclePlanOf(ctx, scope, lq, now)
+	if err != nil {
+		return nil, err
+	}
+	if bar.Day == "" {
+		return nil, queryErrorf("day is required: the interval of the bar whose persons to list")
+	}
+	day, err := parseDay(bar.Day, plan.loc)
+	if err != nil {
+		return nil, err
+	}
+	start, buckets := truncate(day, plan.interval, scope.WeekStartDay), plan.axis.buckets
+	if start.Before(buckets[0]) || start.After(buckets[len(buckets)-1]) {
+		return nil, queryErrorf("day %s is outside the query's date range", bar.Day)
+	}
+	query := plan.ctes + `
+		SELECT person_id, events AS event_count FROM lifecycle_statuses WHERE p = ?::TIMESTAMP AND status = ?`
+	args := append(slices.Clone(plan.args), start.Format(time.DateTime), bar.Status)
+	return q.actorsByCount(ctx, scope, query, plan.persons, limit, bar.Offset, args...)
+}
+
+// StickinessActors says which bar of a StickinessQuery to list the persons of.
+type StickinessActors struct {
+	// Intervals is the bar's number of intervals (PostHog's day): its persons were
+	// active on exactly that many of the range's intervals.
+	Intervals int
+	// Series is the index of the series among the query's.
+	Series int
+	// Limit (default DefaultActorsLimit, at most MaxActorsLimit) and Offset page the
+	// persons.
+	Limit, Offset int
+}
+
+// StickinessActors lists the persons of one bar of sq: the rows of the series' own
+// query (stickinessPersonsSQL) of the bar's intervals, the most events in the range
+// first.
+func (q *Queries) StickinessActors(ctx context.Context, scope Scope, sq StickinessQuery, bar StickinessActors, now time.Time) (*ActorsResult, error) {
+	if bar.Series < 0 || bar.Series >= len(sq.Series) {
+		return nil, queryErrorf("series must be the index of one of the query's %d series, not %d", len(sq.Series), bar.Series)
+	}
+	limit, err := actorsLimit(bar.Limit, bar.Offset)
+	if err != nil {
+		return nil, err
+	}
+	ctx, done, err := q.begin(ctx, scope)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	interval, from, to, axis, err := q.stickinessSpan(ctx, scope, sq, now)
+	if err != nil {
+		return nil, err
+	}
+	if n := len(axis.buckets); bar.Intervals < 1 || bar.Intervals > n {
+		return nil, queryErrorf("day must be a number of intervals from 1 to the range's %d, not %d", n, bar.Intervals)
+	}
+	persons, args, join, err := stickinessPersonsSQL(scope, sq, sq.Series[bar.Series], interval, from, to, axis)
+	if err != nil {
+		return nil, err
+	}
+	query := `SELECT person_id, events AS event_count FROM (` + persons + `) WHERE intervals = ?`
+	return q.actorsByCount(ctx, scope, query, join, limit, bar.Offset, append(args, bar.Intervals)...)
+}
+
+// PathsActors says which edge or node of a PathsQuery to list the persons of, by
+// PostHog's keys of nodes, "<step>_<item>" ("2_/pricing").
+type PathsActors struct {
+	// StartKey and EndKey, both set, are an edge: the persons whose paths went from
+	// one to the other. EndKey alone is a node: the persons whose paths reached it;
+	// StartKey alone, those whose paths went on from it.
+	StartKey, EndKey string
+	// DropoffKey is a node: the persons whose paths ended there (a path cut at the
+	// step limit ends at its last step, as PostHog's). The other keys are then
+	// ignored, as PostHog ignores them.
+	DropoffKey string
+	// Limit (default DefaultActorsLimit, at most MaxActorsLimit) and Offset page the
+	// persons.
+	Limit, Offset int
+}
+
+// pathStep reads a node's key, "<step>_<item>", and answers its step; name says which
+// key it is, for the refusal.
+func pathStep(name, key string) (int, error) {
+	step, _, ok := strings.Cut(key, "_")
+	n, err := strconv.Atoi(step)
+	if !ok || err != nil || n < 1 || n > maxPathSteps || step != strconv.Itoa(n) {
+		return 0, queryErrorf("%s must be a node of the paths, its step from 1 and its item (\"2_/pricing\"), not %q", name, key)
+	}
+	return n, nil
+}
+
+// PathsActors lists the persons of an edge or a node of pq, from the paths' own steps
+// (pathsPlan), each with the paths of theirs that took the edge or passed the node
+// (event_count, as PostHog's), the most first. An edge's value counts paths, so a
+// person who took it in two sessions is one person of two paths.
+func (q *Queries) PathsActors(ctx context.Context, scope Scope, pq PathsQuery, node PathsActors, now time.Time) (*ActorsResult, error) {
+	var condition string
+	var keys []any
+	switch {
+	case node.DropoffKey != "":
+		if _, err := pathStep("pathDropoffKey", node.DropoffKey); err != nil {
+			return nil, err
+		}
+		condition, keys = "path_key = ? AND step = last_step", []any{node.DropoffKey}
+	case node.StartKey != "" && node.EndKey != "":
+		from, err := pathStep("pathStartKey", node.StartKey)
+		if err != nil {
+			return nil, err
+		}
+		to, err := pathStep("pathEndKey", node.EndKey)
+		if err != nil {
+			return nil, err
+		}
+		// PostHog's paths answer no persons for keys of steps that are not one after
+		// the other; hedge says so instead, for no edge joins them.
+		if to != from+1 {
+			return nil, queryErrorf("an edge goes from a step to the next: pathEndKey's step must be %d, not %d", from+1, to)
+		}
+		condition, keys = "last_path_key = ? AND path_key = ?", []any{node.StartKey, node.EndKey}
+	case node.EndKey != "":
+		if _, err := pathStep("pathEndKey", node.EndKey); err != nil {
+			return nil, err
+		}
+		condition, keys = "path_key = ?", []any{node.EndKey}
+	case node.StartKey != "":
+		if _, err := pathStep("pathStartKey", node.StartKey); err != nil {
+			return nil, err
+		}
+		condition, keys = "last_path_key = ?", []any{node.StartKey}
+	default:
+		return nil, queryErrorf("say which edge or node's persons to list: pathStartKey and pathEndKey, one of them, or pathDropoffKey")
+	}
+	limit, err := actorsLimit(node.Limit, node.Offset)
+	if err != nil {
+		return nil, err
+	}
+	ctx, done, err := q.begin(ctx, scope)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	plan, err := q.pathsPlanOf(ctx, scope, pq, now)
+	if err != nil {
+		return nil, err
+	}
+	// Each step as PostHog's paths per person name it: its key, the key of the step
+	// before (none for the first), and the path's last step.
+	query := plan.ctes + `,
+		path_marks AS (
+			SELECT person_id, step, step || '_' || item AS path_key,
+				lag(step || '_' || item) OVER (PARTITION BY person_id, session ORDER BY step) AS last_path_key,
+				max(step) OVER (PARTITION BY person_id, session) AS last_step
+			FROM path_kept)
+		SELECT person_id, count(*) AS event_count FROM path_marks WHERE ` + condition + ` GROUP BY person_id`
+	return q.actorsByCount(ctx, scope, query, plan.persons, limit, node.Offset, append(slices.Clone(plan.args), keys...)...)
 }

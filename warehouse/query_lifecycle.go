@@ -36,17 +36,26 @@ type LifecycleLine struct {
 // lifecycleStatuses are the statuses, in the order PostHog answers them.
 var lifecycleStatuses = []string{"new", "returning", "resurrecting", "dormant"}
 
-// Lifecycle runs a LifecycleQuery, of its one series. Persons are as they are now.
-func (q *Queries) Lifecycle(ctx context.Context, scope Scope, lq LifecycleQuery, now time.Time) (*LifecycleResult, error) {
+// lifecyclePlan is what a LifecycleQuery reads, shared by the query and the persons
+// of its bars (LifecycleActors), which are then the persons the bars count:
+// lifecycle_statuses holds a row per person and interval they are counted in (p, the
+// interval's start as a wall-clock time in the project's zone), with their status and
+// their events of the interval (none for dormant).
+type lifecyclePlan struct {
+	ctes     string
+	args     []any
+	persons  personJoin
+	interval string
+	loc      *time.Location
+	axis     *trendAxis
+}
+
+// lifecyclePlanOf plans lq; ctx is a request's, from begin.
+func (q *Queries) lifecyclePlanOf(ctx context.Context, scope Scope, lq LifecycleQuery, now time.Time) (*lifecyclePlan, error) {
 	if len(lq.Series) != 1 {
 		return nil, queryErrorf("a lifecycle query has one series, not %d", len(lq.Series))
 	}
 	series := lq.Series[0]
-	ctx, done, err := q.begin(ctx, scope)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
 	interval, loc, from, to, err := q.insightSpan(ctx, scope, lq.Interval, lq.DateRange, now)
 	if err != nil {
 		return nil, err
@@ -73,22 +82,43 @@ func (q *Queries) Lifecycle(ctx context.Context, scope Scope, lq LifecycleQuery,
 		return nil, err
 	}
 	where, whereArgs = append(where, filters...), append(whereArgs, filterArgs...)
-	tz, firstKey := scope.timezone(), first.Format(time.DateTime)
-	query := `WITH lifecycle_active AS (SELECT DISTINCT person_id, ` + period(`"timestamp"`) + ` AS p FROM events WHERE ` + strings.Join(where, " AND ") + `),
-		lifecycle_created AS (SELECT id AS person_id, ` + period("created_at") + ` AS c FROM persons)
-		SELECT strftime(a.p, '%Y-%m-%d %H:%M:%S'),
-				CASE WHEN c.c = a.p THEN 'new' WHEN b.person_id IS NOT NULL THEN 'returning' ELSE 'resurrecting' END, count(*)
-			FROM lifecycle_active a
-			LEFT JOIN lifecycle_active b ON b.person_id = a.person_id AND b.p = a.p - ` + one + `
-			LEFT JOIN lifecycle_created c ON c.person_id = a.person_id
-			WHERE a.p >= ?::TIMESTAMP GROUP BY ALL
-		UNION ALL
-		SELECT strftime(a.p + ` + one + `, '%Y-%m-%d %H:%M:%S'), 'dormant', -count(*)
-			FROM lifecycle_active a
-			LEFT JOIN lifecycle_active n ON n.person_id = a.person_id AND n.p = a.p + ` + one + `
-			WHERE n.person_id IS NULL GROUP BY ALL`
-	args := append(append([]any{tz}, whereArgs...), tz, firstKey)
-	rows, err := q.run(ctx, scope, query, max(personJoinOf(withPersons), currentPersons), q.maxRows, args...)
+	tz := scope.timezone()
+	// A dormant person is one of the interval before who did not come back in this
+	// one, counted in this one (PostHog's).
+	ctes := `WITH lifecycle_active AS (SELECT person_id, ` + period(`"timestamp"`) + ` AS p, count(*) AS events FROM events WHERE ` + strings.Join(where, " AND ") + ` GROUP BY ALL),
+		lifecycle_created AS (SELECT id AS person_id, ` + period("created_at") + ` AS c FROM persons),
+		lifecycle_statuses AS (
+			SELECT a.person_id, a.p, a.events,
+					CASE WHEN c.c = a.p THEN 'new' WHEN b.person_id IS NOT NULL THEN 'returning' ELSE 'resurrecting' END AS status
+				FROM lifecycle_active a
+				LEFT JOIN lifecycle_active b ON b.person_id = a.person_id AND b.p = a.p - ` + one + `
+				LEFT JOIN lifecycle_created c ON c.person_id = a.person_id
+				WHERE a.p >= ?::TIMESTAMP
+			UNION ALL
+			SELECT a.person_id, a.p + ` + one + `, 0, 'dormant'
+				FROM lifecycle_active a
+				LEFT JOIN lifecycle_active n ON n.person_id = a.person_id AND n.p = a.p + ` + one + `
+				WHERE n.person_id IS NULL)`
+	args := append(append([]any{tz}, whereArgs...), tz, first.Format(time.DateTime))
+	return &lifecyclePlan{ctes: ctes, args: args, persons: max(personJoinOf(withPersons), currentPersons), interval: interval, loc: loc, axis: axis}, nil
+}
+
+// Lifecycle runs a LifecycleQuery, of its one series. Persons are as they are now.
+func (q *Queries) Lifecycle(ctx context.Context, scope Scope, lq LifecycleQuery, now time.Time) (*LifecycleResult, error) {
+	ctx, done, err := q.begin(ctx, scope)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	plan, err := q.lifecyclePlanOf(ctx, scope, lq, now)
+	if err != nil {
+		return nil, err
+	}
+	interval, loc, axis, series, tz := plan.interval, plan.loc, plan.axis, lq.Series[0], scope.timezone()
+	query := plan.ctes + `
+		SELECT strftime(p, '%Y-%m-%d %H:%M:%S'), status, CASE WHEN status = 'dormant' THEN -count(*) ELSE count(*) END
+			FROM lifecycle_statuses GROUP BY p, status`
+	rows, err := q.run(ctx, scope, query, plan.persons, q.maxRows, plan.args...)
 	if err != nil {
 		return nil, cmp.Or(q.interrupted(ctx), err)
 	}

@@ -32,6 +32,12 @@ type PathsFilter struct {
 	// EdgeLimit the edges answered, most travelled first (default 50, at most 500).
 	StepLimit int `json:"stepLimit"`
 	EdgeLimit int `json:"edgeLimit"`
+	// PathStartKey, PathEndKey and PathDropoffKey are nodes ("2_/pricing": a step and
+	// its item) whose persons an actors query lists (PathsActors); the paths
+	// themselves ignore them, as PostHog's do.
+	PathStartKey   string `json:"pathStartKey"`
+	PathEndKey     string `json:"pathEndKey"`
+	PathDropoffKey string `json:"pathDropoffKey"`
 }
 
 // PathsResult is the answer of a PathsQuery: edges "1_/pricing" → "2_/signup", each
@@ -58,8 +64,19 @@ const (
 	pathSessionGap = 30 * time.Minute
 )
 
-// Paths runs a PathsQuery. Persons are as they are now (merged ids are one person).
-func (q *Queries) Paths(ctx context.Context, scope Scope, pq PathsQuery, now time.Time) (*PathsResult, error) {
+// pathsPlan is what a PathsQuery reads, shared by the query and the persons of its
+// edges and nodes (PathsActors), which are then the persons the edges count:
+// path_kept holds a row per step of each path (person_id, session, item, "timestamp",
+// step from 1).
+type pathsPlan struct {
+	ctes    string
+	args    []any
+	persons personJoin
+	edges   int
+}
+
+// pathsPlanOf plans pq; ctx is a request's, from begin.
+func (q *Queries) pathsPlanOf(ctx context.Context, scope Scope, pq PathsQuery, now time.Time) (*pathsPlan, error) {
 	f := pq.PathsFilter
 	steps, edges := cmp.Or(f.StepLimit, defaultPathSteps), cmp.Or(f.EdgeLimit, defaultPathEdges)
 	if steps < 2 || steps > maxPathSteps {
@@ -88,11 +105,6 @@ func (q *Queries) Paths(ctx context.Context, scope Scope, pq PathsQuery, now tim
 			return nil, queryErrorf("pathsFilter.includeEventTypes takes $pageview, $screen and custom_event, not %q", t)
 		}
 	}
-	ctx, done, err := q.begin(ctx, scope)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
 	from, to, err := q.dates(ctx, scope, pq.DateRange, now)
 	if err != nil {
 		return nil, err
@@ -118,8 +130,8 @@ func (q *Queries) Paths(ctx context.Context, scope Scope, pq PathsQuery, now tim
 		cut = append(cut, "last_step IS NOT NULL AND step <= last_step")
 	}
 	cut = append(cut, "step - first_step < ?")
-	args = append(args, steps, edges)
-	query := `WITH path_items AS (
+	args = append(args, steps)
+	ctes := `WITH path_items AS (
 			SELECT person_id, "timestamp", CASE ` + strings.Join(cases, " ") + ` END AS item FROM events WHERE ` + strings.Join(where, " AND ") + `),
 		path_sessions AS (
 			SELECT *, sum(CASE WHEN gap IS NULL OR gap > INTERVAL ` + strconv.Itoa(int(pathSessionGap/time.Minute)) + ` MINUTE THEN 1 ELSE 0 END)
@@ -132,12 +144,27 @@ func (q *Queries) Paths(ctx context.Context, scope Scope, pq PathsQuery, now tim
 		path_bounds AS (
 			SELECT *, ` + first + ` AS first_step, ` + last + ` AS last_step FROM path_steps),
 		path_kept AS (
-			SELECT person_id, session, item, "timestamp", step - first_step + 1 AS step FROM path_bounds WHERE ` + strings.Join(cut, " AND ") + `)
+			SELECT person_id, session, item, "timestamp", step - first_step + 1 AS step FROM path_bounds WHERE ` + strings.Join(cut, " AND ") + `)`
+	return &pathsPlan{ctes: ctes, args: args, persons: max(personJoinOf(withPersons), currentPersons), edges: edges}, nil
+}
+
+// Paths runs a PathsQuery. Persons are as they are now (merged ids are one person).
+func (q *Queries) Paths(ctx context.Context, scope Scope, pq PathsQuery, now time.Time) (*PathsResult, error) {
+	ctx, done, err := q.begin(ctx, scope)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	plan, err := q.pathsPlanOf(ctx, scope, pq, now)
+	if err != nil {
+		return nil, err
+	}
+	query := plan.ctes + `
 		SELECT a.step || '_' || a.item, b.step || '_' || b.item, count(*),
 				avg(epoch_ms(b."timestamp") - epoch_ms(a."timestamp"))
 			FROM path_kept a JOIN path_kept b ON b.person_id = a.person_id AND b.session = a.session AND b.step = a.step + 1
 			GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2 LIMIT ?`
-	rows, err := q.run(ctx, scope, query, max(personJoinOf(withPersons), currentPersons), maxPathEdges, args...)
+	rows, err := q.run(ctx, scope, query, plan.persons, maxPathEdges, append(plan.args, plan.edges)...)
 	if err != nil {
 		return nil, cmp.Or(q.interrupted(ctx), err)
 	}

@@ -42,22 +42,12 @@ type StickinessLine struct {
 // once), as for a trend's unique users; a series' math is ignored, as PostHog's
 // stickiness counts persons whatever it says.
 func (q *Queries) Stickiness(ctx context.Context, scope Scope, sq StickinessQuery, now time.Time) (*StickinessResult, error) {
-	if len(sq.Series) == 0 {
-		return nil, queryErrorf("a stickiness query needs at least one series")
-	}
-	if len(sq.Series) > maxTrendSeries {
-		return nil, queryErrorf("a stickiness query has at most %d series, not %d", maxTrendSeries, len(sq.Series))
-	}
 	ctx, done, err := q.begin(ctx, scope)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	interval, loc, from, to, err := q.insightSpan(ctx, scope, sq.Interval, sq.DateRange, now)
-	if err != nil {
-		return nil, err
-	}
-	axis, err := q.rangeAxis(ctx, scope, loc, from, to, interval)
+	interval, from, to, axis, err := q.stickinessSpan(ctx, scope, sq, now)
 	if err != nil {
 		return nil, err
 	}
@@ -72,20 +62,12 @@ func (q *Queries) Stickiness(ctx context.Context, scope Scope, sq StickinessQuer
 	}
 	result := &StickinessResult{Results: []StickinessLine{}, Timezone: scope.timezone()}
 	for order, series := range sq.Series {
-		bucket, _, bucketArgs := trendBucket(scope, interval, to, axis)
-		where, whereArgs := []string{`"timestamp" >= ?`, `"timestamp" < ?`}, []any{from, to}
-		if event := series.event(); event != "" {
-			where, whereArgs = append(where, "event = ?"), append(whereArgs, event)
-		}
-		filters, filterArgs, withPersons, err := propertyFilters(append(slices.Clone(sq.Properties), series.Properties...))
+		persons, args, join, err := stickinessPersonsSQL(scope, sq, series, interval, from, to, axis)
 		if err != nil {
 			return nil, err
 		}
-		where, whereArgs = append(where, filters...), append(whereArgs, filterArgs...)
-		query := `SELECT intervals, count(*) FROM (
-			SELECT person_id, count(DISTINCT ` + bucket + `) AS intervals FROM events WHERE ` + strings.Join(where, " AND ") + ` GROUP BY person_id
-		) GROUP BY intervals`
-		rows, err := q.run(ctx, scope, query, max(personJoinOf(withPersons), currentPersons), q.maxRows, append(bucketArgs, whereArgs...)...)
+		query := `SELECT intervals, count(*) FROM (` + persons + `) GROUP BY intervals`
+		rows, err := q.run(ctx, scope, query, join, q.maxRows, args...)
 		if err != nil {
 			return nil, cmp.Or(q.interrupted(ctx), err)
 		}
@@ -103,4 +85,41 @@ func (q *Queries) Stickiness(ctx context.Context, scope Scope, sq StickinessQuer
 		result.Results = append(result.Results, line)
 	}
 	return result, nil
+}
+
+// stickinessSpan checks sq's series and resolves its interval, its range [from, to)
+// and the axis of its intervals; ctx is a request's, from begin.
+func (q *Queries) stickinessSpan(ctx context.Context, scope Scope, sq StickinessQuery, now time.Time) (interval string, from, to time.Time, axis *trendAxis, err error) {
+	if len(sq.Series) == 0 {
+		return "", from, to, nil, queryErrorf("a stickiness query needs at least one series")
+	}
+	if len(sq.Series) > maxTrendSeries {
+		return "", from, to, nil, queryErrorf("a stickiness query has at most %d series, not %d", maxTrendSeries, len(sq.Series))
+	}
+	interval, loc, from, to, err := q.insightSpan(ctx, scope, sq.Interval, sq.DateRange, now)
+	if err != nil {
+		return "", from, to, nil, err
+	}
+	axis, err = q.rangeAxis(ctx, scope, loc, from, to, interval)
+	return interval, from, to, axis, err
+}
+
+// stickinessPersonsSQL is the query of one series of sq: a row per person active in
+// [from, to), with the intervals of axis they were active in and their events. The
+// stickiness counts its rows by intervals, and its persons (StickinessActors) are its
+// rows of a number of intervals.
+func stickinessPersonsSQL(scope Scope, sq StickinessQuery, series TrendsSeries, interval string, from, to time.Time, axis *trendAxis) (string, []any, personJoin, error) {
+	bucket, _, args := trendBucket(scope, interval, to, axis)
+	where := []string{`"timestamp" >= ?`, `"timestamp" < ?`}
+	args = append(args, from, to)
+	if event := series.event(); event != "" {
+		where, args = append(where, "event = ?"), append(args, event)
+	}
+	filters, filterArgs, withPersons, err := propertyFilters(append(slices.Clone(sq.Properties), series.Properties...))
+	if err != nil {
+		return "", nil, 0, err
+	}
+	where, args = append(where, filters...), append(args, filterArgs...)
+	query := `SELECT person_id, count(DISTINCT ` + bucket + `) AS intervals, count(*) AS events FROM events WHERE ` + strings.Join(where, " AND ") + ` GROUP BY person_id`
+	return query, args, max(personJoinOf(withPersons), currentPersons), nil
 }

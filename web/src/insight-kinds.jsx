@@ -3,7 +3,7 @@
 // came back each period, shaded) under a line of the mean share; a stickiness as
 // persons by the number of intervals they were active in; a lifecycle as stacked bars
 // of new, returning and resurrecting persons above the axis and dormant ones below.
-// (Paths are in sankey.jsx.)
+// Each opens the persons behind its cells or bars. (Paths are in sankey.jsx.)
 import { useState } from 'preact/hooks';
 import { TimeChart, inProgressFrom, longDate } from './chart.jsx';
 import { PersonsDialog } from './persons-dialog.jsx';
@@ -123,21 +123,52 @@ export function RetentionResult({ query, cohorts, title, height, project, ran })
   );
 }
 
+// useDrill is the bar whose persons are shown ({i, j, opener}, opener the element
+// focus goes back to when the dialog closes), the chart's drill that opens one, and
+// closed, which the dialog calls.
+function useDrill() {
+  const [open, setOpen] = useState(null);
+  const drill = (i, j, opener) => setOpen({ i, j, opener });
+  const closed = () => {
+    const opener = open && open.opener;
+    setOpen(null);
+    if (opener && opener.isConnected) opener.focus();
+  };
+  return [open, drill, closed];
+}
+
 // StickinessResult draws lines [{label, labels: ["1 day", ...], data}]: the persons
-// active on exactly that many intervals of the range.
-export function StickinessResult({ query, lines, title, height }) {
+// active on exactly that many intervals of the range. With project and ran (the
+// StickinessQuery as it ran), a bar or point lists its persons (day: its number of
+// intervals, as PostHog's persons modal asks).
+export function StickinessResult({ query, lines, title, height, project, ran }) {
+  const [open, drill, closed] = useDrill();
   if (!Array.isArray(lines) || lines.length === 0) return <p class="empty">No events in this range.</p>;
   const display = query.stickinessFilter && query.stickinessFilter.display === 'ActionsBar' ? 'bar' : 'line';
   const unit = { hour: 'Hours', day: 'Days', week: 'Weeks', month: 'Months' }[query.interval || 'day'] || 'Intervals';
+  const canDrill = !!(project && ran);
+  const line = open && lines[open.i];
   return (
-    <TimeChart
-      title={title}
-      labels={lines[0].labels || []}
-      series={lines.map((l) => ({ label: l.label, data: l.data }))}
-      display={display}
-      height={height}
-      axis={asIs(`${unit} active`, { long: (l) => `Active ${l}` })}
-    />
+    <>
+      <TimeChart
+        title={title}
+        labels={lines[0].labels || []}
+        series={lines.map((l) => ({ label: l.label, data: l.data, drillable: canDrill && typeof (l.action && l.action.order) === 'number' }))}
+        display={display}
+        height={height}
+        axis={asIs(`${unit} active`, { long: (l) => `Active ${l}` })}
+        drill={canDrill ? drill : undefined}
+      />
+      {open && (
+        <PersonsDialog
+          key={`${open.i}-${open.j}`}
+          project={project}
+          source={{ kind: 'InsightActorsQuery', source: ran, day: open.j + 1, series: line.action.order }}
+          title={`${line.label}: active ${(line.labels || [])[open.j] || open.j + 1}`}
+          close={closed}
+        />
+      )}
+    </>
   );
 }
 
@@ -145,11 +176,36 @@ const statuses = { new: 'New', returning: 'Returning', resurrecting: 'Resurrecti
 
 // LifecycleResult draws lines [{status, days, data}] as stacked bars: the persons new,
 // returning and resurrecting in each interval above the axis, the dormant (negative)
-// below it. The interval now falls in is drawn as in progress.
-export function LifecycleResult({ query, lines, title, height, timezone }) {
+// below it. The interval now falls in is drawn as in progress. With project and ran
+// (the LifecycleQuery as it ran), a bar's segment lists its persons (day and status).
+export function LifecycleResult({ query, lines, title, height, timezone, project, ran }) {
+  const [open, drill, closed] = useDrill();
   if (!Array.isArray(lines) || lines.length === 0) return <p class="empty">No events in this range.</p>;
   const days = lines[0].days || [];
   const zone = timezone || Intl.DateTimeFormat().resolvedOptions().timeZone;
-  const series = lines.map((l) => ({ label: statuses[l.status] || l.label, data: l.data }));
-  return <TimeChart title={title} labels={days} series={series} display="stacked" height={height} current={inProgressFrom(days, query.interval || 'day', zone)} />;
+  const canDrill = !!(project && ran);
+  const series = lines.map((l) => ({ label: statuses[l.status] || l.label, data: l.data, drillable: canDrill && !!statuses[l.status] }));
+  const line = open && lines[open.i];
+  return (
+    <>
+      <TimeChart
+        title={title}
+        labels={days}
+        series={series}
+        display="stacked"
+        height={height}
+        current={inProgressFrom(days, query.interval || 'day', zone)}
+        drill={canDrill ? drill : undefined}
+      />
+      {open && (
+        <PersonsDialog
+          key={`${open.i}-${open.j}`}
+          project={project}
+          source={{ kind: 'InsightActorsQuery', source: ran, day: days[open.j], status: line.status }}
+          title={`${series[open.i].label} on ${longDate(days[open.j])}`}
+          close={closed}
+        />
+      )}
+    </>
+  );
 }

@@ -53,8 +53,9 @@ export function seriesLabel(line) {
 
 // InsightResult draws result, the answer to query. timezone is the project's, which
 // trends count intervals in (the browser's when not given). With project and ran (the
-// query exactly as it ran for result), a trend's points and a retention's cohorts open
-// the persons behind them.
+// query exactly as it ran for result), a trend's points, a retention's cohorts, a
+// stickiness' and a lifecycle's bars and a paths' edges and nodes open the persons
+// behind them.
 export function InsightResult({ query, result, title, height, timezone, project, ran }) {
   const q = sourceOf(query);
   if (!q || result === undefined || result === null) return <p class="empty">No result yet.</p>;
@@ -66,11 +67,11 @@ export function InsightResult({ query, result, title, height, timezone, project,
     case 'RetentionQuery':
       return <RetentionResult query={q} cohorts={result} title={title} height={height} project={project} ran={ran} />;
     case 'StickinessQuery':
-      return <StickinessResult query={q} lines={result} title={title} height={height} />;
+      return <StickinessResult query={q} lines={result} title={title} height={height} project={project} ran={ran} />;
     case 'LifecycleQuery':
-      return <LifecycleResult query={q} lines={result} title={title} height={height} timezone={timezone} />;
+      return <LifecycleResult query={q} lines={result} title={title} height={height} timezone={timezone} project={project} ran={ran} />;
     case 'PathsQuery':
-      return Array.isArray(result) ? <Sankey title={title} edges={result} height={height} /> : <p class="empty">No result yet.</p>;
+      return Array.isArray(result) ? <Sankey title={title} edges={result} height={height} project={project} ran={ran} /> : <p class="empty">No result yet.</p>;
     case 'WebOverviewQuery':
       return <WebOverviewTiles items={result.results} />;
     case 'WebStatsTableQuery':

@@ -1,7 +1,9 @@
-// PersonsDialog lists the persons behind a point of a trend or a retention's cohort
-// (PostHog's persons modal): the query API's ActorsQuery over an InsightActorsQuery,
-// most events (or returns) first, 100 at a time. A native modal <dialog>: focus stays inside, Escape and Close close it, and the
-// caller puts focus back on the point.
+// PersonsDialog lists the persons behind a point of an insight (PostHog's persons
+// modal): a trend's point, a retention's cohort, a funnel's step, a stickiness' or a
+// lifecycle's bar, a paths' edge or node; the query API's ActorsQuery over an
+// InsightActorsQuery (a funnel's: a FunnelsActorsQuery), most events (or returns)
+// first, 100 at a time. A native modal <dialog>: focus stays inside, Escape and Close
+// close it, and the caller puts focus back on the point.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { query } from './api.js';
 import { Link } from './router.jsx';
@@ -21,7 +23,8 @@ function personName(p) {
 // PersonsDialog opens on mount; source is the InsightActorsQuery of the point, title
 // names the point ("Signups on 26-Nov-2026"), close is called once it has closed.
 // count is the column beside the person: its name in the query, its heading and how
-// its value is shown (a trend point's events by default).
+// its value is shown (a trend point's events by default; event_count is a number as
+// it is, whatever its heading).
 export function PersonsDialog({ project, source, title, close, count = events }) {
   const ref = useRef();
   const [state, setState] = useState({ rows: null, more: false, next: 0, loading: true, error: null });
@@ -63,13 +66,13 @@ export function PersonsDialog({ project, source, title, close, count = events })
                 </Link>
               ),
             },
-            { key: 'count', label: count.label, numeric: count === events, render: count === events ? undefined : (r) => count.show(r.count) },
+            { key: 'count', label: count.label, numeric: count.column === 'event_count', render: count.column === 'event_count' ? undefined : (r) => count.show(r.count) },
           ]}
           rows={state.rows}
           empty="No persons here."
         />
       )}
-      <PagesStatus pages={pages} label="persons" />
+      <PagesStatus pages={pages} label="persons" one="person" />
       <div class="confirm-actions">
         <button type="button" class="secondary" onClick={() => ref.current.close()}>
           Close

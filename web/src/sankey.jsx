@@ -2,10 +2,15 @@
 // pages or events persons were on at that step), and between two steps a band per
 // edge as thick as the paths that took it. Hovering a band or a node shows its count
 // (under the drawing, and as an SVG title); the drawing is one Tab stop whose arrow keys
-// go from band to band, each read out with its count; a table of the same edges can
-// replace the drawing (the insight screen's CSV saves them).
+// go from band to band, then node to node (and the part of a node where paths end),
+// each read out with its count; a table of
+// the same edges can replace the drawing (the insight screen's CSV saves them). With
+// the query as it ran, clicking a band (or Enter on it) lists the persons whose paths
+// took it, a node those whose paths reached it, and a node's darker lower part those
+// whose paths ended there (PostHog's pathStartKey, pathEndKey and pathDropoffKey).
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { duration } from './insight-result.jsx';
+import { PersonsDialog } from './persons-dialog.jsx';
 import { format } from './ui.jsx';
 
 // stepOf splits a node's id ("2_/pricing") into its step and its name.
@@ -75,15 +80,23 @@ function layout(edges, width, height) {
   return { nodes: [...placed.values()], bands, gap, steps: steps.length };
 }
 
+// pathsCount is the persons dialog's column of a paths' persons: their paths through
+// the edge or node.
+const pathsCount = { column: 'event_count', label: 'Paths', show: (v) => v };
+
 // Sankey draws edges [{source, target, value, average_conversion_time}], PostHog's
-// paths, at height.
-export function Sankey({ title, edges, height = 360 }) {
+// paths, at height. With project and ran (the PathsQuery as it ran), bands and nodes
+// open their persons.
+export function Sankey({ title, edges, height = 360, project, ran }) {
   const box = useRef();
   const [width, setWidth] = useState(600);
   const [asTable, setAsTable] = useState(false);
   // hot is the band (source→target) or node (its id) hovered or focused.
   const [hot, setHot] = useState(null);
   const [cursor, setCursor] = useState(0);
+  // open is the band or node whose persons are shown: {keys, title, opener}.
+  const [open, setOpen] = useState(null);
+  const pressed = useRef(null);
   useEffect(() => {
     const el = box.current;
     if (!el) return;
@@ -119,15 +132,53 @@ export function Sankey({ title, edges, height = 360 }) {
   const hotBand = plot && plot.bands.find((b) => `${b.source}→${b.target}` === hot);
   const hotNode = plot && plot.nodes.find((n) => n.id === hot);
   const hotText = hotBand ? says(hotBand) : hotNode ? nodeSays(hotNode) : '';
-  // move answers an arrow key on band i: focus goes to the band before or after.
+  const canDrill = !!(project && ran);
+  // The Tab stop's arrow keys go through the bands, then (when they open persons) the
+  // nodes: stop k is band k, or node k - bands.
+  // ends are the nodes some paths end at (past the first step; at the last column's
+  // all do, and its node lists them), whose lower part, where no band leaves, is a
+  // stop of its own that lists those persons (PostHog's pathDropoffKey).
+  const endsOf = (n) => (n.step > 1 && !n.last ? n.value - n.out : 0);
+  const ends = plot && canDrill ? plot.nodes.filter((n) => endsOf(n) > 0) : [];
+  const stopCount = plot ? plot.bands.length + (canDrill ? plot.nodes.length + ends.length : 0) : 0;
+  // move answers an arrow key on stop i: focus goes to the stop before or after.
   const move = (e, i) => {
     const k = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 }[e.key];
     if (!k) return;
     e.preventDefault();
-    const next = (i + k + plot.bands.length) % plot.bands.length;
+    const next = (i + k + stopCount) % stopCount;
     setCursor(next);
-    e.currentTarget.ownerSVGElement.querySelector(`[data-band="${next}"]`).focus();
+    e.currentTarget.ownerSVGElement.querySelector(`[data-stop="${next}"]`).focus();
   };
+  // press is what a band or node answers to, stop i opening keys (the pathsFilter's
+  // keys of its persons) under title: a click, or Enter or Space, which open on their
+  // release so that the key's own events land before the dialog takes focus.
+  const press = (i, keys, title) => {
+    // A node's handlers are its group's, whose rect is what takes focus.
+    const opens = (e) => setOpen({ keys, title, opener: e.currentTarget.querySelector('[data-stop]') || e.currentTarget });
+    return {
+      onClick: canDrill ? opens : undefined,
+      onKeyDown: (e) => {
+        if (canDrill && (e.key === 'Enter' || e.key === ' ')) {
+          e.preventDefault();
+          pressed.current = i;
+        } else move(e, i);
+      },
+      onKeyUp: (e) => {
+        if (canDrill && (e.key === 'Enter' || e.key === ' ') && pressed.current === i) {
+          e.preventDefault();
+          pressed.current = null;
+          opens(e);
+        }
+      },
+    };
+  };
+  const closed = () => {
+    const opener = open && open.opener;
+    setOpen(null);
+    if (opener && opener.isConnected) opener.focus();
+  };
+  const tabStop = (i) => (i === Math.min(cursor, stopCount - 1) ? 0 : -1);
   return (
     <figure class="chart sankey">
       <div class="chart-tools">
@@ -188,31 +239,89 @@ export function Sankey({ title, edges, height = 360 }) {
                   d={`M${x0.toFixed(1)},${b.y0.toFixed(1)}C${xm.toFixed(1)},${b.y0.toFixed(1)} ${xm.toFixed(1)},${b.y1.toFixed(1)} ${x1.toFixed(1)},${b.y1.toFixed(1)}`}
                   stroke-width={b.w.toFixed(1)}
                   data-band={i}
-                  tabindex={i === Math.min(cursor, plot.bands.length - 1) ? 0 : -1}
-                  role="img"
-                  aria-label={says(b)}
+                  data-stop={i}
+                  tabindex={tabStop(i)}
+                  role={canDrill ? 'button' : 'img'}
+                  aria-label={says(b) + (canDrill ? ', show persons' : '')}
                   onMouseEnter={() => setHot(`${b.source}→${b.target}`)}
                   onFocus={() => {
                     setCursor(i);
                     setHot(`${b.source}→${b.target}`);
                   }}
                   onBlur={() => setHot(null)}
-                  onKeyDown={(e) => move(e, i)}
+                  {...press(i, { pathStartKey: b.source, pathEndKey: b.target }, `${label(b.source)} → ${label(b.target)}`)}
                 >
                   <title>{says(b)}</title>
                 </path>
               );
             })}
-            {plot.nodes.map((n) => {
+            {plot.nodes.map((n, k) => {
               const name = shortName(n.name);
+              const i = plot.bands.length + k;
+              // The node's rect is the button (its label, cut short, is drawn
+              // beside it for the eye only); the group takes the click on either.
+              const button = canDrill
+                ? {
+                    'data-stop': i,
+                    tabindex: tabStop(i),
+                    role: 'button',
+                    'aria-label': `${nodeSays(n)}, show persons`,
+                    onFocus: () => {
+                      setCursor(i);
+                      setHot(n.id);
+                    },
+                    onBlur: () => setHot(null),
+                  }
+                : {};
               return (
-                <g class="sankey-node" data-node={n.id} aria-hidden="true" onMouseEnter={() => setHot(n.id)}>
+                <g
+                  class={`sankey-node${canDrill ? ' drill' : ''}`}
+                  data-node={n.id}
+                  aria-hidden={canDrill ? undefined : 'true'}
+                  onMouseEnter={() => setHot(n.id)}
+                  {...(canDrill ? press(i, { pathEndKey: n.id }, `Reached ${label(n.id)}`) : {})}
+                >
                   <title>{nodeSays(n)}</title>
-                  <rect x={n.x} y={n.y} width={n.w} height={n.h} rx="2" />
-                  <text x={n.last && plot.steps > 1 ? n.x - 5 : n.x + n.w + 5} y={n.y + n.h / 2} dy="0.32em" text-anchor={n.last && plot.steps > 1 ? 'end' : 'start'}>
+                  <rect x={n.x} y={n.y} width={n.w} height={n.h} rx="2" {...button} />
+                  <text
+                    aria-hidden="true"
+                    x={n.last && plot.steps > 1 ? n.x - 5 : n.x + n.w + 5}
+                    y={n.y + n.h / 2}
+                    dy="0.32em"
+                    text-anchor={n.last && plot.steps > 1 ? 'end' : 'start'}
+                  >
                     {cut(name, room)} <tspan class="sankey-count">{format(n.value)}</tspan>
                   </text>
                 </g>
+              );
+            })}
+            {ends.map((n, k) => {
+              const i = plot.bands.length + plot.nodes.length + k;
+              const h = Math.max(2, (n.h * endsOf(n)) / n.value);
+              const endSays = `${n.step}. ${n.name}: ${paths(endsOf(n))} ${endsOf(n) === 1 ? 'ends' : 'end'} here`;
+              return (
+                <rect
+                  class="sankey-end"
+                  data-end={n.id}
+                  data-stop={i}
+                  x={n.x}
+                  y={n.y + n.h - h}
+                  width={n.w}
+                  height={h}
+                  rx="2"
+                  tabindex={tabStop(i)}
+                  role="button"
+                  aria-label={`${endSays}, show persons`}
+                  onMouseEnter={() => setHot(n.id)}
+                  onFocus={() => {
+                    setCursor(i);
+                    setHot(n.id);
+                  }}
+                  onBlur={() => setHot(null)}
+                  {...press(i, { pathDropoffKey: n.id }, `Ended at ${label(n.id)}`)}
+                >
+                  <title>{endSays}</title>
+                </rect>
               );
             })}
           </svg>
@@ -222,6 +331,16 @@ export function Sankey({ title, edges, height = 360 }) {
         </div>
       )}
       <figcaption class="sr-only">{summary}</figcaption>
+      {open && (
+        <PersonsDialog
+          key={JSON.stringify(open.keys)}
+          project={project}
+          source={{ kind: 'InsightActorsQuery', source: { ...ran, pathsFilter: { ...(ran.pathsFilter || {}), ...open.keys } } }}
+          title={open.title}
+          count={pathsCount}
+          close={closed}
+        />
+      )}
     </figure>
   );
 }

@@ -205,8 +205,9 @@ export function usePages(fetchPage, deps) {
   return { ...state, loadMore: () => load(state.rows.length) };
 }
 
-// PagesStatus says how many of a usePages list are shown, and offers the next page.
-export function PagesStatus({ pages, label = 'events' }) {
+// PagesStatus says how many of a usePages list are shown (label, or one for a single
+// row), and offers the next page.
+export function PagesStatus({ pages, label = 'events', one = 'event' }) {
   return (
     <>
       <div role="status" class="history-status">
@@ -216,7 +217,7 @@ export function PagesStatus({ pages, label = 'events' }) {
           pages.rows &&
           pages.rows.length > 0 && (
             <span class="muted">
-              {pages.rows.length} {label} shown{pages.more ? '' : ', all there are'}.
+              {pages.rows.length} {pages.rows.length === 1 ? one : label} shown{pages.more ? '' : ', all there are'}.
             </span>
           )
         )}

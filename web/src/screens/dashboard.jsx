@@ -137,15 +137,15 @@ function timezoneOf(insight) {
   return (r && !Array.isArray(r) && r.timezone) || undefined;
 }
 
-// tileQuery is the query a tile's trend, funnel or retention was computed for, which its
-// points', steps' or cohorts' persons are listed from: its insight's query under the layers of
+// tileQuery is the query a tile's insight was computed for, which the persons behind its
+// points, steps, cohorts, bars, bands and nodes are listed from: its insight's query under the layers of
 // filters (the dashboard's, the tile's filters_overrides, the URL's range), applied as
 // hedge applies them (admin/dashboard_filters.go): a date_from or date_to set replaces
 // that end of the range; a later layer's properties replace an earlier's, and are
 // added to the query's own. null for a query of another kind.
 export function tileQuery(insight, layers) {
   const q = sourceOf(insight.query);
-  if (!q || !['TrendsQuery', 'RetentionQuery', 'FunnelsQuery'].includes(q.kind)) return null;
+  if (!q || !['TrendsQuery', 'RetentionQuery', 'FunnelsQuery', 'StickinessQuery', 'LifecycleQuery', 'PathsQuery'].includes(q.kind)) return null;
   let from = null;
   let to = null;
   let props = null;

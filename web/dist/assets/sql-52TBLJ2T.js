@@ -1,4 +1,4 @@
-import{A as m,B as F,a as A,d as q,e as C,f as k,l as v,n as R,o as t,s as D,u as $,v as S,w as O,x,y as P}from"./chunk-MDAPTYNH.js";var T=100;function N(){return[...crypto.getRandomValues(new Uint8Array(16))].map(n=>n.toString(16).padStart(2,"0")).join("")}var B=`SELECT event, count()
+import{A as m,B as F,a as A,d as q,e as C,f as k,l as v,n as R,o as t,s as D,u as $,v as S,w as O,x,y as P}from"./chunk-QNVKSP7W.js";var T=100;function N(){return[...crypto.getRandomValues(new Uint8Array(16))].map(n=>n.toString(16).padStart(2,"0")).join("")}var B=`SELECT event, count()
 FROM events
 WHERE timestamp > now() - INTERVAL 7 DAY
 GROUP BY event

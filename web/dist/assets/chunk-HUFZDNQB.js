@@ -1,1 +1,0 @@
-import{c as o,h as e}from"./chunk-MDAPTYNH.js";var n=o(null);function c(){return e(n)}function i(r,t=""){return`/project/${r}${t?"/"+t:""}`}export{n as a,c as b,i as c};

@@ -1,0 +1,1 @@
+import{a,b,c,d}from"./chunk-PEUILNA5.js";import"./chunk-6QAZ6EK4.js";import"./chunk-WPBOGXFK.js";import"./chunk-PPK5DOE6.js";import"./chunk-6FBNUGEV.js";import"./chunk-FKHTNCXU.js";import"./chunk-QNVKSP7W.js";export{a as FeatureFlags,d as describeFilter,b as isMultivariate,c as releaseSummary};

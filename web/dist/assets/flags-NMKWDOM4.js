@@ -1,1 +1,0 @@
-import{a,b,c,d}from"./chunk-ZMCMXD3M.js";import"./chunk-RBQLG2LX.js";import"./chunk-E7K5PXIL.js";import"./chunk-PPK5DOE6.js";import"./chunk-YAFC3KVF.js";import"./chunk-HUFZDNQB.js";import"./chunk-MDAPTYNH.js";export{a as FeatureFlags,d as describeFilter,b as isMultivariate,c as releaseSummary};
