@@ -9,15 +9,11 @@ import { useState } from 'preact/hooks';
 import { BarList, TimeChart, inProgressFrom, longDate } from './chart.jsx';
 import { LifecycleResult, RetentionResult, StickinessResult } from './insight-kinds.jsx';
 import { PersonsDialog } from './persons-dialog.jsx';
+import { sourceOf } from './query-source.js';
 import { Sankey } from './sankey.jsx';
 import { Table, format, relativeTime } from './ui.jsx';
 import { WebOverviewTiles, WebStatsTable } from './web-result.jsx';
 
-// sourceOf unwraps the query an insight stores (InsightVizNode, DataTableNode,
-// DataVisualizationNode) to the query that ran.
-export function sourceOf(query) {
-  return query && query.source ? query.source : query;
-}
 
 // displays are PostHog's trendsFilter.display values and what hedge draws for each.
 export const displays = [

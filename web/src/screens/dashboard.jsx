@@ -6,7 +6,8 @@
 // shared page's (shared.jsx), read only.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api } from '../api.js';
-import { InsightResult, sourceOf } from '../insight-result.jsx';
+import { InsightResult } from '../insight-result.jsx';
+import { sourceOf } from '../query-source.js';
 import { Link, navigate, setQuery } from '../router.jsx';
 import { projectPath } from '../session.jsx';
 import { CopyButton, ErrorNote, Field, Loading, Page, downloadCSV, relativeTime, useAsync } from '../ui.jsx';

@@ -5,7 +5,8 @@
 // reproduces an unsaved insight, and a saved one's unsaved changes.
 import { useState } from 'preact/hooks';
 import { api, hogql, query } from '../api.js';
-import { InsightResult, displays, seriesLabel, sourceOf, totalDisplays, totalOf } from '../insight-result.jsx';
+import { InsightResult, displays, seriesLabel, totalDisplays, totalOf } from '../insight-result.jsx';
+import { sourceOf } from '../query-source.js';
 import { Link, navigate, setQuery } from '../router.jsx';
 import { projectPath } from '../session.jsx';
 import { ErrorNote, Field, Loading, Page, downloadCSV, relativeTime, useAsync } from '../ui.jsx';

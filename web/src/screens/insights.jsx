@@ -5,7 +5,7 @@ import { api } from '../api.js';
 import { Link, setQuery } from '../router.jsx';
 import { projectPath } from '../session.jsx';
 import { ErrorNote, Field, Loading, Page, Table, relativeTime, useAsync } from '../ui.jsx';
-import { sourceOf } from '../insight-result.jsx';
+import { sourceOf } from '../query-source.js';
 import { ListDeleted, deleteColumn, useListDelete } from './manage.jsx';
 
 const named = (r) => r.name || 'Untitled insight';
