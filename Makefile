@@ -36,8 +36,10 @@ build:
 # across kill -9, retries, drains.
 DIRECT_TESTS = TestBinaryCrashAndShutdown|TestBinaryShutdownSignals|TestServeBootstrapAndRestart|TestNodeSDKs|TestNodeRetryAfterKill|TestNodeRetryUnderLoadAfterKill
 
+# The root package's tests (the binary, the browser, the SDKs) run one after another
+# for some 8-10 minutes on two cores: past go test's default 10-minute bound per package.
 test: lint sdk-deps s3-server web-deps browser-deps
-	HEDGE_REQUIRE_SDK_TESTS=1 HEDGE_REQUIRE_S3_TESTS=1 HEDGE_REQUIRE_BROWSER_TESTS=1 HEDGE_VERSITYGW=$(CURDIR)/bin/versitygw go test -tags $(TAGS) -count=1 ./...
+	HEDGE_REQUIRE_SDK_TESTS=1 HEDGE_REQUIRE_S3_TESTS=1 HEDGE_REQUIRE_BROWSER_TESTS=1 HEDGE_VERSITYGW=$(CURDIR)/bin/versitygw go test -tags $(TAGS) -count=1 -timeout 20m ./...
 	go test -count=1 -run Funnel ./warehouse # the funnels' reader of builds without the tag
 	HEDGE_LOG=direct HEDGE_REQUIRE_SDK_TESTS=1 go test -tags $(TAGS) -count=1 -run '$(DIRECT_TESTS)' . # the same binary under --log direct
 
