@@ -58,7 +58,6 @@ export function DashboardFilters({ filters, params, editable, patch, reload, ref
   const custom = isDate(from) || params.get('range') === 'custom';
   const [dates, setDates] = useState({ from: isDate(from) ? from : '', to: isDate(to) ? to : '' });
   useEffect(() => setDates({ from: isDate(from) ? from : '', to: isDate(to) ? to : '' }), [from, to]);
-  const [adding, setAdding] = useState(null);
 
   // show puts a change in the URL: this view's filters, the dashboard's kept.
   const show = (changes) => setQuery({ range: null, ...changes });
@@ -84,15 +83,6 @@ export function DashboardFilters({ filters, params, editable, patch, reload, ref
       reload();
     }
   };
-  const addFilter = (e) => {
-    e.preventDefault();
-    const f = { key: adding.key.trim(), operator: adding.operator, type: 'event' };
-    if (!f.key) return;
-    if (!valueless(f.operator)) f.value = adding.value;
-    setProperties([...properties, f]);
-    setAdding(null);
-  };
-
   return (
     <section class="dash-filters" aria-label="Dashboard filters">
       <label class="inline-field">
@@ -138,32 +128,7 @@ export function DashboardFilters({ filters, params, editable, patch, reload, ref
           </li>
         ))}
       </ul>
-      {adding ? (
-        <form class="inline-field dash-filter-form" onSubmit={addFilter}>
-          <label class="inline-field">
-            <span>Property</span>
-            <input id="filter-key" value={adding.key} required maxLength={400} onInput={(e) => setAdding({ ...adding, key: e.target.value })} />
-          </label>
-          <select aria-label="Operator" id="filter-operator" value={adding.operator} onChange={(e) => setAdding({ ...adding, operator: e.target.value })}>
-            {eventOperators.map(([v, label]) => (
-              <option value={v}>{label}</option>
-            ))}
-          </select>
-          {!valueless(adding.operator) && (
-            <input aria-label="Value" id="filter-value" value={adding.value} required onInput={(e) => setAdding({ ...adding, value: e.target.value })} />
-          )}
-          <button type="submit" class="secondary">
-            Add
-          </button>
-          <button type="button" class="link" onClick={() => setAdding(null)}>
-            Cancel
-          </button>
-        </form>
-      ) : (
-        <button type="button" class="secondary" onClick={() => setAdding({ key: '', operator: 'exact', value: '' })}>
-          Add filter
-        </button>
-      )}
+      <AddFilter id="filter" onAdd={(f) => setProperties([...properties, f])} />
       {view && (
         <>
           {editable && (
@@ -187,5 +152,52 @@ export function DashboardFilters({ filters, params, editable, patch, reload, ref
         )}
       </span>
     </section>
+  );
+}
+
+// AddFilter is the "Add filter" button, and once pressed the form of one property
+// filter that onAdd receives: an event's property, or with types also its person's.
+// The fields' ids start with id.
+export function AddFilter({ id, types, onAdd }) {
+  const [adding, setAdding] = useState(null);
+  if (!adding) {
+    return (
+      <button type="button" class="secondary" onClick={() => setAdding({ type: 'event', key: '', operator: 'exact', value: '' })}>
+        Add filter
+      </button>
+    );
+  }
+  const add = (e) => {
+    e.preventDefault();
+    const f = { key: adding.key.trim(), operator: adding.operator, type: adding.type };
+    if (!f.key) return;
+    if (!valueless(f.operator)) f.value = adding.value;
+    onAdd(f);
+    setAdding(null);
+  };
+  return (
+    <form class="inline-field dash-filter-form" onSubmit={add}>
+      {types && (
+        <select aria-label="Of" id={`${id}-type`} value={adding.type} onChange={(e) => setAdding({ ...adding, type: e.target.value })}>
+          <option value="event">Event property</option>
+          <option value="person">Person property</option>
+        </select>
+      )}
+      <input aria-label="Property" placeholder="Property" id={`${id}-key`} value={adding.key} required maxLength={400} onInput={(e) => setAdding({ ...adding, key: e.target.value })} />
+      <select aria-label="Operator" id={`${id}-operator`} value={adding.operator} onChange={(e) => setAdding({ ...adding, operator: e.target.value })}>
+        {eventOperators.map(([v, label]) => (
+          <option value={v}>{label}</option>
+        ))}
+      </select>
+      {!valueless(adding.operator) && (
+        <input aria-label="Value" id={`${id}-value`} value={adding.value} required onInput={(e) => setAdding({ ...adding, value: e.target.value })} />
+      )}
+      <button type="submit" class="secondary">
+        Add
+      </button>
+      <button type="button" class="link" onClick={() => setAdding(null)}>
+        Cancel
+      </button>
+    </form>
   );
 }

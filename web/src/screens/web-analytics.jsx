@@ -8,12 +8,11 @@
 // be saved as an insight, on a dashboard or not, with the range and filters it shows.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, query } from '../api.js';
-import { eventOperators } from '../operators.js';
 import { Link, setQuery } from '../router.jsx';
 import { projectPath } from '../session.jsx';
 import { ErrorNote, Field, Loading, Page, useAsync } from '../ui.jsx';
 import { WebOverviewTiles, WebStatsTable, webBreakdowns } from '../web-result.jsx';
-import { filterLabel } from './dashboard-filters.jsx';
+import { AddFilter, filterLabel } from './dashboard-filters.jsx';
 
 // webRanges are the ranges offered, as PostHog's date_from values; each is compared
 // with the period as long just before it.
@@ -39,8 +38,6 @@ const webCards = [
 
 // The rows a table shows.
 const tableRows = 10;
-
-const valueless = (op) => op === 'is_set' || op === 'is_not_set';
 
 // webFilters are the property filters of the URL (?properties=, a JSON list).
 function webFilters(params) {
@@ -131,15 +128,6 @@ export function WebAnalytics({ project, params }) {
 // Filters shows the view's property filters as removable chips, and a form to add
 // one on an event's or its person's property.
 function Filters({ properties, setProperties }) {
-  const [adding, setAdding] = useState(null);
-  const add = (e) => {
-    e.preventDefault();
-    const f = { key: adding.key.trim(), operator: adding.operator, type: adding.type };
-    if (!f.key) return;
-    if (!valueless(f.operator)) f.value = adding.value;
-    setProperties([...properties, f]);
-    setAdding(null);
-  };
   const chip = (p) => (p.type === 'person' ? `Person ${filterLabel(p)}` : filterLabel(p));
   return (
     <section class="dash-filters web-filters" aria-label="Filters">
@@ -155,33 +143,7 @@ function Filters({ properties, setProperties }) {
           </li>
         ))}
       </ul>
-      {adding ? (
-        <form class="inline-field dash-filter-form" onSubmit={add}>
-          <select aria-label="Of" id="web-filter-type" value={adding.type} onChange={(e) => setAdding({ ...adding, type: e.target.value })}>
-            <option value="event">Event property</option>
-            <option value="person">Person property</option>
-          </select>
-          <input aria-label="Property" id="web-filter-key" value={adding.key} required maxLength={400} onInput={(e) => setAdding({ ...adding, key: e.target.value })} />
-          <select aria-label="Operator" id="web-filter-operator" value={adding.operator} onChange={(e) => setAdding({ ...adding, operator: e.target.value })}>
-            {eventOperators.map(([v, label]) => (
-              <option value={v}>{label}</option>
-            ))}
-          </select>
-          {!valueless(adding.operator) && (
-            <input aria-label="Value" id="web-filter-value" value={adding.value} required onInput={(e) => setAdding({ ...adding, value: e.target.value })} />
-          )}
-          <button type="submit" class="secondary">
-            Add
-          </button>
-          <button type="button" class="link" onClick={() => setAdding(null)}>
-            Cancel
-          </button>
-        </form>
-      ) : (
-        <button type="button" class="secondary" onClick={() => setAdding({ type: 'event', key: '', operator: 'exact', value: '' })}>
-          Add filter
-        </button>
-      )}
+      <AddFilter id="web-filter" types onAdd={(f) => setProperties([...properties, f])} />
       {properties.length > 0 && (
         <button type="button" class="link" onClick={() => setProperties([])}>
           Clear filters
