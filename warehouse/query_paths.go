@@ -102,40 +102,53 @@ func (q *Queries) Paths(ctx context.Context, scope Scope, pq PathsQuery, now tim
 		return nil, err
 	}
 	where, args := append([]string{`"timestamp" >= ?`, `"timestamp" < ?`}, filters...), append([]any{from, to}, filterArgs...)
-	// Each path's steps numbered from 1; with a start point from its first step of it,
-	// with an end point up to its first step of it, and paths without them left out.
-	first := "1"
+	// The steps are numbered in three window passes over the items alone, each sorting
+	// narrow rows: (1) each item beside the person's item before it, which starts a
+	// session (none before, or 30 minutes since) or a step (another item than the one
+	// before, in the same session: repeats in a row are one step); (2) the steps
+	// numbered through the person's history (n), and each with its session (the count of
+	// session starts up to it), a session's steps so numbered n, n+1, ...; (3) within
+	// the session, its first step's number (the start point's first, with one), the end
+	// point's first, and the next step (lead), which makes the edge. An edge is kept
+	// when both its steps are: the first from the start of the path, the next within the
+	// step limit and the end point.
+	begin := "min(n) OVER session" // the session's first step: n only grows
 	var cut []string
 	if f.StartPoint != "" {
-		first = `min(CASE WHEN item = ? THEN step END) OVER (PARTITION BY person_id, session)`
+		begin = `min(CASE WHEN item = ? THEN n END) OVER whole_session`
 		args = append(args, f.StartPoint)
-		cut = append(cut, "first_step IS NOT NULL AND step >= first_step")
+		cut = append(cut, "first_n IS NOT NULL AND n >= first_n")
 	}
 	last := "NULL"
 	if f.EndPoint != "" {
-		last = `min(CASE WHEN item = ? THEN step END) OVER (PARTITION BY person_id, session)`
+		last = `min(CASE WHEN item = ? THEN n END) OVER whole_session`
 		args = append(args, f.EndPoint)
-		cut = append(cut, "last_step IS NOT NULL AND step <= last_step")
+		cut = append(cut, "last_n IS NOT NULL AND next_n <= last_n")
 	}
-	cut = append(cut, "step - first_step < ?")
+	cut = append(cut, "next_n IS NOT NULL", "next_n - first_n < ?")
 	args = append(args, steps, edges)
 	query := `WITH path_items AS (
 			SELECT person_id, "timestamp", CASE ` + strings.Join(cases, " ") + ` END AS item FROM events WHERE ` + strings.Join(where, " AND ") + `),
-		path_sessions AS (
-			SELECT *, sum(CASE WHEN gap IS NULL OR gap > INTERVAL ` + strconv.Itoa(int(pathSessionGap/time.Minute)) + ` MINUTE THEN 1 ELSE 0 END)
-				OVER (PARTITION BY person_id ORDER BY "timestamp" ROWS UNBOUNDED PRECEDING) AS session
-			FROM (SELECT *, "timestamp" - lag("timestamp") OVER (PARTITION BY person_id ORDER BY "timestamp") AS gap FROM path_items WHERE item IS NOT NULL)),
+		path_marks AS (
+			SELECT person_id, "timestamp", item,
+				coalesce("timestamp" - lag("timestamp") OVER person > INTERVAL ` + strconv.Itoa(int(pathSessionGap/time.Minute)) + ` MINUTE, true) AS starts_session,
+				lag(item) OVER person AS previous_item
+			FROM path_items WHERE item IS NOT NULL
+			WINDOW person AS (PARTITION BY person_id ORDER BY "timestamp")),
 		path_steps AS (
-			SELECT person_id, session, item, "timestamp", row_number() OVER (PARTITION BY person_id, session ORDER BY "timestamp") AS step
-			FROM (SELECT *, lag(item) OVER (PARTITION BY person_id, session ORDER BY "timestamp") AS previous_item FROM path_sessions)
-			WHERE previous_item IS DISTINCT FROM item),
-		path_bounds AS (
-			SELECT *, ` + first + ` AS first_step, ` + last + ` AS last_step FROM path_steps),
-		path_kept AS (
-			SELECT person_id, session, item, "timestamp", step - first_step + 1 AS step FROM path_bounds WHERE ` + strings.Join(cut, " AND ") + `)
-		SELECT a.step || '_' || a.item, b.step || '_' || b.item, count(*),
-				avg(epoch_ms(b."timestamp") - epoch_ms(a."timestamp"))
-			FROM path_kept a JOIN path_kept b ON b.person_id = a.person_id AND b.session = a.session AND b.step = a.step + 1
+			SELECT person_id, "timestamp", item,
+				sum(starts_session::INTEGER) OVER person AS session, row_number() OVER person AS n
+			FROM path_marks WHERE starts_session OR previous_item IS DISTINCT FROM item
+			WINDOW person AS (PARTITION BY person_id ORDER BY "timestamp" ROWS UNBOUNDED PRECEDING)),
+		path_edges AS (
+			SELECT item, "timestamp", n, lead(n) OVER session AS next_n, lead(item) OVER session AS next_item,
+				lead("timestamp") OVER session AS next_time, ` + begin + ` AS first_n, ` + last + ` AS last_n
+			FROM path_steps
+			WINDOW session AS (PARTITION BY person_id, session ORDER BY n),
+				whole_session AS (PARTITION BY person_id, session ORDER BY n ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING))
+		SELECT (n - first_n + 1) || '_' || item, (next_n - first_n + 1) || '_' || next_item, count(*),
+				avg(epoch_ms(next_time) - epoch_ms("timestamp"))
+			FROM path_edges WHERE ` + strings.Join(cut, " AND ") + `
 			GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2 LIMIT ?`
 	rows, err := q.run(ctx, scope, query, max(personJoinOf(withPersons), currentPersons), maxPathEdges, args...)
 	if err != nil {
