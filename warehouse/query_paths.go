@@ -103,25 +103,28 @@ func (q *Queries) Paths(ctx context.Context, scope Scope, pq PathsQuery, now tim
 	}
 	where, args := append([]string{`"timestamp" >= ?`, `"timestamp" < ?`}, filters...), append([]any{from, to}, filterArgs...)
 	// The steps are numbered in three window passes over the items alone, each sorting
-	// narrow rows: (1) each item beside the person's item before it, which starts a
-	// session (none before, or 30 minutes since) or a step (another item than the one
-	// before, in the same session: repeats in a row are one step); (2) the steps
-	// numbered through the person's history (n), and each with its session (the count of
-	// session starts up to it), a session's steps so numbered n, n+1, ...; (3) within
-	// the session, its first step's number (the start point's first, with one), the end
-	// point's first, and the next step (lead), which makes the edge. An edge is kept
-	// when both its steps are: the first from the start of the path, the next within the
-	// step limit and the end point.
+	// narrow rows: an item is the 64-bit hash of its text in them (DuckDB's windows
+	// slow down several times carrying the text; two items of one query with the same
+	// hash would count as one, a chance of about n²/2^65 for n items), its text joined
+	// back to the edges counted. (1) each item beside the person's item before it, which
+	// starts a session (none before, or 30 minutes since) or a step (another item than
+	// the one before, in the same session: repeats in a row are one step); (2) the steps
+	// numbered through the person's history (n), and each with its session (the count
+	// of session starts up to it), a session's steps so numbered n, n+1, ...; (3)
+	// within the session, its first step's number (the start point's first, with one),
+	// the end point's first, and the next step (lead), which makes the edge. An edge is
+	// kept when both its steps are: the first from the start of the path, the next
+	// within the step limit and the end point.
 	begin := "min(n) OVER session" // the session's first step: n only grows
 	var cut []string
 	if f.StartPoint != "" {
-		begin = `min(CASE WHEN item = ? THEN n END) OVER whole_session`
+		begin = `min(CASE WHEN h = hash(CAST(? AS VARCHAR)) THEN n END) OVER whole_session`
 		args = append(args, f.StartPoint)
 		cut = append(cut, "first_n IS NOT NULL AND n >= first_n")
 	}
 	last := "NULL"
 	if f.EndPoint != "" {
-		last = `min(CASE WHEN item = ? THEN n END) OVER whole_session`
+		last = `min(CASE WHEN h = hash(CAST(? AS VARCHAR)) THEN n END) OVER whole_session`
 		args = append(args, f.EndPoint)
 		cut = append(cut, "last_n IS NOT NULL AND next_n <= last_n")
 	}
@@ -130,26 +133,29 @@ func (q *Queries) Paths(ctx context.Context, scope Scope, pq PathsQuery, now tim
 	query := `WITH path_items AS (
 			SELECT person_id, "timestamp", CASE ` + strings.Join(cases, " ") + ` END AS item FROM events WHERE ` + strings.Join(where, " AND ") + `),
 		path_marks AS (
-			SELECT person_id, "timestamp", item,
+			SELECT person_id, "timestamp", h,
 				coalesce("timestamp" - lag("timestamp") OVER person > INTERVAL ` + strconv.Itoa(int(pathSessionGap/time.Minute)) + ` MINUTE, true) AS starts_session,
-				lag(item) OVER person AS previous_item
-			FROM path_items WHERE item IS NOT NULL
+				lag(h) OVER person AS previous_h
+			FROM (SELECT person_id, "timestamp", hash(item) AS h FROM path_items WHERE item IS NOT NULL)
 			WINDOW person AS (PARTITION BY person_id ORDER BY "timestamp")),
 		path_steps AS (
-			SELECT person_id, "timestamp", item,
+			SELECT person_id, "timestamp", h,
 				sum(starts_session::INTEGER) OVER person AS session, row_number() OVER person AS n
-			FROM path_marks WHERE starts_session OR previous_item IS DISTINCT FROM item
+			FROM path_marks WHERE starts_session OR previous_h IS DISTINCT FROM h
 			WINDOW person AS (PARTITION BY person_id ORDER BY "timestamp" ROWS UNBOUNDED PRECEDING)),
 		path_edges AS (
-			SELECT item, "timestamp", n, lead(n) OVER session AS next_n, lead(item) OVER session AS next_item,
+			SELECT h, "timestamp", n, lead(n) OVER session AS next_n, lead(h) OVER session AS next_h,
 				lead("timestamp") OVER session AS next_time, ` + begin + ` AS first_n, ` + last + ` AS last_n
 			FROM path_steps
 			WINDOW session AS (PARTITION BY person_id, session ORDER BY n),
-				whole_session AS (PARTITION BY person_id, session ORDER BY n ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING))
-		SELECT (n - first_n + 1) || '_' || item, (next_n - first_n + 1) || '_' || next_item, count(*),
-				avg(epoch_ms(next_time) - epoch_ms("timestamp"))
-			FROM path_edges WHERE ` + strings.Join(cut, " AND ") + `
-			GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2 LIMIT ?`
+				whole_session AS (PARTITION BY person_id, session ORDER BY n ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)),
+		path_counts AS (
+			SELECT n - first_n + 1 AS step, h, next_h, count(*) AS paths, avg(epoch_ms(next_time) - epoch_ms("timestamp")) AS ms
+			FROM path_edges WHERE ` + strings.Join(cut, " AND ") + ` GROUP BY ALL),
+		path_names AS (SELECT hash(item) AS h, any_value(item) AS item FROM path_items WHERE item IS NOT NULL GROUP BY ALL)
+		SELECT step || '_' || a.item, (step + 1) || '_' || b.item, paths, ms
+			FROM path_counts JOIN path_names a ON a.h = path_counts.h JOIN path_names b ON b.h = path_counts.next_h
+			ORDER BY 3 DESC, 1, 2 LIMIT ?`
 	rows, err := q.run(ctx, scope, query, max(personJoinOf(withPersons), currentPersons), maxPathEdges, args...)
 	if err != nil {
 		return nil, cmp.Or(q.interrupted(ctx), err)
