@@ -50,6 +50,18 @@
 // columns in DuckDB as its ceiling, and the bytes stored per event (bench/queries.go,
 // bench/querydata.go).
 //
+// The generated events model what posthog-js and posthog-ios send. They come in visits
+// of 1 to 16 events (some 5 on average, so some 2 million sessions in 10 million
+// events), which start evenly over the days, each visit a person's, with one
+// $session_id for its events, as posthog-js keeps one until 30 minutes without an
+// event; the persons of a pool of a fifth of them, sliding over the days, make the
+// visits, a few of them most. A visit starts with a view ($pageview with $pathname and
+// $current_url, or $screen in the app), goes on with views, $autocapture and custom
+// events 5 to 95 seconds apart, on the page of the view before them, and on the web
+// mostly ends with a $pageleave; a fifth of visits are one view alone. An event carries
+// its person's $referring_domain, $browser, $os and $device_type. The events are
+// written in time order, as they arrive (bench/querydata.go, visitShapes).
+//
 // Figures from a 2-core machine shared with other work are noisy: each result records
 // the CPU steal and the CPU used by other processes while it ran, and the suite
 // compares figures with ceilings measured in the same run, as ratios.

@@ -78,21 +78,28 @@ func lifecycleCeiling(r queryRange) string {
 
 // pathsCeiling is the edges of the persons' $pageview paths: a path a session (a new
 // one after 30 minutes without a pageview), repeats of a page in a row as one step,
-// its first 5 steps; the 50 edges most travelled. Its shape is hedge's (a step joined
-// to the next, not lead() over the steps, which ran out of the 256 MB limit).
+// its first 5 steps; the 50 edges most travelled. Its shape is hedge's (three window
+// passes over the pages' hashes, the edge a step and its lead, the pages' text joined
+// back to the edges counted): a step joined to the next over the text ran out of the
+// 256 MB limit.
 func pathsCeiling(r queryRange) string {
 	return fmt.Sprintf(`WITH views AS (SELECT person_id, "timestamp", current_url AS item FROM events
 			WHERE event = '$pageview' AND current_url IS NOT NULL AND "timestamp" >= %s AND "timestamp" < %s),
-		sessions AS (SELECT *, sum(CASE WHEN gap IS NULL OR gap > INTERVAL 30 MINUTE THEN 1 ELSE 0 END)
-				OVER (PARTITION BY person_id ORDER BY "timestamp" ROWS UNBOUNDED PRECEDING) AS session
-			FROM (SELECT *, "timestamp" - lag("timestamp") OVER (PARTITION BY person_id ORDER BY "timestamp") AS gap FROM views)),
-		steps AS (SELECT person_id, session, item, "timestamp", row_number() OVER (PARTITION BY person_id, session ORDER BY "timestamp") AS step
-			FROM (SELECT *, lag(item) OVER (PARTITION BY person_id, session ORDER BY "timestamp") AS previous_item FROM sessions)
-			WHERE previous_item IS DISTINCT FROM item),
-		kept AS (SELECT * FROM steps WHERE step <= 5)
-		SELECT a.step || '_' || a.item, b.step || '_' || b.item, count(*), avg(epoch_ms(b."timestamp") - epoch_ms(a."timestamp"))
-		FROM kept a JOIN kept b ON b.person_id = a.person_id AND b.session = a.session AND b.step = a.step + 1
-		GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2 LIMIT 50`, sqlTime(r.from), sqlTime(r.to))
+		marks AS (SELECT person_id, "timestamp", h,
+				coalesce("timestamp" - lag("timestamp") OVER person > INTERVAL 30 MINUTE, true) AS starts_session, lag(h) OVER person AS previous_h
+			FROM (SELECT person_id, "timestamp", hash(item) AS h FROM views) WINDOW person AS (PARTITION BY person_id ORDER BY "timestamp")),
+		steps AS (SELECT person_id, "timestamp", h, sum(starts_session::INTEGER) OVER person AS session, row_number() OVER person AS n
+			FROM marks WHERE starts_session OR previous_h IS DISTINCT FROM h
+			WINDOW person AS (PARTITION BY person_id ORDER BY "timestamp" ROWS UNBOUNDED PRECEDING)),
+		edges AS (SELECT h, "timestamp", n, lead(n) OVER session AS next_n, lead(h) OVER session AS next_h,
+				lead("timestamp") OVER session AS next_time, min(n) OVER session AS first_n
+			FROM steps WINDOW session AS (PARTITION BY person_id, session ORDER BY n)),
+		counts AS (SELECT n - first_n + 1 AS step, h, next_h, count(*) AS paths, avg(epoch_ms(next_time) - epoch_ms("timestamp")) AS ms
+			FROM edges WHERE next_n IS NOT NULL AND next_n - first_n < 5 GROUP BY ALL),
+		names AS (SELECT hash(item) AS h, any_value(item) AS item FROM views GROUP BY ALL)
+		SELECT step || '_' || a.item, (step + 1) || '_' || b.item, paths, ms
+		FROM counts JOIN names a ON a.h = counts.h JOIN names b ON b.h = counts.next_h
+		ORDER BY 3 DESC, 1, 2 LIMIT 50`, sqlTime(r.from), sqlTime(r.to))
 }
 
 // checkRetention compares the retention's cohorts, each period's persons, with the

@@ -42,7 +42,7 @@ import (
 
 // queryDataVersion names the generator's output: a change to what it writes must
 // change it, so that no cached directory of the old output is used.
-const queryDataVersion = 5
+const queryDataVersion = 6
 
 // baselineMigration is the last migration whose schema the generator writes to.
 const baselineMigration = 13
@@ -298,32 +298,72 @@ func writeBaseline(ctx context.Context, dbPath string, qb queryBench, end time.T
 	return nil
 }
 
-// poolShare: at any moment the events come from the persons of a pool of a fifth of
+// poolShare: at any moment the visits come from the persons of a pool of a fifth of
 // them, which slides from the first person to the last over the days, so that a person
 // is active for some weeks (their first event is when the pool reaches them), and within
-// it a few persons send most events.
+// it a few persons make most visits.
 const poolShare = 5
+
+// visitShapes are the visits (sessions) the events come in, repeated in this order
+// (each with a person and pages of its own): a letter an event, V a view ($pageview, or
+// $screen in the app), A an $autocapture, C one of the custom events, L the $pageleave
+// that ends a visit on the web. Some 5 events a visit, so 10 million events make some 2
+// million sessions; a fifth of the visits are a single view, and those of a view and a
+// $pageleave within 10 s bounce too. Of the events, 52% are views, 15% $autocapture,
+// 16% $pageleave and 17% custom events (3% each).
+var visitShapes = []string{"V", "V", "VL", "V", "VL", "VAL", "VCL", "VAVL", "VVCL", "VCVAVL", "VVAVCL", "VAVCCVVL",
+	"VCVVVAVL", "VAAVCVCAVVL", "VVL", "VAVCVVCVAVCVL", "V", "VCL", "VAVAVCCAVVCVAVVL", "VVCVL"}
+
+// visitEvents is visitShapes as a SQL list of its events in order, each a struct of
+// its visit's place in the shapes (k), its own place in the visit (j), its letter (c),
+// the place of the view whose page it is on (p), and the place of its visit's first
+// event among all the shapes' (o); and the number of events of the shapes.
+func visitEvents() (list string, count int) {
+	var events []string
+	for k, shape := range visitShapes {
+		view := 0
+		for j, c := range shape {
+			if c == 'V' {
+				view = j
+			}
+			events = append(events, fmt.Sprintf("{'k': %d, 'j': %d, 'c': '%c', 'p': %d, 'o': %d}", k, j, c, view, count-j))
+			count++
+		}
+	}
+	return "[" + strings.Join(events, ", ") + "]", count
+}
+
+// visitPace bounds the seconds between a visit's events: each visit has a pace from
+// 5 to 95 s, its j-th event at j paces and up to half a pace from its start.
+const visitPace = "(5 + hash(v, 'pace') % 91)"
 
 // generateStatements are the SQL of a generation, run in order with the parameters
 // $team, $users, $events, $start and $span (seconds since the epoch, of the first event
 // and the time the events cover) and $pool.
 //
 // Every value derives from the row number by hash(), so that a generation writes the
-// same events however DuckDB splits the work. Each person has one distinct id,
-// user-<n>, and the properties posthog-js (or posthog-ios, for an eighth of persons,
-// whose events carry $screen_name and no URL or browser) sends: 25-35 of them, some
-// 850 bytes. The properties are built by one concat() each: a chain of || copies the
+// same events however DuckDB splits the work. Event i is the event of visitShapes at i
+// modulo their count, of visit v, the round of shapes i falls in times their visits
+// plus the visit's place; the visits start evenly over the span, in order, each with a
+// person from the pool of its moment, and the $session_id of posthog-js for all its
+// events (posthog-js keeps one until 30 minutes without an event); the events are
+// written in time order, as they arrive. Each person has one distinct id, user-<n>,
+// and the properties posthog-js (or posthog-ios, for an eighth of persons, whose
+// events carry $screen_name and no URL or browser) sends: 25-35 of them, some 850
+// bytes; a view's page is its visit's and the view's, and the events after a view are
+// on its page. The properties are built by one concat() each: a chain of || copies the
 // growing text at every step, ten times the cost.
 func generateStatements() []string {
 	browser := weighted("hash(u, 'browser') % 100", []int{45, 20, 12, 8, 7, 5, 2, 1},
 		"Chrome", "Safari", "Mobile Safari", "Firefox", "Edge", "Chrome iOS", "Samsung Internet", "Opera")
 	system := weighted("hash(u, 'os') % 100", []int{40, 25, 15, 12, 8}, "Windows", "Mac OS X", "iOS", "Android", "Linux")
 	source := "hash(u, 'source') % 10"
-	pages := weighted("hash(i, 'page') % 20", []int{5, 2, 2, 1, 1, 4, 1, 1, 2, 1}, "/", "/pricing", "/docs/getting-started",
+	pages := weighted("hash(v, p, 'page') % 20", []int{5, 2, 2, 1, 1, 4, 1, 1, 2, 1}, "/", "/pricing", "/docs/getting-started",
 		"/blog/launch-week", "/signup", "/app/dashboard", "/app/settings/billing", "/features/analytics", "/app/insights/new", "/docs/api/query")
-	screens := weighted("hash(i, 'page') % 10", []int{3, 3, 2, 2}, "HomeScreen", "DashboardScreen", "InsightScreen", "SettingsScreen")
-	events := weighted("r // 25", []int{22, 8, 4, 1, 1, 1, 1, 1, 1},
-		"$pageview", "$autocapture", "$pageleave", "signed up", "clicked cta", "opened settings", "invited teammate", "exported report", "upgraded plan")
+	screens := weighted("hash(v, p, 'page') % 10", []int{3, 3, 2, 2}, "HomeScreen", "DashboardScreen", "InsightScreen", "SettingsScreen")
+	custom := weighted("hash(i, 'custom') % 6", []int{1, 1, 1, 1, 1, 1},
+		"signed up", "clicked cta", "opened settings", "invited teammate", "exported report", "upgraded plan")
+	shapes, shapeEvents := visitEvents()
 	// The columns of person u, a function of u alone.
 	user := `hash(u, 'app') % 8 = 0 AS app, ` + browser + ` AS browser, ` + system + ` AS os,
 		` + weighted(source, []int{4, 3, 1, 1, 1}, "", "google", "twitter", "newsletter", "hacker-news") + ` AS source,
@@ -342,17 +382,23 @@ func generateStatements() []string {
 		SELECT $team, 'user-' || u, md5('person:' || u)::UUID, 0,
 			to_timestamp($start + $span * greatest(0, (u - $pool) / greatest(1, $users - $pool)))
 		FROM range($users) t(u)`
-	// The event's person is from the pool of the moment, by the square of a uniform
-	// number, which favours the pool's first persons. Projections only, no join: the
-	// rows keep the order of range(), the events' order of arrival.
-	rows := `SELECT *, CASE WHEN app AND r < 550 THEN '$screen' ELSE ` + events + ` END AS name,
-			md5('session:' || u || ':' || (epoch(ts)::BIGINT // 1800))::UUID::VARCHAR AS session,
-			` + pages + ` AS page, ` + screens + ` AS screen
-		FROM (SELECT i, r, ts, u, ` + user + `
-			FROM (SELECT i, hash(i, 'event') % 1000 AS r,
-					to_timestamp($start + $span * i / $events + (hash(i, 'jitter') % 1000) / 1000.0) AS ts,
-					least($users - 1, (($users - $pool) * i // $events) + floor($pool * pow((hash(i, 'user') % 1000000) / 1e6, 2))::BIGINT) AS u
-				FROM range($events) t(i)))`
+	// A visit's person is from the pool of its start, by the square of a uniform
+	// number, which favours the pool's first persons. The visits start over the span
+	// less an hour, so that their last events are within it. Only the narrow columns
+	// are sorted into time order; the properties are computed from them after.
+	n := strconv.Itoa(shapeEvents)
+	visits := strconv.Itoa(len(visitShapes))
+	visit := `SELECT i, e.j, e.c, e.p, v, first, u, to_timestamp($start + ($span - 3600) * first / $events + e.j * ` + visitPace + `
+				+ (hash(i, 'jitter') % 1000) / 1000.0 * ` + visitPace + ` / 2) AS ts
+			FROM (SELECT *, least($users - 1, (($users - $pool) * first // $events) + floor($pool * pow((hash(v, 'user') % 1000000) / 1e6, 2))::BIGINT) AS u
+				FROM (SELECT i, e, i // ` + n + ` * ` + visits + ` + e.k AS v, i // ` + n + ` * ` + n + ` + e.o AS first
+					FROM (SELECT i, (` + shapes + `)[i % ` + n + ` + 1] AS e FROM range($events) t(i))))
+			ORDER BY ts, i`
+	rows := `SELECT *, CASE c WHEN 'A' THEN '$autocapture' WHEN 'C' THEN ` + custom + `
+				WHEN 'L' THEN CASE WHEN app THEN '$screen' ELSE '$pageleave' END
+				ELSE CASE WHEN app THEN '$screen' ELSE '$pageview' END END AS name,
+			md5('session:' || v)::UUID::VARCHAR AS session, ` + pages + ` AS page, ` + screens + ` AS screen
+		FROM (SELECT i, hash(i, 'event') % 1000 AS r, v, p, c, ts, u, ` + user + ` FROM (` + visit + `))`
 	properties := `concat('{"distinct_id":"user-', u, '","token":"phc_bench",',
 		CASE WHEN app THEN concat('"$lib":"posthog-ios","$lib_version":"3.15.2","$screen_name":"', screen,
 			'","$app_version":"2.', u % 20, '.0","$app_build":"', 300 + u % 50, '","$app_namespace":"com.example.app",',

@@ -547,11 +547,14 @@ func (q *Queries) PathsActors(ctx context.Context, scope Scope, pq PathsQuery, n
 	// Each step as PostHog's paths per person name it: its key, the key of the step
 	// before (none for the first), and the path's last step.
 	query := plan.ctes + `,
-		path_marks AS (
+		path_kept AS (
+			SELECT person_id, session, n - first_n + 1 AS step, item
+			FROM path_edges JOIN path_names USING (h) WHERE ` + plan.nodeCut + `),
+		path_nodes AS (
 			SELECT person_id, step, step || '_' || item AS path_key,
 				lag(step || '_' || item) OVER (PARTITION BY person_id, session ORDER BY step) AS last_path_key,
 				max(step) OVER (PARTITION BY person_id, session) AS last_step
 			FROM path_kept)
-		SELECT person_id, count(*) AS event_count FROM path_marks WHERE ` + condition + ` GROUP BY person_id`
-	return q.actorsByCount(ctx, scope, query, plan.persons, limit, node.Offset, append(slices.Clone(plan.args), keys...)...)
+		SELECT person_id, count(*) AS event_count FROM path_nodes WHERE ` + condition + ` GROUP BY person_id`
+	return q.actorsByCount(ctx, scope, query, plan.persons, limit, node.Offset, append(append(slices.Clone(plan.args), plan.steps), keys...)...)
 }

@@ -3,6 +3,7 @@ package warehouse
 import (
 	"cmp"
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -66,13 +67,17 @@ const (
 
 // pathsPlan is what a PathsQuery reads, shared by the query and the persons of its
 // edges and nodes (PathsActors), which are then the persons the edges count:
-// path_kept holds a row per step of each path (person_id, session, item, "timestamp",
-// step from 1).
+// path_edges holds a row per step of each person's session (person_id, session, h, the
+// item's hash, "timestamp", n, and the next step's next_n, next_h, next_time; first_n
+// the path's first step, last_n the end point's), path_names each item's text by its
+// hash. edgeCut keeps the edges of the paths (a step within them and the next too),
+// nodeCut their steps; each takes steps as its one argument, after args.
 type pathsPlan struct {
-	ctes    string
-	args    []any
-	persons personJoin
-	edges   int
+	ctes             string
+	args             []any
+	persons          personJoin
+	steps, edges     int
+	edgeCut, nodeCut string
 }
 
 // pathsPlanOf plans pq; ctx is a request's, from begin.
@@ -114,38 +119,58 @@ func (q *Queries) pathsPlanOf(ctx context.Context, scope Scope, pq PathsQuery, n
 		return nil, err
 	}
 	where, args := append([]string{`"timestamp" >= ?`, `"timestamp" < ?`}, filters...), append([]any{from, to}, filterArgs...)
-	// Each path's steps numbered from 1; with a start point from its first step of it,
-	// with an end point up to its first step of it, and paths without them left out.
-	first := "1"
+	// The steps are numbered in three window passes over the items alone, each sorting
+	// narrow rows: an item is the 64-bit hash of its text in them (DuckDB's windows
+	// slow down several times carrying the text; two items of one query with the same
+	// hash would count as one, a chance of about n²/2^65 for n items), its text joined
+	// back to the edges counted. (1) each item beside the person's item before it, which
+	// starts a session (none before, or 30 minutes since) or a step (another item than
+	// the one before, in the same session: repeats in a row are one step); (2) the steps
+	// numbered through the person's history (n), and each with its session (the count
+	// of session starts up to it), a session's steps so numbered n, n+1, ...; (3)
+	// within the session, its first step's number (the start point's first, with one),
+	// the end point's first, and the next step (lead), which makes the edge. An edge is
+	// kept when both its steps are: the first from the start of the path, the next
+	// within the step limit and the end point.
+	begin := "min(n) OVER session" // the session's first step: n only grows
 	var cut []string
 	if f.StartPoint != "" {
-		first = `min(CASE WHEN item = ? THEN step END) OVER (PARTITION BY person_id, session)`
+		begin = `min(CASE WHEN h = hash(CAST(? AS VARCHAR)) THEN n END) OVER whole_session`
 		args = append(args, f.StartPoint)
-		cut = append(cut, "first_step IS NOT NULL AND step >= first_step")
+		cut = append(cut, "first_n IS NOT NULL AND n >= first_n")
 	}
 	last := "NULL"
+	nodeCut := slices.Clone(cut)
 	if f.EndPoint != "" {
-		last = `min(CASE WHEN item = ? THEN step END) OVER (PARTITION BY person_id, session)`
+		last = `min(CASE WHEN h = hash(CAST(? AS VARCHAR)) THEN n END) OVER whole_session`
 		args = append(args, f.EndPoint)
-		cut = append(cut, "last_step IS NOT NULL AND step <= last_step")
+		cut = append(cut, "last_n IS NOT NULL AND next_n <= last_n")
+		nodeCut = append(nodeCut, "last_n IS NOT NULL AND n <= last_n")
 	}
-	cut = append(cut, "step - first_step < ?")
-	args = append(args, steps)
+	cut = append(cut, "next_n IS NOT NULL", "next_n - first_n < ?")
+	nodeCut = append(nodeCut, "n - first_n < ?")
 	ctes := `WITH path_items AS (
 			SELECT person_id, "timestamp", CASE ` + strings.Join(cases, " ") + ` END AS item FROM events WHERE ` + strings.Join(where, " AND ") + `),
-		path_sessions AS (
-			SELECT *, sum(CASE WHEN gap IS NULL OR gap > INTERVAL ` + strconv.Itoa(int(pathSessionGap/time.Minute)) + ` MINUTE THEN 1 ELSE 0 END)
-				OVER (PARTITION BY person_id ORDER BY "timestamp" ROWS UNBOUNDED PRECEDING) AS session
-			FROM (SELECT *, "timestamp" - lag("timestamp") OVER (PARTITION BY person_id ORDER BY "timestamp") AS gap FROM path_items WHERE item IS NOT NULL)),
+		path_marks AS (
+			SELECT person_id, "timestamp", h,
+				coalesce("timestamp" - lag("timestamp") OVER person > INTERVAL ` + strconv.Itoa(int(pathSessionGap/time.Minute)) + ` MINUTE, true) AS starts_session,
+				lag(h) OVER person AS previous_h
+			FROM (SELECT person_id, "timestamp", hash(item) AS h FROM path_items WHERE item IS NOT NULL)
+			WINDOW person AS (PARTITION BY person_id ORDER BY "timestamp")),
 		path_steps AS (
-			SELECT person_id, session, item, "timestamp", row_number() OVER (PARTITION BY person_id, session ORDER BY "timestamp") AS step
-			FROM (SELECT *, lag(item) OVER (PARTITION BY person_id, session ORDER BY "timestamp") AS previous_item FROM path_sessions)
-			WHERE previous_item IS DISTINCT FROM item),
-		path_bounds AS (
-			SELECT *, ` + first + ` AS first_step, ` + last + ` AS last_step FROM path_steps),
-		path_kept AS (
-			SELECT person_id, session, item, "timestamp", step - first_step + 1 AS step FROM path_bounds WHERE ` + strings.Join(cut, " AND ") + `)`
-	return &pathsPlan{ctes: ctes, args: args, persons: max(personJoinOf(withPersons), currentPersons), edges: edges}, nil
+			SELECT person_id, "timestamp", h,
+				sum(starts_session::INTEGER) OVER person AS session, row_number() OVER person AS n
+			FROM path_marks WHERE starts_session OR previous_h IS DISTINCT FROM h
+			WINDOW person AS (PARTITION BY person_id ORDER BY "timestamp" ROWS UNBOUNDED PRECEDING)),
+		path_edges AS (
+			SELECT person_id, session, h, "timestamp", n, lead(n) OVER session AS next_n, lead(h) OVER session AS next_h,
+				lead("timestamp") OVER session AS next_time, ` + begin + ` AS first_n, ` + last + ` AS last_n
+			FROM path_steps
+			WINDOW session AS (PARTITION BY person_id, session ORDER BY n),
+				whole_session AS (PARTITION BY person_id, session ORDER BY n ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)),
+		path_names AS (SELECT hash(item) AS h, any_value(item) AS item FROM path_items WHERE item IS NOT NULL GROUP BY ALL)`
+	return &pathsPlan{ctes: ctes, args: args, persons: max(personJoinOf(withPersons), currentPersons), steps: steps, edges: edges,
+		edgeCut: strings.Join(cut, " AND "), nodeCut: strings.Join(nodeCut, " AND ")}, nil
 }
 
 // Paths runs a PathsQuery. Persons are as they are now (merged ids are one person).
@@ -159,12 +184,14 @@ func (q *Queries) Paths(ctx context.Context, scope Scope, pq PathsQuery, now tim
 	if err != nil {
 		return nil, err
 	}
-	query := plan.ctes + `
-		SELECT a.step || '_' || a.item, b.step || '_' || b.item, count(*),
-				avg(epoch_ms(b."timestamp") - epoch_ms(a."timestamp"))
-			FROM path_kept a JOIN path_kept b ON b.person_id = a.person_id AND b.session = a.session AND b.step = a.step + 1
-			GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2 LIMIT ?`
-	rows, err := q.run(ctx, scope, query, plan.persons, maxPathEdges, append(plan.args, plan.edges)...)
+	query := plan.ctes + `,
+		path_counts AS (
+			SELECT n - first_n + 1 AS step, h, next_h, count(*) AS paths, avg(epoch_ms(next_time) - epoch_ms("timestamp")) AS ms
+			FROM path_edges WHERE ` + plan.edgeCut + ` GROUP BY ALL)
+		SELECT step || '_' || a.item, (step + 1) || '_' || b.item, paths, ms
+			FROM path_counts JOIN path_names a ON a.h = path_counts.h JOIN path_names b ON b.h = path_counts.next_h
+			ORDER BY 3 DESC, 1, 2 LIMIT ?`
+	rows, err := q.run(ctx, scope, query, plan.persons, maxPathEdges, append(slices.Clone(plan.args), plan.steps, plan.edges)...)
 	if err != nil {
 		return nil, cmp.Or(q.interrupted(ctx), err)
 	}

@@ -82,6 +82,10 @@ type retentionPlan struct {
 	ctes                 string
 	args                 []any
 	persons              personJoin
+	// masks is the SQL of the same counts in one grouping of the events by person
+	// (retentionMasks), with its arguments.
+	masks    string
+	maskArgs []any
 }
 
 // retentionPlanOf resolves rq at now. ctx is a request's, from begin.
@@ -160,8 +164,9 @@ func (q *Queries) retentionPlanOf(ctx context.Context, scope Scope, rq Retention
 	if firstTime {
 		cohorts = `SELECT person_id, min(` + period + `) AS c ` + targetRows + ` GROUP BY person_id`
 	}
+	masks, maskArgs := retentionMasks(f, firstTime, interval, scope, first, starts, to, filters, filterArgs)
 	return &retentionPlan{
-		interval: interval, periodName: periodName, starts: starts,
+		interval: interval, periodName: periodName, starts: starts, masks: masks, maskArgs: maskArgs,
 		ctes: `WITH retention_cohorts AS (SELECT person_id, c FROM (` + cohorts + `) WHERE c >= ?),
 		retention_returns AS (SELECT DISTINCT person_id, ` + period + ` AS r ` + returnRows + `)`,
 		args:    append(append(append(append(slices.Clone(periodArgs), targetArgs...), first.Format(time.DateTime)), periodArgs...), returnArgs...),
@@ -180,16 +185,7 @@ func (q *Queries) Retention(ctx context.Context, scope Scope, rq RetentionQuery,
 	if err != nil {
 		return nil, err
 	}
-	index := make(map[string]int, len(plan.starts))
-	for i, s := range plan.starts {
-		index[s.Format(time.DateTime)] = i
-	}
-	query := plan.ctes + `
-		SELECT strftime(c, '%Y-%m-%d %H:%M:%S'), 0, count(*) FROM retention_cohorts GROUP BY ALL
-		UNION ALL
-		SELECT strftime(c, '%Y-%m-%d %H:%M:%S'), date_diff('` + plan.interval + `', c, r), count(DISTINCT person_id)
-			FROM retention_cohorts JOIN retention_returns USING (person_id) WHERE r > c GROUP BY ALL`
-	rows, err := q.run(ctx, scope, query, plan.persons, q.maxRows, plan.args...)
+	rows, err := q.run(ctx, scope, plan.masks, plan.persons, q.maxRows, plan.maskArgs...)
 	if err != nil {
 		return nil, cmp.Or(q.interrupted(ctx), err)
 	}
@@ -203,12 +199,31 @@ func (q *Queries) Retention(ctx context.Context, scope Scope, rq RetentionQuery,
 			c.Values[k].Label = plan.periodName + " " + strconv.Itoa(k)
 		}
 	}
+	// A cohort's row is the wall-clock periods from the first cohort's start to its own:
+	// the period that many later, as a wall-clock time, is the cohort of starts with
+	// that wall-clock time (as retention_cohorts' c, the times of starts in the zone).
+	index := make(map[string]int, len(plan.starts))
+	for i, s := range plan.starts {
+		index[s.Format(time.DateTime)] = i
+	}
+	first := plan.starts[0]
+	wall := time.Date(first.Year(), first.Month(), first.Day(), first.Hour(), 0, 0, 0, time.UTC)
 	for _, row := range rows.Results {
-		key, _ := row[0].(string)
-		i, ok := index[key]
-		k := int(toFloat(row[1]))
+		c, k := int(toFloat(row[0])), int(toFloat(row[1]))
+		var cohort time.Time
+		switch plan.interval {
+		case "hour":
+			cohort = wall.Add(time.Duration(c) * time.Hour)
+		case "week":
+			cohort = wall.AddDate(0, 0, 7*c)
+		case "month":
+			cohort = wall.AddDate(0, c, 0)
+		default:
+			cohort = wall.AddDate(0, 0, c)
+		}
+		i, ok := index[cohort.Format(time.DateTime)]
 		if !ok || k < 0 || k >= len(result.Results[i].Values) {
-			continue // a return after the last cohort's period (not read), or a cohort before the first
+			continue // a return after the last cohort's period, or a cohort before the first
 		}
 		result.Results[i].Values[k].Count = int64(toFloat(row[2]))
 	}
@@ -226,4 +241,98 @@ func previous(t time.Time, interval string) time.Time {
 		return t.AddDate(0, -1, 0)
 	}
 	return t.AddDate(0, 0, -1)
+}
+
+// retentionMasks is the SQL of a retention's counts, rows (cohort, k, persons): the
+// persons of each cohort (its wall-clock periods from starts[0]) who came back k
+// periods later, k = 0 the cohort's size. It reads the events once, grouped by person
+// into a mask of the periods they did the returning event in (bit i for the period i
+// wall-clock periods from starts[0], as date_diff counts them between the periods of
+// retention_cohorts and retention_returns) and, for
+// first-time retention, the time of their first target event (whose period is their
+// cohort: a period of a later time is never earlier, as clocks set back by an hour at
+// most at a whole hour never cross a period's start), or a mask of the periods they
+// did the target event in; then each person's cohorts and returns are read off the
+// masks. This is the counting of retention_cohorts and retention_returns, which
+// retentionPlanOf keeps for the cohorts' persons, without a row per person and period
+// and their join.
+func retentionMasks(f RetentionFilter, firstTime bool, interval string, scope Scope, first time.Time, starts []time.Time, to time.Time,
+	filters []string, filterArgs []any) (string, []any) {
+	// The wall-clock periods from starts[0] to the last are len(starts)-1, or one more
+	// where clocks were set forward within hours (a wall-clock hour that no instant has).
+	n := len(starts) + 2
+	mask := "UBIGINT"
+	if n > 64 {
+		mask = "HUGEINT" // up to maxRetentionIntervals+2 bits
+	}
+	// index is the SQL of the wall-clock periods from starts[0] to the period column
+	// falls in, for a time from starts[0] on: with one offset from UTC over the
+	// cohorts, arithmetic on the microseconds (as trends' buckets; months differ in
+	// length); else date_diff of the wall-clock times in the project's zone.
+	index := func(column string) (string, []any) {
+		if offset, ok := retentionOffset(starts, to); ok && interval != "month" {
+			wall := time.Date(first.Year(), first.Month(), first.Day(), first.Hour(), 0, 0, 0, time.UTC).UnixMicro()
+			size := map[string]int64{"hour": 3_600_000_000, "day": 86_400_000_000, "week": 7 * 86_400_000_000}[interval]
+			return `((epoch_us(` + column + `) + ` + strconv.FormatInt(offset-wall, 10) + `) // ` + strconv.FormatInt(size, 10) + `)`, nil
+		}
+		return `date_diff('` + interval + `', CAST(? AS TIMESTAMP), ` + periodStart(interval, scope.WeekStartDay, column) + `)`,
+			[]any{first.Format(time.DateTime), scope.timezone()}
+	}
+	is := func(e RetentionEntity) (string, []any) {
+		if e.ID != nil && *e.ID != "" {
+			return "event = ?", []any{*e.ID}
+		}
+		return "true", nil
+	}
+	target, targetArgs := is(f.TargetEntity)
+	returning, returningArgs := is(f.ReturningEntity)
+	rowIndex, rowIndexArgs := index(`"timestamp"`)
+	since := first.UTC()
+	// The rows: the events up to to of either entity, each with its period's index from
+	// the first cohort's start on (NULL before it).
+	where, args := append([]string{`"timestamp" < ?`, "(" + target + " OR " + returning + ")"}, filters...),
+		slices.Concat([]any{since}, rowIndexArgs, targetArgs, returningArgs, []any{to}, targetArgs, returningArgs, filterArgs)
+	rows := `SELECT person_id, "timestamp", CASE WHEN "timestamp" >= ? THEN ` + rowIndex + ` END AS i, ` + target + ` AS target, ` + returning + ` AS returner
+		FROM events WHERE ` + strings.Join(where, " AND ")
+	bit := `(1::` + mask + ` << i::INTEGER)`
+	var persons, cohorts string
+	var cohortArgs []any
+	if firstTime {
+		// A cohort is the period of the person's first target event ever.
+		persons = `min("timestamp") FILTER (WHERE target) AS first_time`
+		c, cArgs := index("first_time")
+		cohorts = `SELECT CASE WHEN first_time >= ? THEN ` + c + ` END AS c, returns FROM retention_persons`
+		cohortArgs = append([]any{since}, cArgs...)
+	} else {
+		// A cohort is each period of a target event.
+		persons = `bit_or(` + bit + `) FILTER (WHERE target) AS targets`
+		cohorts = `SELECT c, returns FROM retention_persons, range(` + strconv.Itoa(n) + `) t(c) WHERE (targets >> c::INTEGER) & 1 = 1`
+	}
+	query := `WITH retention_persons AS (
+			SELECT ` + persons + `, bit_or(` + bit + `) FILTER (WHERE returner) AS returns
+			FROM (` + rows + `) GROUP BY person_id),
+		retention_cohorts AS (` + cohorts + `)
+		SELECT c, k, count(*) FROM (SELECT c, returns, unnest(range(` + strconv.Itoa(n) + ` - c)) AS k FROM retention_cohorts WHERE c >= 0 AND c < ` + strconv.Itoa(n) + `)
+		WHERE k = 0 OR (returns >> (c + k)::INTEGER) & 1 = 1
+		GROUP BY c, k`
+	return query, append(args, cohortArgs...)
+}
+
+// retentionOffset is the offset from UTC, in microseconds, of the cohorts' time zone
+// when it is the same at every cohort's start and at to (no change of clocks within
+// them, as fixedOffset checks a trend's buckets).
+func retentionOffset(starts []time.Time, to time.Time) (int64, bool) {
+	if len(starts) == 0 {
+		return 0, false
+	}
+	_, offset := starts[0].Zone()
+	if _, o := to.In(starts[0].Location()).Zone(); o != offset {
+		return 0, false
+	}
+	for _, s := range starts {
+		if _, o := s.Zone(); o != offset {
+			return 0, false
+		}
+	}
+	return int64(offset) * int64(time.Second/time.Microsecond), true
 }

@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -78,4 +82,92 @@ func pageviewsOn(distinctID string, dates ...string) []Event {
 			Timestamp: at(d + "T09:00:00Z"), Properties: `{}`})
 	}
 	return events
+}
+
+// Retention of random events in several zones, periods and kinds against the cohorts
+// and returns of retentionPlanOf joined row by row (what RetentionActors reads), which
+// the masks of Retention must count alike.
+func TestRetentionMasks(t *testing.T) {
+	w := openTestWarehouse(t, filepath.Join(t.TempDir(), "hedge.duckdb"), Config{})
+	defer w.Close()
+	rng := rand.New(rand.NewPCG(3, 5))
+	var events []Event
+	start := at("2026-02-20T00:00:00Z")
+	for p := range 150 {
+		// Each person's events in 15 days from a time of their own, some in bursts.
+		from := start.Add(time.Duration(rng.Int64N(int64(95 * 24 * time.Hour))))
+		for range 1 + rng.IntN(40) {
+			name := []string{"$pageview", "$pageview", "signed up", "clicked"}[rng.IntN(4)]
+			events = append(events, Event{UUID: uuid.Must(uuid.NewV7()), TeamID: 1, Name: name, DistinctID: fmt.Sprintf("p%d", p),
+				Timestamp: from.Add(time.Duration(rng.Int64N(int64([]time.Duration{15 * 24, 6}[rng.IntN(2)] * time.Hour)))), Properties: `{}`})
+		}
+	}
+	if err := w.Writer().Submit(&Batch{Events: events}); err != nil {
+		t.Fatal(err)
+	}
+	q := w.Queries()
+	ctx := context.Background()
+	now := at("2026-06-10T00:00:00Z")
+	pageview, signup := "$pageview", "signed up"
+	entities := [][2]*string{{&pageview, &pageview}, {&signup, &pageview}, {nil, &signup}}
+	for _, zone := range []string{"UTC", "America/Santiago", "Asia/Kolkata", "Europe/Paris"} {
+		for _, period := range []string{"Hour", "Day", "Week", "Month"} {
+			for _, kind := range []string{"retention_first_time", "retention_recurring"} {
+				for e, pair := range entities {
+					n := []int{4, 11, 70}[(e+len(period))%3]
+					switch period {
+					case "Month":
+						n = 4
+					case "Hour":
+						n = 70
+					}
+					scope := Scope{Team: 1, Timezone: zone, WeekStartDay: e % 2}
+					rq := RetentionQuery{DateRange: DateRange{DateTo: []string{"2026-04-07", "2026-05-20", "2026-03-29"}[e]}, RetentionFilter: RetentionFilter{
+						Period: period, TotalIntervals: n, RetentionType: kind,
+						TargetEntity: RetentionEntity{ID: pair[0], Type: "events"}, ReturningEntity: RetentionEntity{ID: pair[1], Type: "events"}}}
+					r, err := q.Retention(ctx, scope, rq, now)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got := map[string]int64{}
+					for i, c := range r.Results {
+						for k, v := range c.Values {
+							if v.Count != 0 {
+								got[fmt.Sprintf("%d+%d", i, k)] = v.Count
+							}
+						}
+					}
+					want := map[string]int64{}
+					func() {
+						ctx, done, err := q.begin(ctx, scope)
+						if err != nil {
+							t.Fatal(err)
+						}
+						defer done()
+						plan, err := q.retentionPlanOf(ctx, scope, rq, now)
+						if err != nil {
+							t.Fatal(err)
+						}
+						rows, err := q.run(ctx, scope, plan.ctes+`
+							SELECT strftime(c, '%Y-%m-%d %H:%M:%S'), 0, count(*) FROM retention_cohorts GROUP BY ALL
+							UNION ALL
+							SELECT strftime(c, '%Y-%m-%d %H:%M:%S'), date_diff('`+plan.interval+`', c, r), count(DISTINCT person_id)
+								FROM retention_cohorts JOIN retention_returns USING (person_id) WHERE r > c GROUP BY ALL`, plan.persons, q.maxRows, plan.args...)
+						if err != nil {
+							t.Fatal(err)
+						}
+						for _, row := range rows.Results {
+							i := slices.IndexFunc(plan.starts, func(s time.Time) bool { return s.Format(time.DateTime) == row[0] })
+							if i >= 0 {
+								want[fmt.Sprintf("%d+%v", i, row[1])] = int64(toFloat(row[2]))
+							}
+						}
+					}()
+					if len(want) == 0 && period != "Hour" || !maps.Equal(got, want) {
+						t.Fatalf("%s %s %s %d, entities %d:\ngot  %v\nwant %v", zone, period, kind, n, e, got, want)
+					}
+				}
+			}
+		}
+	}
 }
