@@ -115,7 +115,9 @@ func TestEvaluationDeadline(t *testing.T) {
 			r.Reason.ConditionIndex == nil
 	}
 
-	got, failed := evaluateText(t, d, text, time.Now().Add(50*time.Millisecond))
+	// A deadline far shorter than the slow flag's 40 s, yet long enough for the first
+	// flag on a loaded machine (50 ms once passed before it under make test's load).
+	got, failed := evaluateText(t, d, text, time.Now().Add(2*time.Second))
 	if !failed || !got["a-before"].Enabled || got["a-before"].Failed || !timedOut(got["b-slow"]) || !timedOut(got["c-after"]) {
 		t.Fatalf("with a deadline: failed %v, %+v", failed, got)
 	}
