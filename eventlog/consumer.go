@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -217,7 +218,7 @@ func (r *reader) read(ctx context.Context) error {
 	}
 	defer it.Stop()
 	for {
-		msg, err := it.Next(jetstream.NextContext(ctx))
+		msg, err := r.next(ctx, it, stream)
 		if err != nil {
 			return err
 		}
@@ -234,6 +235,23 @@ func (r *reader) read(ctx context.Context) error {
 		}
 		r.purge(ctx, stream)
 	}
+}
+
+// next waits for the next message. While the warehouse has applied messages not yet
+// purged it waits purgeEvery at a time and purges between, so that the log is emptied
+// of what was applied even when no message follows: a full log takes none until then,
+// and a reader that waited for one to purge would wait for ever.
+func (r *reader) next(ctx context.Context, it jetstream.MessagesContext, stream jetstream.Stream) (jetstream.Msg, error) {
+	for r.applied.Load() != r.purged {
+		wait, cancel := context.WithTimeout(ctx, max(time.Until(r.lastPurge.Add(r.c.purgeEvery)), time.Millisecond))
+		msg, err := it.Next(jetstream.NextContext(wait))
+		cancel()
+		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			return msg, cmp.Or(ctx.Err(), err)
+		}
+		r.purge(ctx, stream)
+	}
+	return it.Next(jetstream.NextContext(ctx))
 }
 
 // apply commits r.msgs as one batch, whose position is the last message's: the

@@ -196,6 +196,33 @@ func TestLogRetriedPublishStoredOnce(t *testing.T) {
 	waitStored(t, e.warehouse, 1, 10, 1)
 }
 
+// Once the warehouse has applied everything, the log is purged of it within about
+// the purge interval although no message follows: before, a reader purged only after
+// an apply, at most once a second, so the messages of the last gather applied within
+// a second of a purge stayed, and a full log stayed full, refusing every publish.
+func TestLogPurgedWhenIdle(t *testing.T) {
+	e := openLog(t, t.TempDir(), Config{Partitions: 1}, false)
+	e.publish(t, gatherMessages+4, 1) // one message each: two gathers, the second at once
+	e.consumer = StartConsumer(e.node, e.warehouse.Writer(), nil, testlog.New())
+	waitStored(t, e.warehouse, 1, gatherMessages+4, gatherMessages+4)
+	stream, err := e.node.js.Stream(context.Background(), streamName(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		info, err := stream.Info(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State.Msgs == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the log holds %d messages 5 s after the warehouse applied all of them", info.State.Msgs)
+		}
+	}
+}
+
 func TestLogFullAnswersOverloaded(t *testing.T) {
 	// No consumer: nothing is applied, so the log fills.
 	e := openLog(t, t.TempDir(), Config{Partitions: 1, MaxBytes: 256 << 10}, false)
